@@ -1,0 +1,5 @@
+//! Placeholder: being written.
+
+/// A batch of writes applied atomically.
+#[derive(Default)]
+pub struct WriteBatch {}

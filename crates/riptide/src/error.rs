@@ -1,0 +1,115 @@
+//! The one error type of the engine.
+//!
+//! Every fallible public operation returns [`Result<T>`]. A missing key is not an error (`Ok(None)`);
+//! errors describe I/O failures, damaged files, bad arguments and conflicts. The enum is
+//! `#[non_exhaustive]` so that later features can add kinds without breaking callers.
+
+use std::fmt;
+use std::io;
+use std::path::PathBuf;
+
+/// The result type used throughout Riptide.
+pub type Result<T, E = Error> = std::result::Result<T, E>;
+
+/// Everything that can go wrong in Riptide.
+#[derive(Debug)]
+#[non_exhaustive]
+pub enum Error {
+    /// The operating system (or the injected fault layer) reported an I/O failure.
+    Io {
+        /// What the engine was doing, e.g. "sync WAL 000012.log".
+        context: String,
+        /// The underlying error, with its OS error code when there is one.
+        source: io::Error,
+    },
+    /// Data on disk failed a checksum or could not be decoded.
+    Corruption {
+        /// The file that holds the damaged bytes.
+        file: PathBuf,
+        /// Byte offset in `file` where the damage was detected.
+        offset: u64,
+        /// A human-readable description of what was wrong.
+        reason: String,
+    },
+    /// The caller passed an argument that breaks a documented limit or contract.
+    InvalidArgument(String),
+    /// A resource is in use: the database directory is locked by another handle or process.
+    Busy(String),
+    /// A transaction conflicted with a concurrent writer.
+    Conflict(String),
+    /// The database was closed, or a previous background error put it into read-only mode.
+    Closed(String),
+}
+
+impl Error {
+    /// Builds an [`Error::Io`] with context.
+    pub(crate) fn io(context: impl Into<String>, source: io::Error) -> Error {
+        Error::Io { context: context.into(), source }
+    }
+
+    /// Builds an [`Error::Corruption`].
+    pub(crate) fn corruption(file: impl Into<PathBuf>, offset: u64, reason: impl Into<String>) -> Error {
+        Error::Corruption { file: file.into(), offset, reason: reason.into() }
+    }
+
+    /// Builds an [`Error::InvalidArgument`].
+    pub(crate) fn invalid(reason: impl Into<String>) -> Error {
+        Error::InvalidArgument(reason.into())
+    }
+
+    /// True for [`Error::Corruption`].
+    pub fn is_corruption(&self) -> bool {
+        matches!(self, Error::Corruption { .. })
+    }
+
+    /// True for [`Error::Io`].
+    pub fn is_io(&self) -> bool {
+        matches!(self, Error::Io { .. })
+    }
+
+    /// Makes a copy of this error. `io::Error` is not `Clone`, so I/O errors keep their kind, OS
+    /// code and message but lose any custom payload. Used to hand one background error to many
+    /// waiting writers.
+    pub(crate) fn duplicate(&self) -> Error {
+        match self {
+            Error::Io { context, source } => Error::Io {
+                context: context.clone(),
+                source: match source.raw_os_error() {
+                    Some(code) => io::Error::from_raw_os_error(code),
+                    None => io::Error::new(source.kind(), source.to_string()),
+                },
+            },
+            Error::Corruption { file, offset, reason } => {
+                Error::Corruption { file: file.clone(), offset: *offset, reason: reason.clone() }
+            }
+            Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
+            Error::Busy(s) => Error::Busy(s.clone()),
+            Error::Conflict(s) => Error::Conflict(s.clone()),
+            Error::Closed(s) => Error::Closed(s.clone()),
+        }
+    }
+}
+
+impl fmt::Display for Error {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        match self {
+            Error::Io { context, source } => write!(f, "I/O error: {context}: {source}"),
+            Error::Corruption { file, offset, reason } => {
+                write!(f, "corruption in {} at offset {offset}: {reason}", file.display())
+            }
+            Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
+            Error::Busy(s) => write!(f, "busy: {s}"),
+            Error::Conflict(s) => write!(f, "conflict: {s}"),
+            Error::Closed(s) => write!(f, "closed: {s}"),
+        }
+    }
+}
+
+impl std::error::Error for Error {
+    fn source(&self) -> Option<&(dyn std::error::Error + 'static)> {
+        match self {
+            Error::Io { source, .. } => Some(source),
+            _ => None,
+        }
+    }
+}

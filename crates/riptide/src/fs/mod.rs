@@ -1,0 +1,99 @@
+//! The file-system abstraction: every byte Riptide reads or writes goes through [`FileSystem`].
+//!
+//! Three implementations exist: [`OsFileSystem`] (the real one), [`MemFileSystem`] (in memory,
+//! fast and deterministic, and able to simulate power loss by forgetting everything that was not
+//! synced), and [`FaultFileSystem`] (wraps another file system and fails chosen operations with
+//! EIO or ENOSPC, once or persistently).
+//!
+//! Concurrency contract: a `FileSystem` is shared by all threads (`Send + Sync`). A
+//! [`WritableFile`] is owned by one writer at a time. A [`RandomAccessFile`] is shared and
+//! supports concurrent positional reads.
+//!
+//! Durability contract (what the engine relies on, invariant I1 in `docs/invariants.md`):
+//! data appended to a file is durable only after [`WritableFile::sync`] returns `Ok`; a new
+//! file name, a rename or a removal is durable only after [`FileSystem::sync_dir`] on its parent
+//! directory returns `Ok`.
+
+mod fault;
+mod mem;
+mod os;
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::error::Result;
+
+// pub use fault::{FaultFileSystem, FaultKind, FaultPlan};
+// pub use mem::MemFileSystem;
+pub use os::OsFileSystem;
+
+/// A file being written sequentially (WAL, SSTable, manifest).
+pub trait WritableFile: Send + Sync {
+    /// Appends bytes. They may sit in a buffer (user space or page cache) until `sync`.
+    fn append(&mut self, data: &[u8]) -> Result<()>;
+    /// Hands buffered bytes to the operating system without forcing them to stable storage.
+    fn flush(&mut self) -> Result<()>;
+    /// Makes every appended byte durable (`fdatasync`). On error, nothing is promised about the
+    /// bytes appended since the last successful sync, and the file must not be trusted again.
+    fn sync(&mut self) -> Result<()>;
+    /// Bytes appended so far.
+    fn len(&self) -> u64;
+    /// True when nothing has been appended.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// A file read at arbitrary offsets, shared between threads.
+pub trait RandomAccessFile: Send + Sync {
+    /// Fills `buf` from `offset`. Reading past the end is an error (`UnexpectedEof`).
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()>;
+    /// The size of the file when it was opened.
+    fn len(&self) -> u64;
+    /// True for an empty file.
+    fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+}
+
+/// An exclusive lock on a database directory, released on drop (and by the OS when the process
+/// dies, so a crash never leaves a lock that blocks the next open).
+pub trait FileLock: Send + Sync {}
+
+/// All file operations the engine performs.
+pub trait FileSystem: Send + Sync + 'static {
+    /// Creates (or truncates) a file for writing.
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>>;
+    /// Opens an existing file for positional reads.
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>>;
+    /// Reads a whole file into memory (small files: CURRENT, manifest, WAL during recovery).
+    fn read_all(&self, path: &Path) -> Result<Vec<u8>> {
+        let file = self.open(path)?;
+        let length = usize::try_from(file.len())
+            .map_err(|_| crate::Error::invalid(format!("{} is too large to read", path.display())))?;
+        let mut buffer = vec![0u8; length];
+        file.read_exact_at(0, &mut buffer)?;
+        Ok(buffer)
+    }
+    /// Atomically renames `from` to `to`, replacing `to` if it exists.
+    fn rename(&self, from: &Path, to: &Path) -> Result<()>;
+    /// Removes a file.
+    fn remove(&self, path: &Path) -> Result<()>;
+    /// Creates a directory and its parents if missing.
+    fn create_dir_all(&self, path: &Path) -> Result<()>;
+    /// Lists the file names (not full paths) in a directory.
+    fn list(&self, dir: &Path) -> Result<Vec<String>>;
+    /// True when the path exists.
+    fn exists(&self, path: &Path) -> bool;
+    /// The current size of a file.
+    fn file_size(&self, path: &Path) -> Result<u64>;
+    /// Makes creations, renames and removals in `dir` durable.
+    fn sync_dir(&self, dir: &Path) -> Result<()>;
+    /// Takes an exclusive lock, failing at once with [`crate::Error::Busy`] if it is held.
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+}
+
+/// Joins a directory and a file name.
+pub(crate) fn join(dir: &Path, name: &str) -> PathBuf {
+    dir.join(name)
+}

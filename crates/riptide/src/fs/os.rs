@@ -1,0 +1,147 @@
+//! The real file system, through `std::fs` with positional reads (`pread`).
+//!
+//! Writes are buffered in user space (a `BufWriter`) and reach the kernel on `flush` or `sync`;
+//! `sync` is `fdatasync`. Directory sync opens the directory and calls `fsync` on it.
+
+use std::fs::{File, OpenOptions};
+use std::io::{BufWriter, Write};
+use std::os::unix::fs::FileExt;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use crate::error::{Error, Result};
+
+/// The operating system's file system.
+#[derive(Clone, Copy, Debug, Default)]
+pub struct OsFileSystem;
+
+fn io_error(action: &str, path: &Path, source: std::io::Error) -> Error {
+    Error::io(format!("{action} {}", path.display()), source)
+}
+
+struct OsWritableFile {
+    path: PathBuf,
+    writer: BufWriter<File>,
+    length_bytes: u64,
+}
+
+impl WritableFile for OsWritableFile {
+    fn append(&mut self, data: &[u8]) -> Result<()> {
+        self.writer.write_all(data).map_err(|e| io_error("append to", &self.path, e))?;
+        self.length_bytes += data.len() as u64;
+        Ok(())
+    }
+
+    fn flush(&mut self) -> Result<()> {
+        self.writer.flush().map_err(|e| io_error("flush", &self.path, e))
+    }
+
+    fn sync(&mut self) -> Result<()> {
+        self.flush()?;
+        self.writer.get_ref().sync_data().map_err(|e| io_error("sync", &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.length_bytes
+    }
+}
+
+struct OsRandomAccessFile {
+    path: PathBuf,
+    file: File,
+    length_bytes: u64,
+}
+
+impl RandomAccessFile for OsRandomAccessFile {
+    fn read_exact_at(&self, offset: u64, buf: &mut [u8]) -> Result<()> {
+        self.file.read_exact_at(buf, offset).map_err(|e| io_error("read", &self.path, e))
+    }
+
+    fn len(&self) -> u64 {
+        self.length_bytes
+    }
+}
+
+struct OsFileLock {
+    _file: File,
+}
+
+impl FileLock for OsFileLock {}
+
+impl FileSystem for OsFileSystem {
+    fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let file = OpenOptions::new()
+            .write(true)
+            .create(true)
+            .truncate(true)
+            .open(path)
+            .map_err(|e| io_error("create", path, e))?;
+        Ok(Box::new(OsWritableFile {
+            path: path.to_path_buf(),
+            writer: BufWriter::with_capacity(64 << 10, file),
+            length_bytes: 0,
+        }))
+    }
+
+    fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
+        let file = File::open(path).map_err(|e| io_error("open", path, e))?;
+        let length_bytes = file.metadata().map_err(|e| io_error("stat", path, e))?.len();
+        Ok(Arc::new(OsRandomAccessFile { path: path.to_path_buf(), file, length_bytes }))
+    }
+
+    fn rename(&self, from: &Path, to: &Path) -> Result<()> {
+        std::fs::rename(from, to).map_err(|e| io_error("rename", from, e))
+    }
+
+    fn remove(&self, path: &Path) -> Result<()> {
+        std::fs::remove_file(path).map_err(|e| io_error("remove", path, e))
+    }
+
+    fn create_dir_all(&self, path: &Path) -> Result<()> {
+        std::fs::create_dir_all(path).map_err(|e| io_error("create directory", path, e))
+    }
+
+    fn list(&self, dir: &Path) -> Result<Vec<String>> {
+        let mut names = Vec::new();
+        for entry in std::fs::read_dir(dir).map_err(|e| io_error("list", dir, e))? {
+            let entry = entry.map_err(|e| io_error("list", dir, e))?;
+            if let Some(name) = entry.file_name().to_str() {
+                names.push(name.to_string());
+            }
+        }
+        names.sort();
+        Ok(names)
+    }
+
+    fn exists(&self, path: &Path) -> bool {
+        path.exists()
+    }
+
+    fn file_size(&self, path: &Path) -> Result<u64> {
+        Ok(std::fs::metadata(path).map_err(|e| io_error("stat", path, e))?.len())
+    }
+
+    fn sync_dir(&self, dir: &Path) -> Result<()> {
+        let handle = File::open(dir).map_err(|e| io_error("open directory", dir, e))?;
+        handle.sync_all().map_err(|e| io_error("sync directory", dir, e))
+    }
+
+    fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
+        let file = OpenOptions::new()
+            .read(true)
+            .write(true)
+            .create(true)
+            .truncate(false)
+            .open(path)
+            .map_err(|e| io_error("open lock file", path, e))?;
+        match file.try_lock() {
+            Ok(()) => Ok(Box::new(OsFileLock { _file: file })),
+            Err(std::fs::TryLockError::WouldBlock) => Err(Error::Busy(format!(
+                "{} is locked: the database is open in another handle or process",
+                path.display()
+            ))),
+            Err(std::fs::TryLockError::Error(e)) => Err(io_error("lock", path, e)),
+        }
+    }
+}

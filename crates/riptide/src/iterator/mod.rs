@@ -1,0 +1,92 @@
+//! Iterators over internal keys, and the user-facing iterator built on them.
+//!
+//! Every source of entries (memtable, SSTable, a level of SSTables) exposes an
+//! [`InternalIterator`]: a bidirectional cursor over internal keys in internal-key order
+//! (`crate::key::compare_internal_keys`). A [`merge::MergingIterator`] combines many sources into
+//! one ordered stream, and [`db_iter::DbIterator`] turns that stream into user keys at one
+//! snapshot, hiding tombstones and shadowed versions and honouring bounds.
+//!
+//! Concurrency contract: an iterator is used by one thread at a time; it keeps the memtables and
+//! table files it reads alive by holding `Arc`s, so flushes and compactions may run meanwhile.
+
+pub(crate) mod db_iter;
+pub(crate) mod merge;
+
+use crate::error::Result;
+
+/// A bidirectional cursor over internal keys.
+///
+/// Contract: `key()` and `value()` may only be called while `valid()` is true. When an I/O or
+/// corruption error occurs the iterator becomes invalid and `status()` returns the error; once an
+/// error is reported it stays reported.
+pub(crate) trait InternalIterator: Send {
+    /// True when positioned on an entry.
+    fn valid(&self) -> bool;
+    /// Positions at the first entry.
+    fn seek_to_first(&mut self);
+    /// Positions at the last entry.
+    fn seek_to_last(&mut self);
+    /// Positions at the first entry whose internal key is `>= target` (an internal key).
+    fn seek(&mut self, target: &[u8]);
+    /// Moves to the next entry. Requires `valid()`.
+    fn next(&mut self);
+    /// Moves to the previous entry. Requires `valid()`.
+    fn prev(&mut self);
+    /// The internal key of the current entry.
+    fn key(&self) -> &[u8];
+    /// The value of the current entry (empty for tombstones).
+    fn value(&self) -> &[u8];
+    /// The first error met, if any.
+    fn status(&self) -> Result<()>;
+}
+
+/// An iterator over an in-memory sorted vector of entries; used by tests across the crate and
+/// as the iterator of small immutable collections.
+#[derive(Debug, Default)]
+pub(crate) struct VecIterator {
+    entries: Vec<(Vec<u8>, Vec<u8>)>,
+    position: Option<usize>,
+}
+
+impl VecIterator {
+    /// Creates an iterator; `entries` must already be sorted by internal key.
+    pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIterator {
+        debug_assert!(entries
+            .windows(2)
+            .all(|w| crate::key::compare_internal_keys(&w[0].0, &w[1].0).is_lt()));
+        VecIterator { entries, position: None }
+    }
+}
+
+impl InternalIterator for VecIterator {
+    fn valid(&self) -> bool {
+        self.position.is_some()
+    }
+    fn seek_to_first(&mut self) {
+        self.position = if self.entries.is_empty() { None } else { Some(0) };
+    }
+    fn seek_to_last(&mut self) {
+        self.position = self.entries.len().checked_sub(1);
+    }
+    fn seek(&mut self, target: &[u8]) {
+        let index = self
+            .entries
+            .partition_point(|(key, _)| crate::key::compare_internal_keys(key, target).is_lt());
+        self.position = (index < self.entries.len()).then_some(index);
+    }
+    fn next(&mut self) {
+        self.position = self.position.and_then(|p| (p + 1 < self.entries.len()).then_some(p + 1));
+    }
+    fn prev(&mut self) {
+        self.position = self.position.and_then(|p| p.checked_sub(1));
+    }
+    fn key(&self) -> &[u8] {
+        self.position.map_or(&[][..], |p| &self.entries[p].0)
+    }
+    fn value(&self) -> &[u8] {
+        self.position.map_or(&[][..], |p| &self.entries[p].1)
+    }
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}

@@ -1,0 +1,41 @@
+//! Riptide: a write-optimized LSM-tree key-value storage engine.
+//!
+//! Writes go to a write-ahead log (group-committed) and a concurrent in-memory skiplist; full
+//! memtables are flushed in the background to immutable sorted tables (SSTables) that
+//! compaction merges down a tree of levels. Reads consult the memtables, then the tables newest
+//! first, skipping tables with bloom filters. See `docs/architecture.md` for the full picture.
+//!
+//! ```
+//! use riptide::{Db, Options, WriteOptions, ReadOptions};
+//! let dir = tempfile::tempdir().unwrap();
+//! let db = Db::open(dir.path(), Options::default()).unwrap();
+//! db.put(&WriteOptions::default(), b"key", b"value").unwrap();
+//! assert_eq!(db.get(&ReadOptions::default(), b"key").unwrap().as_deref(), Some(&b"value"[..]));
+//! db.close().unwrap();
+//! ```
+
+#![deny(missing_docs)]
+
+mod batch;
+mod cache;
+mod coding;
+mod db;
+mod error;
+pub mod fs;
+mod iterator;
+mod key;
+mod memtable;
+mod options;
+mod snapshot;
+mod sstable;
+mod version;
+mod wal;
+
+#[doc(hidden)]
+pub mod internals;
+
+pub use batch::WriteBatch;
+pub use db::{Db, DbIterator};
+pub use error::{Error, Result};
+pub use options::{Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions};
+pub use snapshot::Snapshot;

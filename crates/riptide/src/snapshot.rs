@@ -1,0 +1,90 @@
+//! Snapshots: a pinned sequence number that reads can use to see the database as it was.
+//!
+//! A [`Snapshot`] is a cheap handle (an `Arc`). While any clone of it lives, its sequence number
+//! stays registered with the database so that compaction keeps every version a read at that
+//! sequence could need (invariant I6 in `docs/invariants.md`).
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use parking_lot::Mutex;
+
+/// The set of live snapshot sequence numbers, with a count for each.
+#[derive(Debug, Default)]
+pub(crate) struct SnapshotList {
+    live: Mutex<BTreeMap<u64, usize>>,
+}
+
+impl SnapshotList {
+    /// Registers a snapshot at `sequence` and returns its handle.
+    pub(crate) fn acquire(self: &Arc<Self>, sequence: u64) -> Snapshot {
+        *self.live.lock().entry(sequence).or_insert(0) += 1;
+        Snapshot { inner: Arc::new(SnapshotInner { sequence, list: Arc::clone(self) }) }
+    }
+
+    /// The oldest live snapshot sequence, if any.
+    pub(crate) fn oldest(&self) -> Option<u64> {
+        self.live.lock().keys().next().copied()
+    }
+
+    /// All live snapshot sequences in ascending order.
+    pub(crate) fn all(&self) -> Vec<u64> {
+        self.live.lock().keys().copied().collect()
+    }
+
+    fn release(&self, sequence: u64) {
+        let mut live = self.live.lock();
+        if let Some(count) = live.get_mut(&sequence) {
+            *count -= 1;
+            if *count == 0 {
+                live.remove(&sequence);
+            }
+        }
+    }
+}
+
+#[derive(Debug)]
+struct SnapshotInner {
+    sequence: u64,
+    list: Arc<SnapshotList>,
+}
+
+impl Drop for SnapshotInner {
+    fn drop(&mut self) {
+        self.list.release(self.sequence);
+    }
+}
+
+/// A consistent, read-only view of the database at one point in its write history.
+#[derive(Clone, Debug)]
+pub struct Snapshot {
+    inner: Arc<SnapshotInner>,
+}
+
+impl Snapshot {
+    /// The sequence number this snapshot reads at: it sees every write with a sequence number
+    /// up to and including this one.
+    pub fn sequence(&self) -> u64 {
+        self.inner.sequence
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn oldest_tracks_live_snapshots() {
+        let list = Arc::new(SnapshotList::default());
+        let a = list.acquire(5);
+        let b = list.acquire(9);
+        let a2 = a.clone();
+        assert_eq!(list.oldest(), Some(5));
+        drop(a);
+        assert_eq!(list.oldest(), Some(5));
+        drop(a2);
+        assert_eq!(list.oldest(), Some(9));
+        drop(b);
+        assert_eq!(list.oldest(), None);
+    }
+}

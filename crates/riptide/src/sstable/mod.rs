@@ -1,0 +1,4 @@
+//! Placeholder: being written.
+
+#[doc(hidden)]
+pub mod bench_support {}
