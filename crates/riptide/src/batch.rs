@@ -1,5 +1,653 @@
-//! Placeholder: being written.
+//! Write batches: an atomic group of puts and deletes, encoded once.
+//!
+//! A [`WriteBatch`] keeps its records in their final encoded form (`rep`), so the very same
+//! bytes are appended to the write-ahead log and later replayed into the memtable; nothing is
+//! re-encoded on the write path. The byte layout is documented in `docs/format/write_batch.md`
+//! (format version 1): an 8-byte little-endian base sequence number, a 4-byte little-endian
+//! record count, then the records, each a kind byte ([`ValueKind`] as `u8`), a length-prefixed
+//! key and, for puts only, a length-prefixed value.
+//!
+//! Concurrency contract: a batch is a plain value with no interior mutability. It is `Send` and
+//! `Sync`; mutation needs `&mut`, so a batch is built by one thread and then handed over (for
+//! example to the group-commit leader, which [`WriteBatch::append`]s followers' batches into its
+//! own).
+//!
+//! Invariants: `rep` always holds at least the 12-byte header; the count in the header equals
+//! the number of records that follow; the records decode exactly to the end of `rep`, with no
+//! trailing bytes; `max_key_bytes` and `max_value_bytes` are the largest key and value lengths
+//! among the records (0 for an empty batch). Batches built through the public methods hold these
+//! by construction; [`WriteBatch::from_data`] checks them for bytes read back from disk, which
+//! is why the iterators can decode without reporting errors.
 
-/// A batch of writes applied atomically.
-#[derive(Default)]
-pub struct WriteBatch {}
+use std::fmt;
+use std::path::Path;
+
+use crate::coding::{get_length_prefixed, put_length_prefixed, read_u32, read_u64, varint_length};
+use crate::error::{Error, Result};
+use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
+
+/// Size of the batch header: the 8-byte base sequence number and the 4-byte record count.
+pub(crate) const BATCH_HEADER_SIZE_BYTES: usize = 12;
+
+/// Offset of the record count inside the header.
+const COUNT_OFFSET_BYTES: usize = 8;
+
+/// A batch of writes applied atomically: either every put and delete in it becomes visible, or
+/// none does.
+///
+/// Records are applied in the order they were added, so a later write to the same key wins.
+///
+/// ```
+/// use riptide::WriteBatch;
+/// let mut batch = WriteBatch::new();
+/// batch.put(b"apple", b"red");
+/// batch.delete(b"banana");
+/// assert_eq!(batch.len(), 2);
+/// ```
+#[derive(Clone)]
+pub struct WriteBatch {
+    /// The encoded batch: header, then records.
+    rep: Vec<u8>,
+    /// Length of the longest key among the records, kept so limits can be checked in O(1).
+    max_key_bytes: usize,
+    /// Length of the longest value among the records.
+    max_value_bytes: usize,
+}
+
+/// What a record in a [`WriteBatch`] does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum BatchOp {
+    /// Sets the key to the value.
+    Put,
+    /// Removes the key.
+    Delete,
+}
+
+/// One record of a [`WriteBatch`], borrowed from the batch.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct BatchEntry<'a> {
+    kind: BatchOp,
+    key: &'a [u8],
+    value: &'a [u8],
+}
+
+impl<'a> BatchEntry<'a> {
+    /// Whether this record is a put or a delete.
+    pub fn kind(&self) -> BatchOp {
+        self.kind
+    }
+
+    /// The user key the record writes.
+    pub fn key(&self) -> &'a [u8] {
+        self.key
+    }
+
+    /// The value of a put; empty for a delete.
+    pub fn value(&self) -> &'a [u8] {
+        self.value
+    }
+}
+
+/// A read-only iterator over the records of a [`WriteBatch`], in the order they were added.
+#[derive(Clone, Debug)]
+pub struct BatchIter<'a> {
+    entries: BatchEntries<'a>,
+}
+
+impl<'a> Iterator for BatchIter<'a> {
+    type Item = BatchEntry<'a>;
+
+    fn next(&mut self) -> Option<BatchEntry<'a>> {
+        let (kind, key, value) = self.entries.next()?;
+        let kind = match kind {
+            ValueKind::Put => BatchOp::Put,
+            ValueKind::Delete => BatchOp::Delete,
+        };
+        Some(BatchEntry { kind, key, value })
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        self.entries.size_hint()
+    }
+}
+
+impl<'a> IntoIterator for &'a WriteBatch {
+    type Item = BatchEntry<'a>;
+    type IntoIter = BatchIter<'a>;
+
+    fn into_iter(self) -> BatchIter<'a> {
+        self.iter()
+    }
+}
+
+/// The crate's iterator over a batch's records as `(kind, key, value)`; the value is empty for a
+/// delete. The batch has been validated, so decoding cannot fail; should it ever meet bytes it
+/// cannot decode (a broken invariant), it ends early instead of panicking.
+#[derive(Clone, Debug)]
+pub(crate) struct BatchEntries<'a> {
+    /// The records still to decode.
+    records: &'a [u8],
+    /// Records still to yield, from the header count.
+    remaining: usize,
+}
+
+impl<'a> Iterator for BatchEntries<'a> {
+    type Item = (ValueKind, &'a [u8], &'a [u8]);
+
+    fn next(&mut self) -> Option<(ValueKind, &'a [u8], &'a [u8])> {
+        if self.remaining == 0 {
+            return None;
+        }
+        match decode_record(self.records) {
+            Ok(record) => {
+                self.records = self.records.get(record.length_bytes..).unwrap_or_default();
+                self.remaining -= 1;
+                Some((record.kind, record.key, record.value))
+            }
+            Err(_) => {
+                debug_assert!(false, "a validated write batch failed to decode");
+                self.remaining = 0;
+                None
+            }
+        }
+    }
+
+    fn size_hint(&self) -> (usize, Option<usize>) {
+        (0, Some(self.remaining))
+    }
+}
+
+/// A record decoded from the front of a byte slice.
+struct DecodedRecord<'a> {
+    kind: ValueKind,
+    key: &'a [u8],
+    value: &'a [u8],
+    /// Encoded size of the record, so the caller can step to the next one.
+    length_bytes: usize,
+}
+
+/// Decodes one record from the front of `input`. On failure it returns the position within
+/// `input` where the damage was found and a description of it.
+fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize, String)> {
+    let Some(&kind_byte) = input.first() else {
+        return Err((0, "record kind byte missing".to_string()));
+    };
+    let Some(kind) = ValueKind::from_u8(kind_byte) else {
+        return Err((0, format!("unknown record kind {kind_byte}")));
+    };
+    let after_kind = input.get(1..).unwrap_or_default();
+    let Some((key, key_length_bytes)) = get_length_prefixed(after_kind) else {
+        return Err((1, "key length is malformed or runs past the end of the batch".to_string()));
+    };
+    if !is_minimal_prefix(key, key_length_bytes) {
+        return Err((1, "key length is not minimally encoded".to_string()));
+    }
+    let mut length_bytes = 1 + key_length_bytes;
+    let mut value: &[u8] = &[];
+    if kind == ValueKind::Put {
+        let after_key = input.get(length_bytes..).unwrap_or_default();
+        let Some((decoded_value, value_length_bytes)) = get_length_prefixed(after_key) else {
+            return Err((length_bytes, "value length is malformed or runs past the end of the batch".to_string()));
+        };
+        if !is_minimal_prefix(decoded_value, value_length_bytes) {
+            return Err((length_bytes, "value length is not minimally encoded".to_string()));
+        }
+        value = decoded_value;
+        length_bytes += value_length_bytes;
+    }
+    Ok(DecodedRecord { kind, key, value, length_bytes })
+}
+
+/// True when a length-prefixed string of `total_bytes` (prefix included) used the shortest
+/// varint for its length. The encoder always does, so a longer prefix means damaged bytes; and
+/// rejecting it keeps decoding one-to-one, so a decoded batch re-encodes to the same bytes.
+fn is_minimal_prefix(bytes: &[u8], total_bytes: usize) -> bool {
+    total_bytes - bytes.len() == varint_length(bytes.len() as u64)
+}
+
+impl WriteBatch {
+    /// Creates an empty batch.
+    pub fn new() -> WriteBatch {
+        WriteBatch { rep: vec![0; BATCH_HEADER_SIZE_BYTES], max_key_bytes: 0, max_value_bytes: 0 }
+    }
+
+    /// Adds a record that sets `key` to `value`.
+    pub fn put(&mut self, key: &[u8], value: &[u8]) {
+        self.rep.push(ValueKind::Put as u8);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, value);
+        self.max_key_bytes = self.max_key_bytes.max(key.len());
+        self.max_value_bytes = self.max_value_bytes.max(value.len());
+        self.add_to_count(1);
+    }
+
+    /// Adds a record that removes `key`. Deleting a key that does not exist is not an error.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.rep.push(ValueKind::Delete as u8);
+        put_length_prefixed(&mut self.rep, key);
+        self.max_key_bytes = self.max_key_bytes.max(key.len());
+        self.add_to_count(1);
+    }
+
+    /// Removes every record, leaving an empty batch that can be reused without reallocating.
+    pub fn clear(&mut self) {
+        self.rep.clear();
+        self.rep.resize(BATCH_HEADER_SIZE_BYTES, 0);
+        self.max_key_bytes = 0;
+        self.max_value_bytes = 0;
+    }
+
+    /// Number of records (puts and deletes) in the batch.
+    pub fn len(&self) -> usize {
+        self.count() as usize
+    }
+
+    /// True when the batch holds no records.
+    pub fn is_empty(&self) -> bool {
+        self.count() == 0
+    }
+
+    /// Size of the encoded batch in bytes, header included: what it will occupy in the log.
+    pub fn size_bytes(&self) -> usize {
+        self.rep.len()
+    }
+
+    /// Iterates over the records in the order they were added.
+    pub fn iter(&self) -> BatchIter<'_> {
+        BatchIter { entries: self.entries() }
+    }
+
+    /// The base sequence number: the first record gets it, each later record the next one.
+    pub(crate) fn sequence(&self) -> u64 {
+        read_u64(&self.rep, 0).unwrap_or_default()
+    }
+
+    /// Sets the base sequence number (the write path does this just before logging).
+    pub(crate) fn set_sequence(&mut self, sequence: u64) {
+        debug_assert!(
+            self.is_empty() || sequence.saturating_add(self.len() as u64 - 1) <= MAX_SEQUENCE_NUMBER,
+            "I3: the batch's last sequence number would exceed 56 bits"
+        );
+        self.rep[..COUNT_OFFSET_BYTES].copy_from_slice(&sequence.to_le_bytes());
+    }
+
+    /// The encoded batch, exactly as it is written to the log.
+    pub(crate) fn data(&self) -> &[u8] {
+        &self.rep
+    }
+
+    /// Rebuilds a batch from bytes read back from the log, checking the whole encoding: the
+    /// header, every record, the record count, that nothing trails the last record, and that the
+    /// sequence numbers of all records fit in 56 bits (invariant I3). `path` and `offset` (where
+    /// `data` starts in that file) locate any damage in the returned [`Error::Corruption`].
+    pub(crate) fn from_data(data: Vec<u8>, path: &Path, offset: u64) -> Result<WriteBatch> {
+        let corruption = |position: usize, reason: String| {
+            Error::corruption(path, offset.saturating_add(position as u64), format!("write batch: {reason}"))
+        };
+        let (Some(sequence), Some(count)) = (read_u64(&data, 0), read_u32(&data, COUNT_OFFSET_BYTES)) else {
+            return Err(corruption(
+                0,
+                format!("{} bytes is shorter than the {BATCH_HEADER_SIZE_BYTES}-byte header", data.len()),
+            ));
+        };
+        if count > 0 {
+            let last_sequence = sequence.checked_add(u64::from(count) - 1);
+            if last_sequence.is_none_or(|last| last > MAX_SEQUENCE_NUMBER) {
+                return Err(corruption(
+                    0,
+                    format!("base sequence {sequence} with {count} records exceeds the 56-bit sequence space"),
+                ));
+            }
+        }
+        let mut position = BATCH_HEADER_SIZE_BYTES;
+        let mut decoded_count: u32 = 0;
+        let mut max_key_bytes = 0;
+        let mut max_value_bytes = 0;
+        while position < data.len() {
+            if decoded_count == count {
+                return Err(corruption(
+                    position,
+                    format!("{} bytes follow the last of the {count} records", data.len() - position),
+                ));
+            }
+            let remaining = data.get(position..).unwrap_or_default();
+            let record = decode_record(remaining).map_err(|(within, reason)| {
+                corruption(position + within, format!("record {decoded_count}: {reason}"))
+            })?;
+            max_key_bytes = max_key_bytes.max(record.key.len());
+            max_value_bytes = max_value_bytes.max(record.value.len());
+            position += record.length_bytes;
+            decoded_count += 1;
+        }
+        if decoded_count != count {
+            return Err(corruption(
+                position,
+                format!("header counts {count} records but only {decoded_count} are present"),
+            ));
+        }
+        Ok(WriteBatch { rep: data, max_key_bytes, max_value_bytes })
+    }
+
+    /// Appends `other`'s records after this batch's own (group commit merges the followers'
+    /// batches into the leader's this way). The counts add; this batch keeps its own sequence.
+    pub(crate) fn append(&mut self, other: &WriteBatch) {
+        self.rep.extend_from_slice(other.records());
+        self.max_key_bytes = self.max_key_bytes.max(other.max_key_bytes);
+        self.max_value_bytes = self.max_value_bytes.max(other.max_value_bytes);
+        self.add_to_count(other.count());
+    }
+
+    /// Length of the longest key in the batch (0 when empty).
+    pub(crate) fn max_key_bytes(&self) -> usize {
+        self.max_key_bytes
+    }
+
+    /// Length of the longest value in the batch (0 when empty or when it holds only deletes).
+    pub(crate) fn max_value_bytes(&self) -> usize {
+        self.max_value_bytes
+    }
+
+    /// Iterates over the records as `(kind, key, value)`, for replay into the memtable.
+    pub(crate) fn entries(&self) -> BatchEntries<'_> {
+        BatchEntries { records: self.records(), remaining: self.len() }
+    }
+
+    /// The record count from the header.
+    fn count(&self) -> u32 {
+        read_u32(&self.rep, COUNT_OFFSET_BYTES).unwrap_or_default()
+    }
+
+    /// The encoded records, without the header.
+    fn records(&self) -> &[u8] {
+        self.rep.get(BATCH_HEADER_SIZE_BYTES..).unwrap_or_default()
+    }
+
+    /// Adds `added` to the header count. The engine refuses batches larger than 1 GiB, and every
+    /// record takes at least 2 bytes, so the 32-bit count cannot overflow in practice; if it ever
+    /// would, failing loudly beats writing a count that disagrees with the records.
+    fn add_to_count(&mut self, added: u32) {
+        let Some(count) = self.count().checked_add(added) else {
+            panic!("a write batch cannot hold more than {} records", u32::MAX);
+        };
+        self.rep[COUNT_OFFSET_BYTES..BATCH_HEADER_SIZE_BYTES].copy_from_slice(&count.to_le_bytes());
+    }
+}
+
+impl Default for WriteBatch {
+    fn default() -> WriteBatch {
+        WriteBatch::new()
+    }
+}
+
+impl fmt::Debug for WriteBatch {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("WriteBatch")
+            .field("sequence", &self.sequence())
+            .field("len", &self.len())
+            .field("size_bytes", &self.size_bytes())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::path::PathBuf;
+
+    fn collect(batch: &WriteBatch) -> Vec<(ValueKind, Vec<u8>, Vec<u8>)> {
+        batch.entries().map(|(kind, key, value)| (kind, key.to_vec(), value.to_vec())).collect()
+    }
+
+    fn path() -> PathBuf {
+        PathBuf::from("000007.log")
+    }
+
+    fn expect_corruption(result: Result<WriteBatch>) -> u64 {
+        match result {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path());
+                offset
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn empty_batch() {
+        let batch = WriteBatch::new();
+        assert!(batch.is_empty());
+        assert_eq!(batch.len(), 0);
+        assert_eq!(batch.size_bytes(), BATCH_HEADER_SIZE_BYTES);
+        assert_eq!(batch.sequence(), 0);
+        assert_eq!(batch.iter().count(), 0);
+        assert_eq!(batch.max_key_bytes(), 0);
+        assert_eq!(batch.max_value_bytes(), 0);
+        let decoded = WriteBatch::from_data(batch.data().to_vec(), &path(), 0).expect("valid");
+        assert!(decoded.is_empty());
+        assert_eq!(format!("{:?}", WriteBatch::default()), "WriteBatch { sequence: 0, len: 0, size_bytes: 12 }");
+    }
+
+    #[test]
+    fn put_delete_and_iterate() {
+        let mut batch = WriteBatch::new();
+        batch.put(b"apple", b"red");
+        batch.delete(b"banana");
+        batch.put(b"", b"");
+        batch.put(b"cherry", &[7u8; 300]);
+        assert_eq!(batch.len(), 4);
+        assert!(!batch.is_empty());
+        assert_eq!(batch.max_key_bytes(), 6);
+        assert_eq!(batch.max_value_bytes(), 300);
+        let expected_size = 12 + (1 + 6 + 4) + (1 + 7) + (1 + 1 + 1) + (1 + 7 + 2 + 300);
+        assert_eq!(batch.size_bytes(), expected_size);
+
+        let public: Vec<(BatchOp, &[u8], &[u8])> = batch.iter().map(|e| (e.kind(), e.key(), e.value())).collect();
+        assert_eq!(
+            public,
+            vec![
+                (BatchOp::Put, &b"apple"[..], &b"red"[..]),
+                (BatchOp::Delete, &b"banana"[..], &b""[..]),
+                (BatchOp::Put, &b""[..], &b""[..]),
+                (BatchOp::Put, &b"cherry"[..], &[7u8; 300][..]),
+            ]
+        );
+        assert_eq!((&batch).into_iter().count(), 4);
+        let kinds: Vec<ValueKind> = batch.entries().map(|(kind, _, _)| kind).collect();
+        assert_eq!(kinds, vec![ValueKind::Put, ValueKind::Delete, ValueKind::Put, ValueKind::Put]);
+    }
+
+    #[test]
+    fn encoding_is_byte_exact() {
+        let mut batch = WriteBatch::new();
+        batch.put(b"k", b"vv");
+        batch.delete(b"d");
+        batch.set_sequence(0x0001_0203_0405_0607);
+        let expected: Vec<u8> = [
+            &[0x07, 0x06, 0x05, 0x04, 0x03, 0x02, 0x01, 0x00][..],
+            &[2, 0, 0, 0],
+            &[1, 1, b'k', 2, b'v', b'v'],
+            &[0, 1, b'd'],
+        ]
+        .concat();
+        assert_eq!(batch.data(), &expected[..]);
+    }
+
+    #[test]
+    fn round_trip_through_from_data() {
+        let mut batch = WriteBatch::new();
+        for index in 0..100u32 {
+            let key = format!("key-{index:05}");
+            if index % 3 == 0 {
+                batch.delete(key.as_bytes());
+            } else {
+                batch.put(key.as_bytes(), &vec![index as u8; index as usize]);
+            }
+        }
+        batch.set_sequence(12_345);
+        let decoded = WriteBatch::from_data(batch.data().to_vec(), &path(), 99).expect("valid batch");
+        assert_eq!(decoded.sequence(), 12_345);
+        assert_eq!(decoded.len(), 100);
+        assert_eq!(decoded.data(), batch.data());
+        assert_eq!(collect(&decoded), collect(&batch));
+        assert_eq!(decoded.max_key_bytes(), batch.max_key_bytes());
+        assert_eq!(decoded.max_value_bytes(), batch.max_value_bytes());
+        assert_eq!(decoded.max_value_bytes(), 98);
+    }
+
+    #[test]
+    fn clear_resets_everything() {
+        let mut batch = WriteBatch::new();
+        batch.put(b"a", b"b");
+        batch.set_sequence(9);
+        batch.clear();
+        assert!(batch.is_empty());
+        assert_eq!(batch.sequence(), 0);
+        assert_eq!(batch.size_bytes(), BATCH_HEADER_SIZE_BYTES);
+        assert_eq!(batch.max_key_bytes(), 0);
+        batch.delete(b"x");
+        assert_eq!(collect(&batch), vec![(ValueKind::Delete, b"x".to_vec(), Vec::new())]);
+    }
+
+    #[test]
+    fn append_merges_records_and_counts() {
+        let mut leader = WriteBatch::new();
+        leader.put(b"a", b"1");
+        leader.set_sequence(50);
+        let mut follower = WriteBatch::new();
+        follower.delete(b"long-key-here");
+        follower.put(b"b", b"a longer value");
+        follower.set_sequence(999);
+        leader.append(&follower);
+        leader.append(&WriteBatch::new());
+        assert_eq!(leader.len(), 3);
+        assert_eq!(leader.sequence(), 50);
+        assert_eq!(leader.max_key_bytes(), 13);
+        assert_eq!(leader.max_value_bytes(), 14);
+        assert_eq!(
+            collect(&leader),
+            vec![
+                (ValueKind::Put, b"a".to_vec(), b"1".to_vec()),
+                (ValueKind::Delete, b"long-key-here".to_vec(), Vec::new()),
+                (ValueKind::Put, b"b".to_vec(), b"a longer value".to_vec()),
+            ]
+        );
+        let decoded = WriteBatch::from_data(leader.data().to_vec(), &path(), 0).expect("valid");
+        assert_eq!(collect(&decoded), collect(&leader));
+    }
+
+    #[test]
+    fn every_truncation_is_corruption() {
+        let mut batch = WriteBatch::new();
+        batch.put(b"apple", b"red");
+        batch.delete(b"banana");
+        batch.put(b"cherry", &[1u8; 200]);
+        let data = batch.data();
+        for length in 0..data.len() {
+            let offset = expect_corruption(WriteBatch::from_data(data[..length].to_vec(), &path(), 1000));
+            assert!((1000..=1000 + length as u64).contains(&offset), "offset {offset} for length {length}");
+        }
+    }
+
+    #[test]
+    fn specific_damage_is_reported_with_offsets() {
+        let mut batch = WriteBatch::new();
+        batch.put(b"k", b"v");
+        batch.delete(b"d");
+        let good = batch.data().to_vec();
+
+        let mut unknown_kind = good.clone();
+        unknown_kind[12 + 5] = 9;
+        assert_eq!(expect_corruption(WriteBatch::from_data(unknown_kind, &path(), 100)), 117);
+
+        let mut count_too_high = good.clone();
+        count_too_high[8] = 3;
+        assert_eq!(expect_corruption(WriteBatch::from_data(count_too_high, &path(), 0)), good.len() as u64);
+
+        let mut count_too_low = good.clone();
+        count_too_low[8] = 1;
+        assert_eq!(expect_corruption(WriteBatch::from_data(count_too_low, &path(), 0)), 17);
+
+        let mut trailing = good.clone();
+        trailing.push(0);
+        expect_corruption(WriteBatch::from_data(trailing, &path(), 0));
+
+        let mut overflowing = good.clone();
+        overflowing[..8].copy_from_slice(&MAX_SEQUENCE_NUMBER.to_le_bytes());
+        expect_corruption(WriteBatch::from_data(overflowing.clone(), &path(), 0));
+        overflowing[..8].copy_from_slice(&(MAX_SEQUENCE_NUMBER - 1).to_le_bytes());
+        WriteBatch::from_data(overflowing, &path(), 0).expect("last record uses the largest sequence");
+
+        let mut huge_key_length = good;
+        huge_key_length[13..15].copy_from_slice(&[0xff, 0x7f]);
+        assert_eq!(expect_corruption(WriteBatch::from_data(huge_key_length, &path(), 0)), 13);
+    }
+
+    /// Builds a random valid batch.
+    fn random_batch(rng: &mut SmallRng) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        for _ in 0..rng.gen_range(0..8) {
+            let key: Vec<u8> = (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect();
+            if rng.gen_bool(0.3) {
+                batch.delete(&key);
+            } else {
+                let length = if rng.gen_bool(0.1) { rng.gen_range(128..400) } else { rng.gen_range(0..20) };
+                let value: Vec<u8> = (0..length).map(|_| rng.gen()).collect();
+                batch.put(&key, &value);
+            }
+        }
+        batch.set_sequence(rng.gen_range(0..1_000_000));
+        batch
+    }
+
+    #[test]
+    fn randomized_damage_never_panics() {
+        let mut rng = SmallRng::seed_from_u64(0x5eed_ba7c);
+        for _ in 0..5000 {
+            let batch = random_batch(&mut rng);
+            let mut data = batch.data().to_vec();
+            match rng.gen_range(0..5) {
+                0 => {
+                    let length = rng.gen_range(0..data.len());
+                    data.truncate(length);
+                    expect_corruption(WriteBatch::from_data(data, &path(), 0));
+                    continue;
+                }
+                1 => {
+                    let flips = rng.gen_range(1..4);
+                    for _ in 0..flips {
+                        let position = rng.gen_range(0..data.len());
+                        data[position] ^= 1 << rng.gen_range(0..8);
+                    }
+                }
+                2 => {
+                    let position = rng.gen_range(0..data.len());
+                    data[position] = rng.gen();
+                }
+                3 => {
+                    let extra = rng.gen_range(1..10);
+                    data.extend((0..extra).map(|_| rng.gen::<u8>()));
+                }
+                _ => {
+                    data = (0..rng.gen_range(0..64)).map(|_| rng.gen()).collect();
+                }
+            }
+            // Whatever the bytes, decoding either fails cleanly or yields a batch whose records
+            // re-encode to the very same bytes.
+            if let Ok(decoded) = WriteBatch::from_data(data.clone(), &path(), 0) {
+                let mut rebuilt = WriteBatch::new();
+                for (kind, key, value) in decoded.entries() {
+                    match kind {
+                        ValueKind::Put => rebuilt.put(key, value),
+                        ValueKind::Delete => rebuilt.delete(key),
+                    }
+                }
+                rebuilt.set_sequence(decoded.sequence());
+                assert_eq!(rebuilt.data(), &data[..]);
+                assert_eq!(rebuilt.max_key_bytes(), decoded.max_key_bytes());
+                assert_eq!(rebuilt.max_value_bytes(), decoded.max_value_bytes());
+            }
+        }
+    }
+}

@@ -34,7 +34,7 @@ mod wal;
 #[doc(hidden)]
 pub mod internals;
 
-pub use batch::WriteBatch;
+pub use batch::{BatchEntry, BatchIter, BatchOp, WriteBatch};
 pub use db::{Db, DbIterator};
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions};

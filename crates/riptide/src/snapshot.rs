@@ -5,6 +5,7 @@
 //! sequence could need (invariant I6 in `docs/invariants.md`).
 
 use std::collections::BTreeMap;
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::Mutex;
@@ -22,9 +23,28 @@ impl SnapshotList {
         Snapshot { inner: Arc::new(SnapshotInner { sequence, list: Arc::clone(self) }) }
     }
 
+    /// Registers a snapshot at the current visible sequence. The sequence is read while the
+    /// list is locked so that [`SnapshotList::smallest_snapshot`] can never miss a snapshot that
+    /// is being taken.
+    pub(crate) fn acquire_current(self: &Arc<Self>, visible_sequence: &AtomicU64) -> Snapshot {
+        let mut live = self.live.lock();
+        let sequence = visible_sequence.load(Ordering::Acquire);
+        *live.entry(sequence).or_insert(0) += 1;
+        drop(live);
+        Snapshot { inner: Arc::new(SnapshotInner { sequence, list: Arc::clone(self) }) }
+    }
+
     /// The oldest live snapshot sequence, if any.
     pub(crate) fn oldest(&self) -> Option<u64> {
         self.live.lock().keys().next().copied()
+    }
+
+    /// The oldest sequence any reader may read at: the oldest live snapshot, or the visible
+    /// sequence when there is none. Compaction may collapse versions at or below it (I6).
+    pub(crate) fn smallest_snapshot(&self, visible_sequence: &AtomicU64) -> u64 {
+        let live = self.live.lock();
+        let visible = visible_sequence.load(Ordering::Acquire);
+        live.keys().next().map_or(visible, |&oldest| oldest.min(visible))
     }
 
     /// All live snapshot sequences in ascending order.

@@ -23,8 +23,8 @@ use std::sync::Arc;
 
 use crate::error::Result;
 
-// pub use fault::{FaultFileSystem, FaultKind, FaultPlan};
-// pub use mem::MemFileSystem;
+pub use fault::{FaultFileSystem, FaultKind, FaultPlan};
+pub use mem::{MemFileSystem, PowerLossMode};
 pub use os::OsFileSystem;
 
 /// A file being written sequentially (WAL, SSTable, manifest).

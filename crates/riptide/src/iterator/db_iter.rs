@@ -1,1 +1,858 @@
-//! Placeholder: being written.
+//! The user iterator: the view of one snapshot through a stream of internal keys.
+//!
+//! [`UserIterator`] wraps an internal iterator (normally a merge of memtables and tables) and
+//! yields user keys with their values as of one sequence number: versions newer than the
+//! snapshot are invisible, only the newest visible version of each user key counts, a tombstone
+//! hides its key, and keys outside `[lower_bound, upper_bound)` are never returned.
+//!
+//! Concurrency contract: used by one thread at a time; it owns the internal iterator, which keeps
+//! its sources alive.
+//!
+//! Invariants, by direction:
+//! - Forward: when valid, the inner iterator is on the newest visible `Put` of the current user
+//!   key, so `key()`/`value()` borrow from it. `saved_key` is scratch space holding the user key
+//!   whose remaining versions must be skipped.
+//! - Reverse: when valid, `saved_key`/`saved_value` hold the current entry and the inner iterator
+//!   is on the last entry whose user key is below it (or exhausted at the front). Moving backward
+//!   reads a key's versions oldest first, so the value must be copied until the newest visible
+//!   version has been passed; the buffers are reused, so steps do not allocate once they have
+//!   grown.
+//!
+//! Scanning never reads more than one entry beyond a bound. The first error (from the inner
+//! iterator, or a malformed internal key reported as corruption) makes the iterator invalid for
+//! good and is returned by `status()`.
+
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::key::{append_internal_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER, TRAILER_SIZE_BYTES};
+
+/// The direction of the last movement, which decides where the inner iterator sits.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Reverse,
+}
+
+/// The user-visible view of an internal stream at one snapshot; see the module documentation.
+pub(crate) struct UserIterator {
+    inner: Box<dyn InternalIterator>,
+    /// The snapshot: entries with a larger sequence number are invisible.
+    sequence: u64,
+    /// Inclusive lower bound on user keys.
+    lower_bound: Option<Vec<u8>>,
+    /// Exclusive upper bound on user keys.
+    upper_bound: Option<Vec<u8>>,
+    direction: Direction,
+    valid: bool,
+    /// Forward: the user key being skipped. Reverse: the current user key.
+    saved_key: Vec<u8>,
+    /// Reverse: the current value.
+    saved_value: Vec<u8>,
+    /// Scratch space for the internal keys that seeks are made with.
+    seek_key: Vec<u8>,
+    /// The first error met; once set the iterator stays invalid.
+    error: Option<Error>,
+}
+
+impl UserIterator {
+    /// Creates an unpositioned iterator over `inner` as of snapshot `sequence`, returning only
+    /// user keys in `[lower_bound, upper_bound)` (each bound optional).
+    pub(crate) fn new(
+        inner: Box<dyn InternalIterator>,
+        sequence: u64,
+        lower_bound: Option<Vec<u8>>,
+        upper_bound: Option<Vec<u8>>,
+    ) -> UserIterator {
+        UserIterator {
+            inner,
+            // Every stored sequence number fits in 56 bits, so clamping changes no visibility and
+            // keeps seek keys well formed.
+            sequence: sequence.min(MAX_SEQUENCE_NUMBER),
+            lower_bound,
+            upper_bound,
+            direction: Direction::Forward,
+            valid: false,
+            saved_key: Vec::new(),
+            saved_value: Vec::new(),
+            seek_key: Vec::new(),
+            error: None,
+        }
+    }
+
+    /// True when positioned on a visible entry.
+    pub(crate) fn valid(&self) -> bool {
+        self.valid
+    }
+
+    /// The current user key. Requires `valid()`.
+    pub(crate) fn key(&self) -> &[u8] {
+        debug_assert!(self.valid);
+        match self.direction {
+            Direction::Forward => {
+                // The entry was parsed when the iterator stopped on it, so it has a trailer.
+                let internal_key = self.inner.key();
+                &internal_key[..internal_key.len().saturating_sub(TRAILER_SIZE_BYTES)]
+            }
+            Direction::Reverse => &self.saved_key,
+        }
+    }
+
+    /// The current value. Requires `valid()`.
+    pub(crate) fn value(&self) -> &[u8] {
+        debug_assert!(self.valid);
+        match self.direction {
+            Direction::Forward => self.inner.value(),
+            Direction::Reverse => &self.saved_value,
+        }
+    }
+
+    /// The first error met, if any.
+    pub(crate) fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(error) => Err(error.duplicate()),
+            None => Ok(()),
+        }
+    }
+
+    /// Positions at the first visible key, starting from the lower bound.
+    pub(crate) fn seek_to_first(&mut self) {
+        match self.lower_bound.take() {
+            Some(lower) => {
+                self.seek(&lower);
+                self.lower_bound = Some(lower);
+            }
+            None => {
+                if self.error.is_some() {
+                    return;
+                }
+                self.direction = Direction::Forward;
+                self.inner.seek_to_first();
+                self.find_next_user_entry(false);
+            }
+        }
+    }
+
+    /// Positions at the last visible key below the upper bound.
+    pub(crate) fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.direction = Direction::Reverse;
+        match &self.upper_bound {
+            Some(upper) => {
+                // The first internal key of `upper` precedes every entry of it, so the seek lands
+                // on the first entry at or above the bound and the step back on the last below.
+                self.seek_key.clear();
+                append_internal_key(&mut self.seek_key, upper, MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
+                self.position_before_seek_key();
+            }
+            None => self.inner.seek_to_last(),
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Positions at the first visible key `>= target` (clamped to the bounds).
+    pub(crate) fn seek(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        self.direction = Direction::Forward;
+        self.valid = false;
+        let start = match &self.lower_bound {
+            Some(lower) if target < lower.as_slice() => lower.as_slice(),
+            _ => target,
+        };
+        if self.upper_bound.as_deref().is_some_and(|upper| start >= upper) {
+            return;
+        }
+        // Seeking with the snapshot's sequence number skips the invisible newer versions.
+        self.seek_key.clear();
+        append_internal_key(&mut self.seek_key, start, self.sequence, ValueKind::FOR_SEEK);
+        self.inner.seek(&self.seek_key);
+        self.find_next_user_entry(false);
+    }
+
+    /// Positions at the last visible key `<= target` (clamped to the bounds).
+    pub(crate) fn seek_for_prev(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.upper_bound.as_deref().is_some_and(|upper| target >= upper) {
+            self.seek_to_last();
+            return;
+        }
+        self.direction = Direction::Reverse;
+        self.valid = false;
+        if self.lower_bound.as_deref().is_some_and(|lower| target < lower) {
+            return;
+        }
+        // `target ++ [0]` is the smallest user key above the target; its first internal key
+        // precedes every entry above the target and follows every entry of the target.
+        self.seek_key.clear();
+        self.seek_key.extend_from_slice(target);
+        append_internal_key(&mut self.seek_key, &[0], MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
+        self.position_before_seek_key();
+        self.find_prev_user_entry();
+    }
+
+    /// Moves to the next visible key. Requires `valid()`.
+    pub(crate) fn next(&mut self) {
+        assert!(self.valid, "UserIterator::next called on an invalid iterator");
+        if self.direction == Direction::Reverse {
+            // The inner iterator sits just before the entries of the current key (`saved_key`):
+            // step into them and let the forward scan skip them.
+            self.direction = Direction::Forward;
+            if self.inner.valid() {
+                self.inner.next();
+            } else {
+                self.inner.seek_to_first();
+            }
+        } else {
+            let internal_key = self.inner.key();
+            self.saved_key.clear();
+            self.saved_key.extend_from_slice(&internal_key[..internal_key.len().saturating_sub(TRAILER_SIZE_BYTES)]);
+            self.inner.next();
+        }
+        self.find_next_user_entry(true);
+    }
+
+    /// Moves to the previous visible key. Requires `valid()`.
+    pub(crate) fn prev(&mut self) {
+        assert!(self.valid, "UserIterator::prev called on an invalid iterator");
+        if self.direction == Direction::Forward {
+            // The current entry is the newest visible version of its key, so the entries before
+            // it that share its key are newer than the snapshot: the backward scan skips them
+            // as invisible and needs no separate pass.
+            self.inner.prev();
+        }
+        self.find_prev_user_entry();
+    }
+
+    /// Seeks the inner iterator to `seek_key`, then steps to the entry before it (the last entry
+    /// when nothing is at or after it).
+    fn position_before_seek_key(&mut self) {
+        self.inner.seek(&self.seek_key);
+        if self.inner.valid() {
+            self.inner.prev();
+        } else if self.inner.status().is_ok() {
+            self.inner.seek_to_last();
+        }
+    }
+
+    /// Scans forward from the inner position to the newest visible `Put` of a user key, skipping
+    /// the user key in `saved_key` when `skipping`, and stops at the upper bound.
+    fn find_next_user_entry(&mut self, mut skipping: bool) {
+        debug_assert_eq!(self.direction, Direction::Forward);
+        while self.inner.valid() {
+            let Some(parsed) = parse_internal_key(self.inner.key()) else {
+                self.fail_corrupt();
+                return;
+            };
+            if self.upper_bound.as_deref().is_some_and(|upper| parsed.user_key >= upper) {
+                break;
+            }
+            if parsed.sequence <= self.sequence {
+                // Entries of a skipped key sort before larger keys, so `<=` means "the same key".
+                let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
+                match parsed.kind {
+                    ValueKind::Delete => {
+                        // The tombstone is the newest visible version: skip the key's older ones.
+                        if !hidden {
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(parsed.user_key);
+                            skipping = true;
+                        }
+                    }
+                    ValueKind::Put => {
+                        if !hidden {
+                            self.valid = true;
+                            return;
+                        }
+                    }
+                }
+            }
+            self.inner.next();
+        }
+        self.valid = false;
+        self.check_inner_status();
+    }
+
+    /// Scans backward from the inner position, collecting into `saved_key`/`saved_value` the
+    /// newest visible version of the nearest user key that is not deleted, and stops at the lower
+    /// bound. Leaves the inner iterator on the entry before that key's entries.
+    fn find_prev_user_entry(&mut self) {
+        self.direction = Direction::Reverse;
+        // Whether `saved_key`/`saved_value` hold the newest visible version seen so far of the
+        // key being read; a newer tombstone clears it.
+        let mut found = false;
+        while self.inner.valid() {
+            let Some(parsed) = parse_internal_key(self.inner.key()) else {
+                self.fail_corrupt();
+                return;
+            };
+            if self.lower_bound.as_deref().is_some_and(|lower| parsed.user_key < lower) {
+                break;
+            }
+            if parsed.sequence <= self.sequence {
+                if found && parsed.user_key < self.saved_key.as_slice() {
+                    // Every version of the saved key has been read, and it is live.
+                    break;
+                }
+                match parsed.kind {
+                    ValueKind::Delete => found = false,
+                    ValueKind::Put => {
+                        found = true;
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(parsed.user_key);
+                        self.saved_value.clear();
+                        self.saved_value.extend_from_slice(self.inner.value());
+                    }
+                }
+            }
+            self.inner.prev();
+        }
+        self.valid = found;
+        if !self.inner.valid() {
+            self.check_inner_status();
+        }
+    }
+
+    /// Records the inner iterator's error, if any, and invalidates.
+    fn check_inner_status(&mut self) {
+        if let Err(error) = self.inner.status() {
+            self.error = Some(error);
+            self.valid = false;
+        }
+    }
+
+    /// Records a malformed internal key as corruption and invalidates.
+    fn fail_corrupt(&mut self) {
+        let length = self.inner.key().len();
+        self.error = Some(Error::corruption("<iterator>", 0, format!("malformed internal key of {length} bytes")));
+        self.valid = false;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::iterator::level::{FileOpener, FileRange, LevelIterator};
+    use crate::iterator::merge::tests::FailingIterator;
+    use crate::iterator::merge::MergingIterator;
+    use crate::iterator::VecIterator;
+    use crate::key::{compare_internal_keys, make_internal_key};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::collections::BTreeMap;
+    use std::sync::atomic::{AtomicUsize, Ordering as AtomicOrdering};
+    use std::sync::Arc;
+
+    type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
+    /// One write of the model: `None` is a delete.
+    struct Write {
+        user_key: Vec<u8>,
+        sequence: u64,
+        value: Option<Vec<u8>>,
+    }
+
+    fn internal_entry(write: &Write) -> (Vec<u8>, Vec<u8>) {
+        let kind = if write.value.is_some() { ValueKind::Put } else { ValueKind::Delete };
+        (make_internal_key(&write.user_key, write.sequence, kind), write.value.clone().unwrap_or_default())
+    }
+
+    fn sorted(mut entries: Entries) -> Entries {
+        entries.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+        entries
+    }
+
+    /// A level iterator over `entries`, cut into files of random sizes.
+    fn level_source(entries: Entries, rng: &mut SmallRng) -> Box<dyn InternalIterator> {
+        let mut files: Vec<Entries> = Vec::new();
+        let mut start = 0;
+        while start < entries.len() {
+            let take = rng.gen_range(1..=(entries.len() - start).min(5));
+            files.push(entries[start..start + take].to_vec());
+            start += take;
+        }
+        let ranges = files
+            .iter()
+            .map(|file| FileRange { smallest: file[0].0.clone(), largest: file[file.len() - 1].0.clone() })
+            .collect();
+        let opener: FileOpener =
+            Arc::new(move |index| Ok(Box::new(VecIterator::new(files[index].clone())) as Box<dyn InternalIterator>));
+        Box::new(LevelIterator::new(ranges, opener))
+    }
+
+    /// Splits the writes among `source_count` sources (some of them levels) under a merge.
+    fn merged_sources(writes: &[Write], source_count: usize, rng: &mut SmallRng) -> Box<dyn InternalIterator> {
+        let mut sources: Vec<Entries> = vec![Vec::new(); source_count];
+        for write in writes {
+            sources[rng.gen_range(0..source_count)].push(internal_entry(write));
+        }
+        let children = sources
+            .into_iter()
+            .map(|entries| {
+                let entries = sorted(entries);
+                if rng.gen_bool(0.3) {
+                    level_source(entries, rng)
+                } else {
+                    Box::new(VecIterator::new(entries)) as Box<dyn InternalIterator>
+                }
+            })
+            .collect();
+        Box::new(MergingIterator::new(children))
+    }
+
+    /// The user view the model expects: newest visible write per key, live, within bounds.
+    fn expected_view(writes: &[Write], sequence: u64, lower: Option<&[u8]>, upper: Option<&[u8]>) -> Entries {
+        let mut newest: BTreeMap<Vec<u8>, (u64, Option<Vec<u8>>)> = BTreeMap::new();
+        for write in writes.iter().filter(|write| write.sequence <= sequence) {
+            let slot = newest.entry(write.user_key.clone()).or_insert((0, None));
+            if write.sequence >= slot.0 {
+                *slot = (write.sequence, write.value.clone());
+            }
+        }
+        newest
+            .into_iter()
+            .filter(|(key, _)| lower.is_none_or(|lower| key.as_slice() >= lower))
+            .filter(|(key, _)| upper.is_none_or(|upper| key.as_slice() < upper))
+            .filter_map(|(key, (_, value))| value.map(|value| (key, value)))
+            .collect()
+    }
+
+    fn random_user_key(rng: &mut SmallRng) -> Vec<u8> {
+        let length = rng.gen_range(0..=3);
+        (0..length).map(|_| b"abc"[rng.gen_range(0..3)]).collect()
+    }
+
+    /// Random writes with increasing sequence numbers starting at 1.
+    fn random_writes(rng: &mut SmallRng, count: usize) -> Vec<Write> {
+        let key_pool: Vec<Vec<u8>> = (0..rng.gen_range(1..12)).map(|_| random_user_key(rng)).collect();
+        let delete_probability = rng.gen_range(0.0..0.7);
+        (1..=count as u64)
+            .map(|sequence| {
+                let user_key = key_pool[rng.gen_range(0..key_pool.len())].clone();
+                let value = (!rng.gen_bool(delete_probability)).then(|| format!("v{sequence}").into_bytes());
+                Write { user_key, sequence, value }
+            })
+            .collect()
+    }
+
+    fn assert_position(iterator: &UserIterator, expected: &Entries, position: Option<usize>, context: &str) {
+        assert!(iterator.status().is_ok(), "{context}: {:?}", iterator.status());
+        assert_eq!(iterator.valid(), position.is_some(), "{context}: validity");
+        if let Some(index) = position {
+            assert_eq!(iterator.key(), &expected[index].0[..], "{context}: key");
+            assert_eq!(iterator.value(), &expected[index].1[..], "{context}: value");
+        }
+    }
+
+    /// Runs a random walk over `iterator` and checks each step against `expected`.
+    fn walk(iterator: &mut UserIterator, expected: &Entries, rng: &mut SmallRng, steps: usize, case: usize) {
+        let mut position: Option<usize> = None;
+        for step in 0..steps {
+            let choice = rng.gen_range(0..12);
+            let description;
+            if position.is_some() && choice < 4 {
+                description = "next".to_string();
+                iterator.next();
+                position = position.and_then(|p| (p + 1 < expected.len()).then_some(p + 1));
+            } else if position.is_some() && choice < 8 {
+                description = "prev".to_string();
+                iterator.prev();
+                position = position.and_then(|p| p.checked_sub(1));
+            } else if choice % 4 == 0 {
+                let target = random_user_key(rng);
+                description = format!("seek({target:?})");
+                iterator.seek(&target);
+                let index = expected.partition_point(|(key, _)| key.as_slice() < target.as_slice());
+                position = (index < expected.len()).then_some(index);
+            } else if choice % 4 == 1 {
+                let target = random_user_key(rng);
+                description = format!("seek_for_prev({target:?})");
+                iterator.seek_for_prev(&target);
+                let index = expected.partition_point(|(key, _)| key.as_slice() <= target.as_slice());
+                position = index.checked_sub(1);
+            } else if choice % 4 == 2 {
+                description = "seek_to_first".to_string();
+                iterator.seek_to_first();
+                position = (!expected.is_empty()).then_some(0);
+            } else {
+                description = "seek_to_last".to_string();
+                iterator.seek_to_last();
+                position = expected.len().checked_sub(1);
+            }
+            assert_position(iterator, expected, position, &format!("case {case} step {step} {description}"));
+        }
+    }
+
+    #[test]
+    fn model_random_walks() {
+        let mut rng = SmallRng::seed_from_u64(31);
+        for case in 0..4000 {
+            let write_count = rng.gen_range(0..50);
+            let writes = random_writes(&mut rng, write_count);
+            let sequence = match rng.gen_range(0..10) {
+                0 => u64::MAX,
+                1 => 0,
+                _ => rng.gen_range(0..=write_count as u64 + 1),
+            };
+            let lower = rng.gen_bool(0.3).then(|| random_user_key(&mut rng));
+            let upper = rng.gen_bool(0.3).then(|| random_user_key(&mut rng));
+            let expected = expected_view(&writes, sequence, lower.as_deref(), upper.as_deref());
+            let source_count = rng.gen_range(1..5);
+            let inner = merged_sources(&writes, source_count, &mut rng);
+            let mut iterator = UserIterator::new(inner, sequence, lower, upper);
+            walk(&mut iterator, &expected, &mut rng, 60, case);
+        }
+    }
+
+    #[test]
+    fn model_full_scans_and_alternation() {
+        let mut rng = SmallRng::seed_from_u64(32);
+        for case in 0..1500 {
+            let write_count = rng.gen_range(0..40);
+            let writes = random_writes(&mut rng, write_count);
+            let sequence = rng.gen_range(0..=write_count as u64 + 1);
+            let lower = rng.gen_bool(0.3).then(|| random_user_key(&mut rng));
+            let upper = rng.gen_bool(0.3).then(|| random_user_key(&mut rng));
+            let expected = expected_view(&writes, sequence, lower.as_deref(), upper.as_deref());
+            let source_count = rng.gen_range(1..4);
+            let inner = merged_sources(&writes, source_count, &mut rng);
+            let mut iterator = UserIterator::new(inner, sequence, lower, upper);
+            check_scans_and_alternation(&mut iterator, &expected, case);
+        }
+    }
+
+    /// Full scans both ways, then from every position: prev, next, next, prev, alternating on
+    /// every step.
+    fn check_scans_and_alternation(iterator: &mut UserIterator, expected: &Entries, case: usize) {
+        let mut forward = Vec::new();
+        iterator.seek_to_first();
+        while iterator.valid() {
+            forward.push((iterator.key().to_vec(), iterator.value().to_vec()));
+            iterator.next();
+        }
+        assert!(iterator.status().is_ok());
+        assert_eq!(&forward, expected, "case {case}: forward scan");
+        let mut backward = Vec::new();
+        iterator.seek_to_last();
+        while iterator.valid() {
+            backward.push((iterator.key().to_vec(), iterator.value().to_vec()));
+            iterator.prev();
+        }
+        backward.reverse();
+        assert_eq!(&backward, expected, "case {case}: backward scan");
+        for index in 0..expected.len() {
+            let context = format!("case {case} alternation at {index}");
+            iterator.seek(&expected[index].0);
+            assert_position(iterator, expected, Some(index), &context);
+            iterator.prev();
+            assert_position(iterator, expected, index.checked_sub(1), &context);
+            if index == 0 {
+                continue;
+            }
+            iterator.next();
+            assert_position(iterator, expected, Some(index), &context);
+            iterator.next();
+            let after = (index + 1 < expected.len()).then_some(index + 1);
+            assert_position(iterator, expected, after, &context);
+            if after.is_some() {
+                iterator.prev();
+                assert_position(iterator, expected, Some(index), &context);
+            }
+        }
+        // Alternate on every step while walking forward from the first key.
+        iterator.seek_to_first();
+        let mut index = 0;
+        while iterator.valid() {
+            iterator.next();
+            if !iterator.valid() {
+                break;
+            }
+            iterator.prev();
+            assert_position(iterator, expected, Some(index), &format!("case {case} zigzag at {index}"));
+            iterator.next();
+            index += 1;
+            assert_position(iterator, expected, Some(index), &format!("case {case} zigzag at {index}"));
+        }
+        assert_eq!(index + 1, expected.len().max(1), "case {case}: zigzag reached the end");
+    }
+
+    /// A user iterator over one sorted source built from (user key, sequence, value) triples,
+    /// where a `None` value is a delete.
+    fn iterator_over(
+        writes: &[(&[u8], u64, Option<&[u8]>)],
+        sequence: u64,
+        lower: Option<&[u8]>,
+        upper: Option<&[u8]>,
+    ) -> UserIterator {
+        let entries = writes
+            .iter()
+            .map(|&(user_key, sequence, value)| {
+                internal_entry(&Write { user_key: user_key.to_vec(), sequence, value: value.map(<[u8]>::to_vec) })
+            })
+            .collect();
+        let inner = Box::new(VecIterator::new(sorted(entries)));
+        UserIterator::new(inner, sequence, lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
+    }
+
+    fn collect(iterator: &mut UserIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut entries = Vec::new();
+        iterator.seek_to_first();
+        while iterator.valid() {
+            entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
+            iterator.next();
+        }
+        entries
+    }
+
+    fn pair(key: &[u8], value: &[u8]) -> (Vec<u8>, Vec<u8>) {
+        (key.to_vec(), value.to_vec())
+    }
+
+    #[test]
+    fn empty_input() {
+        let mut iterator = iterator_over(&[], 10, None, None);
+        iterator.seek_to_first();
+        assert!(!iterator.valid());
+        iterator.seek_to_last();
+        assert!(!iterator.valid());
+        iterator.seek(b"a");
+        assert!(!iterator.valid());
+        iterator.seek_for_prev(b"z");
+        assert!(!iterator.valid());
+        assert!(iterator.status().is_ok());
+    }
+
+    #[test]
+    fn all_deleted() {
+        let writes: &[(&[u8], u64, Option<&[u8]>)] =
+            &[(b"a", 1, Some(b"1")), (b"b", 2, Some(b"2")), (b"a", 3, None), (b"b", 4, None), (b"c", 5, None)];
+        let mut iterator = iterator_over(writes, 10, None, None);
+        assert!(collect(&mut iterator).is_empty());
+        iterator.seek_to_last();
+        assert!(!iterator.valid());
+        iterator.seek(b"a");
+        assert!(!iterator.valid());
+        iterator.seek_for_prev(b"c");
+        assert!(!iterator.valid());
+        // At an older snapshot the puts are visible again.
+        let mut iterator = iterator_over(writes, 2, None, None);
+        assert_eq!(collect(&mut iterator), vec![pair(b"a", b"1"), pair(b"b", b"2")]);
+    }
+
+    #[test]
+    fn bounds_excluding_everything() {
+        let writes: &[(&[u8], u64, Option<&[u8]>)] = &[(b"b", 1, Some(b"1")), (b"c", 2, Some(b"2"))];
+        for (lower, upper) in [
+            (Some(&b"d"[..]), None),
+            (None, Some(&b"b"[..])),
+            (Some(&b"c"[..]), Some(&b"c"[..])),
+            (Some(&b"c"[..]), Some(&b"b"[..])),
+            (Some(&b"bb"[..]), Some(&b"c"[..])),
+        ] {
+            let mut iterator = iterator_over(writes, 10, lower, upper);
+            assert!(collect(&mut iterator).is_empty(), "bounds {lower:?}..{upper:?}");
+            iterator.seek_to_last();
+            assert!(!iterator.valid());
+            iterator.seek(b"");
+            assert!(!iterator.valid());
+            iterator.seek_for_prev(b"zzz");
+            assert!(!iterator.valid());
+            assert!(iterator.status().is_ok());
+        }
+    }
+
+    #[test]
+    fn bounds_clamp_seeks_and_stop_movement() {
+        let writes: &[(&[u8], u64, Option<&[u8]>)] =
+            &[(b"a", 1, Some(b"a")), (b"b", 2, Some(b"b")), (b"c", 3, Some(b"c")), (b"d", 4, Some(b"d"))];
+        let mut iterator = iterator_over(writes, 10, Some(b"b"), Some(b"d"));
+        iterator.seek(b"a");
+        assert_eq!(iterator.key(), b"b");
+        iterator.prev();
+        assert!(!iterator.valid(), "prev stops at the lower bound");
+        iterator.seek_for_prev(b"z");
+        assert_eq!(iterator.key(), b"c");
+        iterator.next();
+        assert!(!iterator.valid(), "next stops at the upper bound");
+        iterator.seek(b"d");
+        assert!(!iterator.valid());
+        iterator.seek_for_prev(b"a");
+        assert!(!iterator.valid());
+        iterator.seek_to_last();
+        assert_eq!(iterator.key(), b"c");
+        iterator.prev();
+        assert_eq!(iterator.key(), b"b");
+        iterator.next();
+        assert_eq!(iterator.key(), b"c");
+    }
+
+    /// Counts the entries an iterator steps over, to check that scans stop at the bounds.
+    struct CountingIterator {
+        inner: VecIterator,
+        steps: Arc<AtomicUsize>,
+    }
+
+    impl InternalIterator for CountingIterator {
+        fn valid(&self) -> bool {
+            self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.inner.seek_to_first();
+        }
+        fn seek_to_last(&mut self) {
+            self.inner.seek_to_last();
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.inner.seek(target);
+        }
+        fn next(&mut self) {
+            self.steps.fetch_add(1, AtomicOrdering::Relaxed);
+            self.inner.next();
+        }
+        fn prev(&mut self) {
+            self.steps.fetch_add(1, AtomicOrdering::Relaxed);
+            self.inner.prev();
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            self.inner.status()
+        }
+    }
+
+    #[test]
+    fn scans_stop_at_the_bounds() {
+        let entries: Entries =
+            (b'a'..=b'z').map(|letter| (make_internal_key(&[letter], 1, ValueKind::Put), vec![letter])).collect();
+        let steps = Arc::new(AtomicUsize::new(0));
+        let inner = Box::new(CountingIterator { inner: VecIterator::new(entries), steps: Arc::clone(&steps) });
+        let mut iterator = UserIterator::new(inner, 10, Some(b"m".to_vec()), Some(b"p".to_vec()));
+        assert_eq!(collect(&mut iterator), vec![pair(b"m", b"m"), pair(b"n", b"n"), pair(b"o", b"o")]);
+        assert_eq!(steps.swap(0, AtomicOrdering::Relaxed), 3, "m to n, n to o, o to the bound p");
+        iterator.seek_to_last();
+        while iterator.valid() {
+            iterator.prev();
+        }
+        // The seek lands on p; one step back reaches o, then one step per key down to l.
+        assert_eq!(steps.swap(0, AtomicOrdering::Relaxed), 4);
+    }
+
+    #[test]
+    fn single_key() {
+        let mut iterator = iterator_over(&[(b"k", 1, Some(b"v"))], 1, None, None);
+        iterator.seek_to_first();
+        assert_eq!((iterator.key(), iterator.value()), (&b"k"[..], &b"v"[..]));
+        iterator.next();
+        assert!(!iterator.valid());
+        iterator.seek_to_last();
+        assert_eq!(iterator.key(), b"k");
+        iterator.prev();
+        assert!(!iterator.valid());
+        iterator.seek(b"k");
+        assert_eq!(iterator.key(), b"k");
+        iterator.seek(b"j");
+        assert_eq!(iterator.key(), b"k");
+        iterator.seek(b"k\0");
+        assert!(!iterator.valid());
+        iterator.seek_for_prev(b"k");
+        assert_eq!(iterator.key(), b"k");
+        iterator.seek_for_prev(b"j");
+        assert!(!iterator.valid());
+        // A snapshot before the write sees nothing.
+        let mut iterator = iterator_over(&[(b"k", 1, Some(b"v"))], 0, None, None);
+        assert!(collect(&mut iterator).is_empty());
+    }
+
+    #[test]
+    fn prev_from_first_and_next_from_last() {
+        let writes: &[(&[u8], u64, Option<&[u8]>)] = &[(b"a", 1, Some(b"1")), (b"b", 2, Some(b"2"))];
+        let mut iterator = iterator_over(writes, 10, None, None);
+        iterator.seek_to_first();
+        iterator.prev();
+        assert!(!iterator.valid());
+        iterator.seek_to_last();
+        iterator.next();
+        assert!(!iterator.valid());
+        // The same from positions reached in the other direction.
+        iterator.seek_for_prev(b"a");
+        assert_eq!(iterator.key(), b"a");
+        iterator.prev();
+        assert!(!iterator.valid());
+        iterator.seek(b"b");
+        iterator.next();
+        assert!(!iterator.valid());
+    }
+
+    #[test]
+    fn newest_visible_version_wins_in_both_directions() {
+        let writes: &[(&[u8], u64, Option<&[u8]>)] = &[
+            (b"a", 1, Some(b"a1")),
+            (b"b", 2, Some(b"b2")),
+            (b"b", 3, None),
+            (b"b", 4, Some(b"b4")),
+            (b"b", 9, Some(b"b9")),
+            (b"c", 5, Some(b"c5")),
+            (b"c", 6, None),
+            (b"d", 7, Some(b"d7")),
+        ];
+        let mut iterator = iterator_over(writes, 7, None, None);
+        assert_eq!(collect(&mut iterator), vec![pair(b"a", b"a1"), pair(b"b", b"b4"), pair(b"d", b"d7")]);
+        iterator.seek_to_last();
+        assert_eq!(iterator.value(), b"d7");
+        iterator.prev();
+        assert_eq!(iterator.value(), b"b4", "the tombstoned key is skipped and b's newest visible version found");
+        iterator.prev();
+        assert_eq!(iterator.value(), b"a1");
+        iterator.next();
+        assert_eq!(iterator.value(), b"b4");
+        iterator.next();
+        assert_eq!(iterator.value(), b"d7");
+        iterator.prev();
+        assert_eq!(iterator.value(), b"b4");
+    }
+
+    #[test]
+    fn malformed_internal_key_is_corruption() {
+        let mut bad_key = make_internal_key(b"b", 1, ValueKind::Put);
+        let kind_position = bad_key.len() - TRAILER_SIZE_BYTES;
+        bad_key[kind_position] = 7;
+        let entries = vec![(make_internal_key(b"a", 1, ValueKind::Put), b"1".to_vec()), (bad_key, b"2".to_vec())];
+        let mut iterator = UserIterator::new(Box::new(VecIterator::new(entries)), 10, None, None);
+        iterator.seek_to_first();
+        assert_eq!(iterator.key(), b"a");
+        iterator.next();
+        assert!(!iterator.valid());
+        assert!(iterator.status().expect_err("corruption").is_corruption());
+        iterator.seek_to_first();
+        assert!(!iterator.valid(), "the error is sticky");
+    }
+
+    #[test]
+    fn inner_error_is_reported() {
+        let entries: Entries =
+            [b"a", b"b", b"c"].iter().map(|key| (make_internal_key(*key, 1, ValueKind::Put), key.to_vec())).collect();
+        let mut iterator = UserIterator::new(Box::new(FailingIterator::new(entries.clone(), 2)), 10, None, None);
+        iterator.seek_to_first();
+        iterator.next();
+        assert_eq!(iterator.key(), b"b");
+        iterator.next();
+        assert!(!iterator.valid());
+        assert!(iterator.status().is_err());
+
+        // Two calls succeed: the seek, and the step back that finds "c" complete.
+        let mut iterator = UserIterator::new(Box::new(FailingIterator::new(entries, 2)), 10, None, None);
+        iterator.seek_to_last();
+        assert_eq!(iterator.key(), b"c");
+        iterator.prev();
+        assert!(!iterator.valid());
+        assert!(iterator.status().is_err());
+    }
+}

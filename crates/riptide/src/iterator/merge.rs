@@ -1,1 +1,562 @@
-//! Placeholder: being written.
+//! The merging iterator: one ordered stream of internal keys built from many sorted sources.
+//!
+//! [`MergingIterator`] owns its children (memtable, table and level iterators, newest source
+//! first) and yields the union of their entries in internal-key order. It keeps a binary heap of
+//! child indexes: a min-heap while moving forward and a max-heap while moving backward, so each
+//! step costs one child step plus `O(log n)` comparisons of borrowed key slices and allocates
+//! nothing. Changing direction repositions every other child around the current key, which costs
+//! one seek per child and a single copy of the current key into a reused buffer.
+//!
+//! Concurrency contract: like every [`InternalIterator`], it is used by one thread at a time.
+//!
+//! Invariants: the stream is totally ordered by `(internal key, child index)`, so the rare case of
+//! an internal key present in two sources yields the earlier (newer) child first when moving
+//! forward and last when moving backward, and both directions visit the same sequence. While
+//! valid, the heap holds exactly the valid children, its top is the current entry, and every
+//! other child is positioned on its first entry after (forward) or last entry before (backward)
+//! the current one. Once a child reports an error the merging iterator becomes invalid for good
+//! and `status()` returns that error: skipping the failed source silently could resurrect
+//! deleted keys.
+
+use std::cmp::Ordering;
+
+use crate::error::{Error, Result};
+use crate::iterator::InternalIterator;
+use crate::key::compare_internal_keys;
+
+/// The direction of the last movement, which decides how the heap is ordered.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum Direction {
+    Forward,
+    Backward,
+}
+
+/// Merges sorted children into one sorted stream; see the module documentation.
+pub(crate) struct MergingIterator {
+    /// The sources, newest first.
+    children: Vec<Box<dyn InternalIterator>>,
+    /// Indexes of the valid children, heap-ordered for `direction`; the top is the current entry.
+    heap: Vec<usize>,
+    direction: Direction,
+    /// The current key, copied when the direction changes; kept to reuse its allocation.
+    saved_key: Vec<u8>,
+    /// The first child error met; once set the iterator stays invalid.
+    error: Option<Error>,
+}
+
+impl MergingIterator {
+    /// Creates an unpositioned iterator over `children`, which are ordered newest source first.
+    pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIterator {
+        let heap = Vec::with_capacity(children.len());
+        MergingIterator { children, heap, direction: Direction::Forward, saved_key: Vec::new(), error: None }
+    }
+
+    /// Records the error of `child` if it has one and no earlier error was recorded.
+    fn note_child_status(&mut self, child: usize) {
+        if self.error.is_none() {
+            if let Err(error) = self.children[child].status() {
+                self.error = Some(error);
+            }
+        }
+    }
+
+    /// Rebuilds the heap from every valid child after a seek or a change of direction.
+    fn rebuild_heap(&mut self, direction: Direction) {
+        self.direction = direction;
+        self.heap.clear();
+        for child in 0..self.children.len() {
+            if self.children[child].valid() {
+                self.heap.push(child);
+            } else {
+                self.note_child_status(child);
+            }
+        }
+        if self.error.is_some() {
+            self.heap.clear();
+            return;
+        }
+        for position in (0..self.heap.len() / 2).rev() {
+            sift_down(&mut self.heap, &self.children, direction, position);
+        }
+    }
+
+    /// Restores the heap after the current (top) child has moved one step.
+    fn repair_top(&mut self) {
+        let top = self.heap[0];
+        if self.children[top].valid() {
+            sift_down(&mut self.heap, &self.children, self.direction, 0);
+            return;
+        }
+        self.note_child_status(top);
+        if self.error.is_some() {
+            self.heap.clear();
+            return;
+        }
+        self.heap.swap_remove(0);
+        if !self.heap.is_empty() {
+            sift_down(&mut self.heap, &self.children, self.direction, 0);
+        }
+    }
+
+    /// Copies the current key into `saved_key` so children can be repositioned around it.
+    fn save_current_key(&mut self, current: usize) {
+        self.saved_key.clear();
+        self.saved_key.extend_from_slice(self.children[current].key());
+    }
+
+    /// Positions every child other than `current` on its first entry after the current one in
+    /// the `(key, child index)` order, then rebuilds the heap for forward movement.
+    fn switch_to_forward(&mut self, current: usize) {
+        if self.children.len() > 1 {
+            self.save_current_key(current);
+            for child in 0..self.children.len() {
+                if child == current {
+                    continue;
+                }
+                let iterator = &mut self.children[child];
+                iterator.seek(&self.saved_key);
+                // An equal key in an earlier child sorts before the current entry, so it has
+                // already been visited; in a later child it sorts after, so it comes next.
+                if child < current
+                    && iterator.valid()
+                    && compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal
+                {
+                    iterator.next();
+                }
+            }
+        }
+        self.rebuild_heap(Direction::Forward);
+    }
+
+    /// Positions every child other than `current` on its last entry before the current one in
+    /// the `(key, child index)` order, then rebuilds the heap for backward movement.
+    fn switch_to_backward(&mut self, current: usize) {
+        if self.children.len() > 1 {
+            self.save_current_key(current);
+            for child in 0..self.children.len() {
+                if child == current {
+                    continue;
+                }
+                let iterator = &mut self.children[child];
+                iterator.seek(&self.saved_key);
+                if iterator.valid() {
+                    // An equal key in an earlier child sorts before the current entry, so it is
+                    // the child's last entry before it; anything else found is after it.
+                    let keep =
+                        child < current && compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal;
+                    if !keep {
+                        iterator.prev();
+                    }
+                } else {
+                    iterator.seek_to_last();
+                }
+            }
+        }
+        self.rebuild_heap(Direction::Backward);
+    }
+}
+
+/// True when child `a` must be yielded before child `b` when moving in `direction`.
+#[inline]
+fn comes_first(children: &[Box<dyn InternalIterator>], direction: Direction, a: usize, b: usize) -> bool {
+    let order = compare_internal_keys(children[a].key(), children[b].key()).then(a.cmp(&b));
+    match direction {
+        Direction::Forward => order == Ordering::Less,
+        Direction::Backward => order == Ordering::Greater,
+    }
+}
+
+/// Moves the entry at `position` down until both of its heap children come after it.
+fn sift_down(heap: &mut [usize], children: &[Box<dyn InternalIterator>], direction: Direction, mut position: usize) {
+    loop {
+        let left = 2 * position + 1;
+        if left >= heap.len() {
+            return;
+        }
+        let right = left + 1;
+        let mut first = left;
+        if right < heap.len() && comes_first(children, direction, heap[right], heap[left]) {
+            first = right;
+        }
+        if !comes_first(children, direction, heap[first], heap[position]) {
+            return;
+        }
+        heap.swap(position, first);
+        position = first;
+    }
+}
+
+impl InternalIterator for MergingIterator {
+    fn valid(&self) -> bool {
+        !self.heap.is_empty()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        for child in &mut self.children {
+            child.seek_to_first();
+        }
+        self.rebuild_heap(Direction::Forward);
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        for child in &mut self.children {
+            child.seek_to_last();
+        }
+        self.rebuild_heap(Direction::Backward);
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        for child in &mut self.children {
+            child.seek(target);
+        }
+        self.rebuild_heap(Direction::Forward);
+    }
+
+    fn next(&mut self) {
+        assert!(self.valid(), "MergingIterator::next called on an invalid iterator");
+        let current = self.heap[0];
+        if self.direction == Direction::Backward {
+            self.switch_to_forward(current);
+            // The current child is still on the current entry and now at the heap top, because
+            // every other child sits after it; moving it is the step itself.
+            if self.heap.is_empty() {
+                return;
+            }
+            debug_assert_eq!(self.heap[0], current);
+        }
+        self.children[current].next();
+        self.repair_top();
+    }
+
+    fn prev(&mut self) {
+        assert!(self.valid(), "MergingIterator::prev called on an invalid iterator");
+        let current = self.heap[0];
+        if self.direction == Direction::Forward {
+            self.switch_to_backward(current);
+            if self.heap.is_empty() {
+                return;
+            }
+            debug_assert_eq!(self.heap[0], current);
+        }
+        self.children[current].prev();
+        self.repair_top();
+    }
+
+    fn key(&self) -> &[u8] {
+        debug_assert!(self.valid());
+        self.heap.first().map_or(&[][..], |&child| self.children[child].key())
+    }
+
+    fn value(&self) -> &[u8] {
+        debug_assert!(self.valid());
+        self.heap.first().map_or(&[][..], |&child| self.children[child].value())
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(error) => Err(error.duplicate()),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+pub(crate) mod tests {
+    use super::*;
+    use crate::iterator::VecIterator;
+    use crate::key::{make_internal_key, ValueKind};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// An iterator over sorted entries that fails with a corruption error after a given number
+    /// of positioning calls, to test error propagation.
+    pub(crate) struct FailingIterator {
+        inner: VecIterator,
+        calls_before_failure: usize,
+        failed: bool,
+    }
+
+    impl FailingIterator {
+        pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>, calls_before_failure: usize) -> FailingIterator {
+            FailingIterator { inner: VecIterator::new(entries), calls_before_failure, failed: false }
+        }
+
+        /// Counts one positioning call and reports whether the iterator has now failed.
+        fn tick(&mut self) -> bool {
+            if self.calls_before_failure == 0 {
+                self.failed = true;
+            } else {
+                self.calls_before_failure -= 1;
+            }
+            self.failed
+        }
+    }
+
+    impl InternalIterator for FailingIterator {
+        fn valid(&self) -> bool {
+            !self.failed && self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            if !self.tick() {
+                self.inner.seek_to_first();
+            }
+        }
+        fn seek_to_last(&mut self) {
+            if !self.tick() {
+                self.inner.seek_to_last();
+            }
+        }
+        fn seek(&mut self, target: &[u8]) {
+            if !self.tick() {
+                self.inner.seek(target);
+            }
+        }
+        fn next(&mut self) {
+            if !self.tick() {
+                self.inner.next();
+            }
+        }
+        fn prev(&mut self) {
+            if !self.tick() {
+                self.inner.prev();
+            }
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            if self.failed {
+                Err(Error::corruption("failing-test-iterator", 7, "injected failure"))
+            } else {
+                Ok(())
+            }
+        }
+    }
+
+    /// A random internal key over a small alphabet so that sources share user keys.
+    pub(crate) fn random_internal_key(rng: &mut SmallRng) -> Vec<u8> {
+        let length = rng.gen_range(0..=3);
+        let user_key: Vec<u8> = (0..length).map(|_| b"abc"[rng.gen_range(0..3)]).collect();
+        let kind = if rng.gen_bool(0.5) { ValueKind::Put } else { ValueKind::Delete };
+        make_internal_key(&user_key, rng.gen_range(0..20), kind)
+    }
+
+    /// Drives `iterator` through `steps` random operations and checks every position against
+    /// `expected`, a sorted vector of the entries the iterator must yield (duplicates allowed).
+    pub(crate) fn walk_and_compare(
+        iterator: &mut dyn InternalIterator,
+        expected: &[(Vec<u8>, Vec<u8>)],
+        rng: &mut SmallRng,
+        steps: usize,
+    ) {
+        let mut position: Option<usize> = None;
+        for step in 0..steps {
+            let choice = rng.gen_range(0..10);
+            let operation;
+            if position.is_some() && choice < 4 {
+                operation = "next";
+                iterator.next();
+                position = position.and_then(|p| (p + 1 < expected.len()).then_some(p + 1));
+            } else if position.is_some() && choice < 8 {
+                operation = "prev";
+                iterator.prev();
+                position = position.and_then(|p| p.checked_sub(1));
+            } else if choice == 8 {
+                operation = "seek";
+                let target = if !expected.is_empty() && rng.gen_bool(0.5) {
+                    expected[rng.gen_range(0..expected.len())].0.clone()
+                } else {
+                    random_internal_key(rng)
+                };
+                iterator.seek(&target);
+                let index = expected.partition_point(|(key, _)| compare_internal_keys(key, &target).is_lt());
+                position = (index < expected.len()).then_some(index);
+            } else if rng.gen_bool(0.5) {
+                operation = "seek_to_first";
+                iterator.seek_to_first();
+                position = (!expected.is_empty()).then_some(0);
+            } else {
+                operation = "seek_to_last";
+                iterator.seek_to_last();
+                position = expected.len().checked_sub(1);
+            }
+            assert_eq!(iterator.valid(), position.is_some(), "validity after {operation} at step {step}");
+            if let Some(index) = position {
+                assert_eq!(iterator.key(), &expected[index].0[..], "key after {operation} at step {step}");
+                assert_eq!(iterator.value(), &expected[index].1[..], "value after {operation} at step {step}");
+            }
+            assert!(iterator.status().is_ok());
+        }
+    }
+
+    /// Builds `source_count` sorted sources from random keys; with `allow_duplicates` a key may
+    /// appear in several sources. Returns the sources and the expected merged stream, ordered by
+    /// key and then by source index.
+    fn random_sources(
+        rng: &mut SmallRng,
+        source_count: usize,
+        allow_duplicates: bool,
+    ) -> (Vec<Vec<(Vec<u8>, Vec<u8>)>>, Vec<(Vec<u8>, Vec<u8>)>) {
+        let mut keys: Vec<Vec<u8>> = (0..rng.gen_range(0..60)).map(|_| random_internal_key(rng)).collect();
+        keys.sort_by(|a, b| compare_internal_keys(a, b));
+        keys.dedup();
+        let mut sources = vec![Vec::new(); source_count];
+        let mut union = Vec::new();
+        for (key_index, key) in keys.iter().enumerate() {
+            let single_source = rng.gen_range(0..source_count);
+            for (source_index, source) in sources.iter_mut().enumerate() {
+                let chosen = if allow_duplicates { rng.gen_bool(0.4) } else { source_index == single_source };
+                if chosen {
+                    let value = format!("{source_index}:{key_index}").into_bytes();
+                    source.push((key.clone(), value.clone()));
+                    union.push((source_index, key.clone(), value));
+                }
+            }
+        }
+        union.sort_by(|a, b| compare_internal_keys(&a.1, &b.1).then(a.0.cmp(&b.0)));
+        let expected = union.into_iter().map(|(_, key, value)| (key, value)).collect();
+        (sources, expected)
+    }
+
+    fn merge_of(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> MergingIterator {
+        let children: Vec<Box<dyn InternalIterator>> = sources
+            .into_iter()
+            .map(|entries| Box::new(VecIterator::new(entries)) as Box<dyn InternalIterator>)
+            .collect();
+        MergingIterator::new(children)
+    }
+
+    #[test]
+    fn no_children_is_always_invalid() {
+        let mut merge = MergingIterator::new(Vec::new());
+        merge.seek_to_first();
+        assert!(!merge.valid());
+        merge.seek_to_last();
+        assert!(!merge.valid());
+        merge.seek(&make_internal_key(b"a", 1, ValueKind::Put));
+        assert!(!merge.valid());
+        assert!(merge.status().is_ok());
+    }
+
+    #[test]
+    fn forward_scan_matches_sorted_union() {
+        let mut rng = SmallRng::seed_from_u64(11);
+        for _ in 0..300 {
+            let source_count = rng.gen_range(1..6);
+            let (sources, expected) = random_sources(&mut rng, source_count, false);
+            let mut merge = merge_of(sources);
+            let mut seen = Vec::new();
+            merge.seek_to_first();
+            while merge.valid() {
+                seen.push((merge.key().to_vec(), merge.value().to_vec()));
+                merge.next();
+            }
+            assert_eq!(seen, expected);
+            let mut seen_backward = Vec::new();
+            merge.seek_to_last();
+            while merge.valid() {
+                seen_backward.push((merge.key().to_vec(), merge.value().to_vec()));
+                merge.prev();
+            }
+            seen_backward.reverse();
+            assert_eq!(seen_backward, expected);
+        }
+    }
+
+    #[test]
+    fn random_walks_match_reference() {
+        let mut rng = SmallRng::seed_from_u64(12);
+        for _ in 0..600 {
+            let source_count = rng.gen_range(1..7);
+            let (sources, expected) = random_sources(&mut rng, source_count, false);
+            let mut merge = merge_of(sources);
+            walk_and_compare(&mut merge, &expected, &mut rng, 80);
+        }
+    }
+
+    #[test]
+    fn duplicate_keys_prefer_earlier_child_in_both_directions() {
+        let mut rng = SmallRng::seed_from_u64(13);
+        for _ in 0..600 {
+            let source_count = rng.gen_range(1..5);
+            let (sources, expected) = random_sources(&mut rng, source_count, true);
+            let mut merge = merge_of(sources);
+            walk_and_compare(&mut merge, &expected, &mut rng, 80);
+        }
+    }
+
+    #[test]
+    fn next_prev_alternation_on_every_entry() {
+        let mut rng = SmallRng::seed_from_u64(14);
+        for _ in 0..100 {
+            let (sources, expected) = random_sources(&mut rng, 3, false);
+            let mut merge = merge_of(sources);
+            for index in 0..expected.len() {
+                merge.seek(&expected[index].0);
+                assert_eq!(merge.key(), &expected[index].0[..]);
+                merge.prev();
+                if index == 0 {
+                    assert!(!merge.valid());
+                    continue;
+                }
+                assert_eq!(merge.key(), &expected[index - 1].0[..]);
+                merge.next();
+                assert_eq!(merge.value(), &expected[index].1[..]);
+                merge.next();
+                assert_eq!(merge.valid(), index + 1 < expected.len());
+                if merge.valid() {
+                    assert_eq!(merge.value(), &expected[index + 1].1[..]);
+                    merge.prev();
+                    assert_eq!(merge.value(), &expected[index].1[..]);
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn child_error_invalidates_and_is_reported() {
+        let entries = |user_keys: &[&[u8]]| -> Vec<(Vec<u8>, Vec<u8>)> {
+            user_keys.iter().map(|key| (make_internal_key(key, 1, ValueKind::Put), key.to_vec())).collect()
+        };
+        let healthy: Box<dyn InternalIterator> = Box::new(VecIterator::new(entries(&[b"a", b"c", b"e"])));
+        // The failing child survives seek_to_first and one next, then fails on its next call.
+        let failing: Box<dyn InternalIterator> = Box::new(FailingIterator::new(entries(&[b"b", b"d", b"f"]), 2));
+        let mut merge = MergingIterator::new(vec![healthy, failing]);
+        merge.seek_to_first();
+        let mut values = Vec::new();
+        while merge.valid() {
+            values.push(merge.value().to_vec());
+            merge.next();
+        }
+        // Stepping off "d" fails, so "e" and "f" are never yielded.
+        assert_eq!(values, vec![b"a".to_vec(), b"b".to_vec(), b"c".to_vec(), b"d".to_vec()]);
+        let error = merge.status().expect_err("the child failure must surface");
+        assert!(error.is_corruption());
+        merge.seek_to_first();
+        assert!(!merge.valid(), "an error is sticky");
+        assert!(merge.status().is_err());
+    }
+
+    #[test]
+    fn child_error_during_seek_is_reported() {
+        let entries = vec![(make_internal_key(b"a", 1, ValueKind::Put), b"x".to_vec())];
+        let healthy: Box<dyn InternalIterator> = Box::new(VecIterator::new(entries.clone()));
+        let failing: Box<dyn InternalIterator> = Box::new(FailingIterator::new(entries, 0));
+        let mut merge = MergingIterator::new(vec![healthy, failing]);
+        merge.seek(&make_internal_key(b"a", 5, ValueKind::Put));
+        assert!(!merge.valid());
+        assert!(merge.status().is_err());
+    }
+}

@@ -3,13 +3,14 @@
 //! Every source of entries (memtable, SSTable, a level of SSTables) exposes an
 //! [`InternalIterator`]: a bidirectional cursor over internal keys in internal-key order
 //! (`crate::key::compare_internal_keys`). A [`merge::MergingIterator`] combines many sources into
-//! one ordered stream, and [`db_iter::DbIterator`] turns that stream into user keys at one
+//! one ordered stream, and [`db_iter::UserIterator`] turns that stream into user keys at one
 //! snapshot, hiding tombstones and shadowed versions and honouring bounds.
 //!
 //! Concurrency contract: an iterator is used by one thread at a time; it keeps the memtables and
 //! table files it reads alive by holding `Arc`s, so flushes and compactions may run meanwhile.
 
 pub(crate) mod db_iter;
+pub(crate) mod level;
 pub(crate) mod merge;
 
 use crate::error::Result;

@@ -1,4 +1,710 @@
-//! Placeholder: being written.
+//! The memtable: the in-memory, sorted buffer that receives every write before it is flushed to
+//! an SSTable.
+//!
+//! A [`MemTable`] is a lock-free-insert skiplist ([`skiplist::SkipList`]) ordered by internal key
+//! (`crate::key::compare_internal_keys`) whose entries live in a per-memtable arena
+//! ([`arena::Arena`]): each entry costs one bump allocation holding its tower, its internal key
+//! and its value contiguously, and all of it is freed at once when the last `Arc<MemTable>` is
+//! dropped.
+//!
+//! Concurrency contract: a memtable is shared as `Arc<MemTable>`. Any number of threads may call
+//! `insert` concurrently with each other and with `get` and iterators; no operation takes a lock
+//! except the rare arena chunk refill. Readers never block and never observe a partially written
+//! entry. An iterator holds an `Arc` to its memtable, so it outlives any other handle; entries
+//! inserted after an iterator was created may or may not be seen by it, depending on where it is
+//! positioned when they are linked, but everything it returns is a complete entry in order.
+//!
+//! Invariants: entries are never removed or modified; each internal key appears at most once
+//! (the engine never inserts the same (user key, sequence) twice; debug builds check);
+//! `len` counts inserted entries and `largest_sequence` is the largest sequence inserted, both
+//! updated right after the entry is linked.
 
+mod arena;
+mod skiplist;
+
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
+use std::sync::Arc;
+
+use crate::error::Result;
+use crate::iterator::InternalIterator;
+use crate::key::{self, ValueKind, MAX_SEQUENCE_NUMBER};
+use skiplist::{Position, SkipList};
+
+/// The result of a point lookup that found an entry for the user key.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) enum MemTableLookup {
+    /// The newest visible entry is a put with this value.
+    Value(Vec<u8>),
+    /// The newest visible entry is a tombstone.
+    Deleted,
+}
+
+/// Counters every insert updates, kept on their own cache line so their write traffic does not
+/// evict the read-mostly skiplist fields from other cores' caches.
+#[repr(align(128))]
+#[derive(Debug, Default)]
+struct InsertCounters {
+    /// Number of entries inserted.
+    entry_count: AtomicUsize,
+    /// Largest sequence number inserted (0 when empty).
+    largest_sequence: AtomicU64,
+}
+
+/// A concurrent sorted map from internal key to value; see the module documentation.
+#[derive(Debug)]
+pub(crate) struct MemTable {
+    list: SkipList,
+    counters: InsertCounters,
+}
+
+impl MemTable {
+    /// Creates an empty memtable expected to grow to about `capacity_hint_bytes` (the flush
+    /// threshold); the hint only sizes arena chunks and is not a limit.
+    pub(crate) fn new(capacity_hint_bytes: usize) -> MemTable {
+        MemTable { list: SkipList::new(capacity_hint_bytes), counters: InsertCounters::default() }
+    }
+
+    /// Adds an entry. Safe to call from many threads at once. `value` should be empty for
+    /// tombstones. The engine never inserts the same (`user_key`, `sequence`) twice.
+    pub(crate) fn insert(&self, user_key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
+        self.list.insert(user_key, key::pack_trailer(sequence, kind), value);
+        self.counters.entry_count.fetch_add(1, Ordering::Relaxed);
+        self.counters.largest_sequence.fetch_max(sequence, Ordering::Relaxed);
+    }
+
+    /// The newest entry of `user_key` whose sequence is at most `sequence`, or `None` when the
+    /// memtable has no such entry (the caller then looks in older sources).
+    pub(crate) fn get(&self, user_key: &[u8], sequence: u64) -> Option<MemTableLookup> {
+        // The lookup trailer carries the highest kind so that the seek lands on an entry at
+        // exactly `sequence` whatever its kind. Sequences above the 56-bit limit mean "see
+        // everything".
+        let trailer = key::pack_trailer(sequence.min(MAX_SEQUENCE_NUMBER), ValueKind::FOR_SEEK);
+        let node = self.list.seek(user_key, trailer)?;
+        let found = key::parse_internal_key(node.key())?;
+        if found.user_key != user_key {
+            return None;
+        }
+        match found.kind {
+            ValueKind::Put => Some(MemTableLookup::Value(node.value().to_vec())),
+            ValueKind::Delete => Some(MemTableLookup::Deleted),
+        }
+    }
+
+    /// An iterator over all entries in internal-key order, keeping this memtable alive.
+    pub(crate) fn iter(self: &Arc<Self>) -> MemTableIterator {
+        MemTableIterator { memtable: Arc::clone(self), current: None }
+    }
+
+    /// Bytes of memory the memtable holds: the capacity of its arena chunks, which is what the
+    /// process really pays, including the not yet used tail of the current chunk.
+    pub(crate) fn approximate_memory_bytes(&self) -> usize {
+        self.list.memory_usage_bytes()
+    }
+
+    /// Number of entries inserted.
+    pub(crate) fn len(&self) -> usize {
+        self.counters.entry_count.load(Ordering::Relaxed)
+    }
+
+    /// True when nothing has been inserted.
+    pub(crate) fn is_empty(&self) -> bool {
+        self.len() == 0
+    }
+
+    /// The largest sequence number inserted, or 0 when empty.
+    pub(crate) fn largest_sequence(&self) -> u64 {
+        self.counters.largest_sequence.load(Ordering::Relaxed)
+    }
+}
+
+/// A cursor over a memtable's entries; see [`MemTable::iter`]. It starts unpositioned.
+#[derive(Debug)]
+pub(crate) struct MemTableIterator {
+    memtable: Arc<MemTable>,
+    /// The current node, or `None` when not positioned on an entry.
+    current: Option<Position>,
+}
+
+impl MemTableIterator {
+    /// The current node; the returned borrow ties key and value slices to `&self`.
+    fn current_node(&self) -> Option<skiplist::NodeRef<'_>> {
+        // SAFETY: every stored position was produced by a `NodeRef` of `self.memtable.list`, and
+        // the `Arc` keeps that list alive for as long as `self`.
+        self.current.map(|position| unsafe { self.memtable.list.resolve(position) })
+    }
+}
+
+impl InternalIterator for MemTableIterator {
+    fn valid(&self) -> bool {
+        self.current.is_some()
+    }
+
+    fn seek_to_first(&mut self) {
+        self.current = self.memtable.list.first().map(|node| node.position());
+    }
+
+    fn seek_to_last(&mut self) {
+        self.current = self.memtable.list.last().map(|node| node.position());
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        let (user_key, trailer) = skiplist::split_internal_key(target);
+        self.current = self.memtable.list.seek(user_key, trailer).map(|node| node.position());
+    }
+
+    fn next(&mut self) {
+        self.current = self.current_node().and_then(|node| node.next()).map(|node| node.position());
+    }
+
+    fn prev(&mut self) {
+        // Links only point forward, so the predecessor is found by a fresh O(log n) search.
+        self.current =
+            self.current_node().and_then(|node| self.memtable.list.before(node.key())).map(|node| node.position());
+    }
+
+    fn key(&self) -> &[u8] {
+        self.current_node().map_or(&[][..], |node| node.key())
+    }
+
+    fn value(&self) -> &[u8] {
+        self.current_node().map_or(&[][..], |node| node.value())
+    }
+
+    fn status(&self) -> Result<()> {
+        Ok(())
+    }
+}
+
+/// Thin public wrappers over the memtable for the criterion benches. Not a supported API.
 #[doc(hidden)]
-pub mod bench_support {}
+pub mod bench_support {
+    use std::sync::Arc;
+
+    use crate::iterator::InternalIterator;
+    use crate::key::ValueKind;
+
+    /// A memtable handle for benchmarks.
+    #[derive(Debug, Clone)]
+    pub struct MemTable {
+        inner: Arc<super::MemTable>,
+    }
+
+    impl MemTable {
+        /// Creates an empty memtable; see the crate-internal `MemTable::new`.
+        pub fn new(capacity_hint_bytes: usize) -> MemTable {
+            MemTable { inner: Arc::new(super::MemTable::new(capacity_hint_bytes)) }
+        }
+
+        /// Inserts a put entry; callable from many threads at once.
+        pub fn put(&self, user_key: &[u8], sequence: u64, value: &[u8]) {
+            self.inner.insert(user_key, sequence, ValueKind::Put, value);
+        }
+
+        /// Inserts a tombstone.
+        pub fn delete(&self, user_key: &[u8], sequence: u64) {
+            self.inner.insert(user_key, sequence, ValueKind::Delete, &[]);
+        }
+
+        /// The value of the newest put of `user_key` at or below `sequence`, or `None` when the
+        /// newest such entry is a tombstone or there is none.
+        pub fn get(&self, user_key: &[u8], sequence: u64) -> Option<Vec<u8>> {
+            match self.inner.get(user_key, sequence)? {
+                super::MemTableLookup::Value(value) => Some(value),
+                super::MemTableLookup::Deleted => None,
+            }
+        }
+
+        /// Walks every entry in order and returns how many there were.
+        pub fn scan_count(&self) -> usize {
+            let mut iterator = self.inner.iter();
+            iterator.seek_to_first();
+            let mut count = 0;
+            while iterator.valid() {
+                count += 1;
+                iterator.next();
+            }
+            count
+        }
+
+        /// Number of entries.
+        pub fn len(&self) -> usize {
+            self.inner.len()
+        }
+
+        /// True when empty.
+        pub fn is_empty(&self) -> bool {
+            self.inner.is_empty()
+        }
+
+        /// Bytes of memory held.
+        pub fn approximate_memory_bytes(&self) -> usize {
+            self.inner.approximate_memory_bytes()
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{compare_internal_keys, make_internal_key, parse_internal_key};
+    use rand::rngs::SmallRng;
+    use rand::seq::SliceRandom;
+    use rand::{Rng, SeedableRng};
+    use std::cmp::Reverse;
+    use std::collections::BTreeMap;
+    use std::sync::atomic::AtomicBool;
+
+    /// Model of the memtable: ordered exactly like internal keys.
+    type Model = BTreeMap<(Vec<u8>, Reverse<u64>), Vec<u8>>;
+
+    fn model_internal_key(entry: &(Vec<u8>, Reverse<u64>)) -> Vec<u8> {
+        let mut key = entry.0.clone();
+        key.extend_from_slice(&entry.1 .0.to_le_bytes());
+        key
+    }
+
+    fn model_get(model: &Model, user_key: &[u8], sequence: u64) -> Option<MemTableLookup> {
+        let start = (user_key.to_vec(), Reverse(key::pack_trailer(sequence, ValueKind::FOR_SEEK)));
+        let ((found_user_key, Reverse(trailer)), value) = model.range(start..).next()?;
+        if found_user_key.as_slice() != user_key {
+            return None;
+        }
+        Some(if trailer & 0xff == ValueKind::Put as u64 {
+            MemTableLookup::Value(value.clone())
+        } else {
+            MemTableLookup::Deleted
+        })
+    }
+
+    fn collect_forward(iterator: &mut MemTableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut entries = Vec::new();
+        iterator.seek_to_first();
+        while iterator.valid() {
+            entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
+            iterator.next();
+        }
+        entries
+    }
+
+    fn collect_backward(iterator: &mut MemTableIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+        let mut entries = Vec::new();
+        iterator.seek_to_last();
+        while iterator.valid() {
+            entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
+            iterator.prev();
+        }
+        entries
+    }
+
+    /// A value that names its own entry, so readers can detect torn or misattributed data.
+    fn self_describing_value(user_key: &[u8], sequence: u64, padding_bytes: usize) -> Vec<u8> {
+        let mut value = Vec::with_capacity(user_key.len() + 8 + padding_bytes);
+        value.extend_from_slice(&sequence.to_le_bytes());
+        value.extend_from_slice(user_key);
+        value.extend((0..padding_bytes).map(|index| (sequence as usize + index) as u8));
+        value
+    }
+
+    fn check_self_describing(internal_key: &[u8], value: &[u8]) {
+        let parsed = parse_internal_key(internal_key).expect("well-formed key");
+        assert!(value.len() >= 8 + parsed.user_key.len(), "short value");
+        let sequence = u64::from_le_bytes(value[..8].try_into().unwrap());
+        assert_eq!(sequence, parsed.sequence, "value belongs to another entry");
+        let padding_bytes = value.len() - 8 - parsed.user_key.len();
+        assert_eq!(value, self_describing_value(parsed.user_key, sequence, padding_bytes).as_slice());
+    }
+
+    fn user_key_for(number: u64) -> Vec<u8> {
+        format!("key{number:010}").into_bytes()
+    }
+
+    #[test]
+    fn empty_memtable() {
+        let memtable = Arc::new(MemTable::new(4096));
+        assert!(memtable.is_empty());
+        assert_eq!(memtable.len(), 0);
+        assert_eq!(memtable.largest_sequence(), 0);
+        assert_eq!(memtable.get(b"anything", MAX_SEQUENCE_NUMBER), None);
+        let mut iterator = memtable.iter();
+        assert!(!iterator.valid());
+        assert_eq!(iterator.key(), b"");
+        iterator.seek_to_first();
+        assert!(!iterator.valid());
+        iterator.seek_to_last();
+        assert!(!iterator.valid());
+        iterator.seek(&make_internal_key(b"a", 1, ValueKind::Put));
+        assert!(!iterator.valid());
+        assert!(iterator.status().is_ok());
+    }
+
+    #[test]
+    fn get_respects_sequence_and_kind() {
+        let memtable = MemTable::new(4096);
+        memtable.insert(b"k", 5, ValueKind::Put, b"five");
+        memtable.insert(b"k", 10, ValueKind::Put, b"ten");
+        memtable.insert(b"k", 7, ValueKind::Delete, b"");
+        memtable.insert(b"j", 8, ValueKind::Put, b"other");
+        memtable.insert(b"l", 1, ValueKind::Put, b"other");
+        let value = |bytes: &[u8]| Some(MemTableLookup::Value(bytes.to_vec()));
+        assert_eq!(memtable.get(b"k", 4), None);
+        assert_eq!(memtable.get(b"k", 5), value(b"five"));
+        assert_eq!(memtable.get(b"k", 6), value(b"five"));
+        assert_eq!(memtable.get(b"k", 7), Some(MemTableLookup::Deleted));
+        assert_eq!(memtable.get(b"k", 9), Some(MemTableLookup::Deleted));
+        assert_eq!(memtable.get(b"k", 10), value(b"ten"));
+        assert_eq!(memtable.get(b"k", MAX_SEQUENCE_NUMBER), value(b"ten"));
+        assert_eq!(memtable.get(b"k", u64::MAX), value(b"ten"));
+        assert_eq!(memtable.get(b"", 100), None);
+        assert_eq!(memtable.get(b"kk", 100), None);
+        assert_eq!(memtable.len(), 5);
+        assert_eq!(memtable.largest_sequence(), 10);
+    }
+
+    #[test]
+    fn matches_btreemap_model() {
+        let mut rng = SmallRng::seed_from_u64(0x5eed);
+        // A small key space (including the empty key and prefixes of each other) so that most
+        // user keys get several versions.
+        let mut user_keys: Vec<Vec<u8>> = vec![Vec::new(), b"a".to_vec(), b"ab".to_vec(), vec![0], vec![255; 3]];
+        while user_keys.len() < 300 {
+            let length = rng.gen_range(0..12);
+            user_keys.push((0..length).map(|_| rng.gen_range(b'a'..=b'f')).collect());
+        }
+        let entry_count = 5000u64;
+        let mut sequences: Vec<u64> = (1..=entry_count).collect();
+        sequences.shuffle(&mut rng);
+
+        let memtable = Arc::new(MemTable::new(64 << 10));
+        let mut model = Model::new();
+        for &sequence in &sequences {
+            let user_key = user_keys.choose(&mut rng).unwrap().clone();
+            let kind = if rng.gen_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
+            let value: Vec<u8> = match kind {
+                ValueKind::Put => (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect(),
+                ValueKind::Delete => Vec::new(),
+            };
+            memtable.insert(&user_key, sequence, kind, &value);
+            model.insert((user_key, Reverse(key::pack_trailer(sequence, kind))), value);
+        }
+        assert_eq!(memtable.len(), model.len());
+        assert_eq!(memtable.largest_sequence(), entry_count);
+
+        // Point lookups at many snapshots, for present and absent keys.
+        for _ in 0..20_000 {
+            let user_key = if rng.gen_bool(0.9) {
+                user_keys.choose(&mut rng).unwrap().clone()
+            } else {
+                (0..rng.gen_range(0..12)).map(|_| rng.gen_range(b'a'..=b'g')).collect()
+            };
+            let sequence = match rng.gen_range(0..10) {
+                0 => 0,
+                1 => MAX_SEQUENCE_NUMBER,
+                _ => rng.gen_range(0..=entry_count + 1),
+            };
+            assert_eq!(memtable.get(&user_key, sequence), model_get(&model, &user_key, sequence));
+        }
+
+        // Full scans in both directions.
+        let expected: Vec<(Vec<u8>, Vec<u8>)> =
+            model.iter().map(|(entry, value)| (model_internal_key(entry), value.clone())).collect();
+        let mut iterator = memtable.iter();
+        assert_eq!(collect_forward(&mut iterator), expected);
+        let mut backward = collect_backward(&mut iterator);
+        backward.reverse();
+        assert_eq!(backward, expected);
+
+        // Seeks to random targets, then a few steps either way.
+        let expected_keys: Vec<Vec<u8>> = expected.iter().map(|(key, _)| key.clone()).collect();
+        for _ in 0..3000 {
+            let user_key = user_keys.choose(&mut rng).unwrap();
+            let kind = if rng.gen_bool(0.5) { ValueKind::Delete } else { ValueKind::Put };
+            let target = make_internal_key(user_key, rng.gen_range(0..=entry_count + 1), kind);
+            let index = expected_keys.partition_point(|key| compare_internal_keys(key, &target).is_lt());
+            iterator.seek(&target);
+            if index == expected_keys.len() {
+                assert!(!iterator.valid());
+                continue;
+            }
+            assert_eq!(iterator.key(), expected_keys[index].as_slice());
+            assert_eq!(iterator.value(), expected[index].1.as_slice());
+            if rng.gen_bool(0.5) {
+                for step in 1..=3 {
+                    iterator.next();
+                    match expected_keys.get(index + step) {
+                        Some(key) => assert_eq!(iterator.key(), key.as_slice()),
+                        None => {
+                            assert!(!iterator.valid());
+                            break;
+                        }
+                    }
+                }
+            } else {
+                for step in 1..=3 {
+                    iterator.prev();
+                    match index.checked_sub(step) {
+                        Some(position) => assert_eq!(iterator.key(), expected_keys[position].as_slice()),
+                        None => {
+                            assert!(!iterator.valid());
+                            break;
+                        }
+                    }
+                }
+            }
+        }
+    }
+
+    #[test]
+    fn seek_with_short_target_lands_on_user_key_start() {
+        let memtable = Arc::new(MemTable::new(4096));
+        memtable.insert(b"abc", 3, ValueKind::Put, b"x");
+        memtable.insert(b"abd", 4, ValueKind::Put, b"y");
+        let mut iterator = memtable.iter();
+        iterator.seek(b"abd");
+        assert_eq!(iterator.key(), make_internal_key(b"abd", 4, ValueKind::Put).as_slice());
+        iterator.seek(b"");
+        assert_eq!(iterator.key(), make_internal_key(b"abc", 3, ValueKind::Put).as_slice());
+    }
+
+    #[test]
+    fn concurrent_inserts_are_complete_and_ordered() {
+        const THREADS: u64 = 4;
+        const PER_THREAD: u64 = 50_000;
+        let memtable = Arc::new(MemTable::new(64 << 20));
+        let writers: Vec<_> = (0..THREADS)
+            .map(|thread| {
+                let memtable = Arc::clone(&memtable);
+                std::thread::spawn(move || {
+                    for index in 0..PER_THREAD {
+                        // Interleave the threads' keys so they contend for the same splices;
+                        // every fifth entry shares its user key with another thread's entry.
+                        let number = index * THREADS + thread;
+                        let user_key = user_key_for(number / 5 * 5);
+                        let sequence = number + 1;
+                        let value = self_describing_value(&user_key, sequence, (number % 17) as usize);
+                        memtable.insert(&user_key, sequence, ValueKind::Put, &value);
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        let total = THREADS * PER_THREAD;
+        assert_eq!(memtable.len() as u64, total);
+        assert_eq!(memtable.largest_sequence(), total);
+
+        let mut iterator = memtable.iter();
+        let mut seen = vec![false; total as usize];
+        let mut previous: Option<Vec<u8>> = None;
+        let mut count = 0;
+        iterator.seek_to_first();
+        while iterator.valid() {
+            let key = iterator.key().to_vec();
+            check_self_describing(&key, iterator.value());
+            if let Some(previous) = &previous {
+                assert!(compare_internal_keys(previous, &key).is_lt(), "order violated");
+            }
+            let sequence = key::sequence(&key);
+            assert!(!std::mem::replace(&mut seen[(sequence - 1) as usize], true), "duplicate entry");
+            previous = Some(key);
+            count += 1;
+            iterator.next();
+        }
+        assert_eq!(count, total);
+        assert!(seen.iter().all(|&present| present));
+        // Every user key's newest version is the one with the largest number in its group.
+        for group in (0..total).step_by(5).take(2000) {
+            let newest = (group + 4).min(total - 1) + 1;
+            match memtable.get(&user_key_for(group), MAX_SEQUENCE_NUMBER) {
+                Some(MemTableLookup::Value(value)) => {
+                    assert_eq!(u64::from_le_bytes(value[..8].try_into().unwrap()), newest);
+                }
+                other => panic!("missing key group {group}: {other:?}"),
+            }
+        }
+    }
+
+    #[test]
+    fn readers_during_inserts_see_complete_entries() {
+        const WRITERS: u64 = 2;
+        const PER_WRITER: u64 = 30_000;
+        let memtable = Arc::new(MemTable::new(1 << 20));
+        // How many entries each writer has finished; Release after an insert, Acquire before a
+        // get, so an entry counted here must be visible.
+        let progress: Arc<Vec<AtomicU64>> = Arc::new((0..WRITERS).map(|_| AtomicU64::new(0)).collect());
+        let done = Arc::new(AtomicBool::new(false));
+        let writers: Vec<_> = (0..WRITERS)
+            .map(|writer| {
+                let memtable = Arc::clone(&memtable);
+                let progress = Arc::clone(&progress);
+                std::thread::spawn(move || {
+                    for index in 0..PER_WRITER {
+                        let number = index * WRITERS + writer;
+                        let user_key = user_key_for(number);
+                        let value = self_describing_value(&user_key, number + 1, (number % 300) as usize);
+                        memtable.insert(&user_key, number + 1, ValueKind::Put, &value);
+                        progress[writer as usize].store(index + 1, Ordering::Release);
+                    }
+                })
+            })
+            .collect();
+        let readers: Vec<_> = (0..2u64)
+            .map(|reader| {
+                let memtable = Arc::clone(&memtable);
+                let progress = Arc::clone(&progress);
+                let done = Arc::clone(&done);
+                std::thread::spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(reader);
+                    let mut scans = 0;
+                    while !done.load(Ordering::Acquire) || scans < 2 {
+                        // Point reads of entries known to be inserted.
+                        for _ in 0..200 {
+                            let writer = rng.gen_range(0..WRITERS);
+                            let finished = progress[writer as usize].load(Ordering::Acquire);
+                            if finished == 0 {
+                                continue;
+                            }
+                            let number = rng.gen_range(0..finished) * WRITERS + writer;
+                            let user_key = user_key_for(number);
+                            match memtable.get(&user_key, MAX_SEQUENCE_NUMBER) {
+                                Some(MemTableLookup::Value(value)) => check_self_describing(
+                                    &make_internal_key(&user_key, number + 1, ValueKind::Put),
+                                    &value,
+                                ),
+                                other => panic!("inserted key {number} not found: {other:?}"),
+                            }
+                        }
+                        // A full scan (forward on even rounds, backward on odd) checking order and
+                        // contents while writers keep inserting.
+                        let mut iterator = memtable.iter();
+                        let mut previous: Option<Vec<u8>> = None;
+                        if scans % 2 == 0 {
+                            iterator.seek_to_first();
+                        } else {
+                            iterator.seek_to_last();
+                        }
+                        let mut steps = 0;
+                        while iterator.valid() && steps < 5000 {
+                            let key = iterator.key().to_vec();
+                            check_self_describing(&key, iterator.value());
+                            if let Some(previous) = &previous {
+                                let order = compare_internal_keys(previous, &key);
+                                if scans % 2 == 0 {
+                                    assert!(order.is_lt());
+                                } else {
+                                    assert!(order.is_gt());
+                                }
+                            }
+                            previous = Some(key);
+                            if scans % 2 == 0 {
+                                iterator.next();
+                            } else {
+                                iterator.prev();
+                            }
+                            steps += 1;
+                        }
+                        // A seek to a random key must land on an entry not before it.
+                        let target = user_key_for(rng.gen_range(0..WRITERS * PER_WRITER));
+                        let target = make_internal_key(&target, MAX_SEQUENCE_NUMBER, ValueKind::Put);
+                        iterator.seek(&target);
+                        if iterator.valid() {
+                            assert!(!compare_internal_keys(iterator.key(), &target).is_lt());
+                            check_self_describing(iterator.key(), iterator.value());
+                        }
+                        scans += 1;
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().unwrap();
+        }
+        done.store(true, Ordering::Release);
+        for reader in readers {
+            reader.join().unwrap();
+        }
+        assert_eq!(memtable.len() as u64, WRITERS * PER_WRITER);
+        assert_eq!(collect_forward(&mut memtable.iter()).len() as u64, WRITERS * PER_WRITER);
+    }
+
+    #[test]
+    fn memory_accounting_tracks_arena_chunks() {
+        let memtable = MemTable::new(64 << 20);
+        // An empty memtable holds its first chunk: an eighth of the hint, at most 4 MiB.
+        let initial = memtable.approximate_memory_bytes();
+        assert_eq!(initial, 4 << 20);
+        let mut payload_bytes = 0;
+        let value = [7u8; 100];
+        for number in 0..100_000u64 {
+            let user_key = format!("{number:016}");
+            memtable.insert(user_key.as_bytes(), number + 1, ValueKind::Put, &value);
+            payload_bytes += user_key.len() + 8 + value.len();
+        }
+        let used = memtable.approximate_memory_bytes();
+        assert!(used >= payload_bytes, "{used} < {payload_bytes}");
+        // Per-entry overhead (header, tower, padding) plus at most one partly used chunk.
+        assert!(used <= payload_bytes * 3 / 2 + (4 << 20), "{used} too large for {payload_bytes}");
+        assert_eq!(used % (4 << 20), 0, "only whole regular chunks were added");
+    }
+
+    #[test]
+    fn large_values_and_empty_keys() {
+        let memtable = Arc::new(MemTable::new(4 << 20));
+        let large: Vec<u8> = (0..1 << 20).map(|index: usize| (index % 251) as u8).collect();
+        memtable.insert(b"big", 1, ValueKind::Put, &large);
+        memtable.insert(b"", 2, ValueKind::Put, b"");
+        memtable.insert(b"", 3, ValueKind::Delete, b"");
+        memtable.insert(b"big", 4, ValueKind::Put, &large[..1000]);
+        memtable.insert(b"small", 5, ValueKind::Put, b"v");
+        assert!(memtable.approximate_memory_bytes() >= (1 << 20) + 512 * 1024);
+        assert_eq!(memtable.get(b"big", 1), Some(MemTableLookup::Value(large.clone())));
+        assert_eq!(memtable.get(b"big", 9), Some(MemTableLookup::Value(large[..1000].to_vec())));
+        assert_eq!(memtable.get(b"", 2), Some(MemTableLookup::Value(Vec::new())));
+        assert_eq!(memtable.get(b"", 3), Some(MemTableLookup::Deleted));
+        assert_eq!(memtable.get(b"", 1), None);
+
+        let entries = collect_forward(&mut memtable.iter());
+        let keys: Vec<Vec<u8>> = entries.iter().map(|(key, _)| key.clone()).collect();
+        assert_eq!(
+            keys,
+            vec![
+                make_internal_key(b"", 3, ValueKind::Delete),
+                make_internal_key(b"", 2, ValueKind::Put),
+                make_internal_key(b"big", 4, ValueKind::Put),
+                make_internal_key(b"big", 1, ValueKind::Put),
+                make_internal_key(b"small", 5, ValueKind::Put),
+            ]
+        );
+        assert_eq!(entries[3].1, large);
+        assert!(entries[0].1.is_empty());
+    }
+
+    #[test]
+    fn iterator_keeps_memtable_alive_and_is_send() {
+        fn assert_send_static<T: Send + 'static>(_: &T) {}
+        fn assert_send_sync<T: Send + Sync>() {}
+        assert_send_sync::<MemTable>();
+        let memtable = Arc::new(MemTable::new(4096));
+        for number in 0..100 {
+            memtable.insert(&user_key_for(number), number + 1, ValueKind::Put, b"value");
+        }
+        let mut iterator = memtable.iter();
+        drop(memtable);
+        assert_send_static(&iterator);
+        let handle = std::thread::spawn(move || collect_forward(&mut iterator).len());
+        assert_eq!(handle.join().unwrap(), 100);
+    }
+
+    #[test]
+    fn iterator_may_see_later_inserts() {
+        let memtable = Arc::new(MemTable::new(4096));
+        memtable.insert(b"a", 1, ValueKind::Put, b"1");
+        let mut iterator = memtable.iter();
+        iterator.seek_to_first();
+        memtable.insert(b"b", 2, ValueKind::Put, b"2");
+        iterator.next();
+        // The new entry was linked after the cursor's node, so the cursor reaches it.
+        assert!(iterator.valid());
+        assert_eq!(iterator.value(), b"2");
+    }
+}

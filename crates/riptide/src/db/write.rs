@@ -1,0 +1,398 @@
+//! The write path: limits, group commit, WAL append and sync, memtable insert, memtable switch.
+//!
+//! Writers queue up; the first in line becomes the leader. The leader takes every waiting
+//! writer (up to a byte budget) as one group, assigns the group a contiguous range of sequence
+//! numbers, appends one WAL record per batch with a single `write` (and a single sync when any
+//! member asked for one or the sync mode is `Full`), inserts the batches into the memtable,
+//! publishes the new visible sequence, and wakes the members with the shared result. Then it
+//! hands leadership to the next waiting writer. Only the leader touches the WAL writer, the
+//! sequence counter and the memtable switch, so they need no lock of their own beyond the
+//! queue discipline (the WAL sits behind a mutex only for the interval-sync thread and close).
+//!
+//! Invariant I8: sequence numbers are assigned in WAL order, and the visible sequence only
+//! moves forward, to the end of a group whose batches are all in the memtable.
+
+use std::collections::VecDeque;
+use std::sync::atomic::Ordering;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use parking_lot::{Condvar, Mutex};
+
+use super::filename::log_path;
+use super::{DbInner, DbState, ImmutableMemTable};
+use crate::batch::WriteBatch;
+use crate::error::{Error, Result};
+use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::memtable::MemTable;
+use crate::options::{SyncMode, WriteOptions};
+use crate::wal::LogWriter;
+
+/// A group never grows past this many bytes, so one huge batch does not delay the small ones
+/// behind it for long and a group's WAL write stays a reasonable size.
+const MAX_GROUP_SIZE_BYTES: usize = 1 << 20;
+
+/// The WAL currently written, behind a mutex shared with the interval-sync thread.
+pub(crate) struct WalState {
+    pub(crate) writer: Option<LogWriter>,
+    pub(crate) number: u64,
+    /// True when bytes were appended since the last sync.
+    pub(crate) unsynced: bool,
+}
+
+enum WriterStatus {
+    Waiting,
+    Lead,
+    Done(Result<()>),
+}
+
+struct Writer {
+    /// Locked only by the leader (to stamp the sequence), never contended.
+    batch: Mutex<WriteBatch>,
+    /// Encoded size, read without the lock when forming a group.
+    size_bytes: usize,
+    sync: bool,
+    status: Mutex<WriterStatus>,
+    wake: Condvar,
+}
+
+impl Writer {
+    fn set_status(&self, status: WriterStatus) {
+        *self.status.lock() = status;
+        self.wake.notify_one();
+    }
+}
+
+/// Writers waiting for the leader, and whether a leader is active.
+#[derive(Default)]
+pub(crate) struct WriteQueue {
+    pending: VecDeque<Arc<Writer>>,
+    leader_active: bool,
+}
+
+fn check_limits(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
+    let options = &inner.options;
+    if batch.max_key_bytes() > options.max_key_size_bytes {
+        return Err(Error::invalid(format!(
+            "key of {} bytes exceeds max_key_size_bytes ({})",
+            batch.max_key_bytes(),
+            options.max_key_size_bytes
+        )));
+    }
+    if batch.max_value_bytes() > options.max_value_size_bytes {
+        return Err(Error::invalid(format!(
+            "value of {} bytes exceeds max_value_size_bytes ({})",
+            batch.max_value_bytes(),
+            options.max_value_size_bytes
+        )));
+    }
+    if batch.size_bytes() > options.max_batch_size_bytes {
+        return Err(Error::invalid(format!(
+            "batch of {} bytes exceeds max_batch_size_bytes ({})",
+            batch.size_bytes(),
+            options.max_batch_size_bytes
+        )));
+    }
+    Ok(())
+}
+
+/// Applies `batch`; returns when it is in the WAL (synced if asked) and visible to readers.
+pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+    check_limits(inner, &batch)?;
+    if batch.is_empty() {
+        return Ok(());
+    }
+    let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
+    let writer = Arc::new(Writer {
+        size_bytes: batch.size_bytes(),
+        batch: Mutex::new(batch),
+        sync,
+        status: Mutex::new(WriterStatus::Waiting),
+        wake: Condvar::new(),
+    });
+    {
+        let mut queue = inner.write_queue.lock();
+        queue.pending.push_back(Arc::clone(&writer));
+        if queue.leader_active {
+            drop(queue);
+            let mut status = writer.status.lock();
+            loop {
+                match std::mem::replace(&mut *status, WriterStatus::Waiting) {
+                    WriterStatus::Waiting => writer.wake.wait(&mut status),
+                    WriterStatus::Done(result) => return result,
+                    WriterStatus::Lead => break,
+                }
+            }
+        } else {
+            queue.leader_active = true;
+        }
+    }
+    lead(inner, &writer)
+}
+
+/// Runs one group with `own` at its head, then passes leadership on.
+fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
+    let group: Vec<Arc<Writer>> = {
+        let mut queue = inner.write_queue.lock();
+        debug_assert!(queue.pending.front().is_some_and(|w| Arc::ptr_eq(w, own)));
+        let mut group = Vec::new();
+        let mut group_bytes = 0;
+        while let Some(front) = queue.pending.front() {
+            let size = front.size_bytes;
+            if !group.is_empty() && group_bytes + size > MAX_GROUP_SIZE_BYTES {
+                break;
+            }
+            group_bytes += size;
+            if let Some(writer) = queue.pending.pop_front() {
+                group.push(writer);
+            }
+        }
+        group
+    };
+    let result = write_group(inner, &group);
+    for member in group.iter().skip(1) {
+        member.set_status(WriterStatus::Done(match &result {
+            Ok(()) => Ok(()),
+            Err(error) => Err(error.duplicate()),
+        }));
+    }
+    let mut queue = inner.write_queue.lock();
+    match queue.pending.front() {
+        Some(next) => next.set_status(WriterStatus::Lead),
+        None => queue.leader_active = false,
+    }
+    result
+}
+
+fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
+    let mut batches: Vec<parking_lot::MutexGuard<'_, WriteBatch>> = group.iter().map(|w| w.batch.lock()).collect();
+    let entry_count: u64 = batches.iter().map(|b| b.len() as u64).sum();
+    let sync = group.iter().any(|w| w.sync);
+    let memtable = {
+        let mut state = inner.state.lock();
+        make_room_for_write(inner, &mut state, false)?;
+        Arc::clone(&state.memtable)
+    };
+    let first_sequence = inner.last_sequence.load(Ordering::Relaxed) + 1;
+    if first_sequence + entry_count > MAX_SEQUENCE_NUMBER {
+        return Err(Error::invalid("sequence numbers exhausted"));
+    }
+    // Assign sequence numbers and append every batch to the WAL in one write.
+    let mut next_sequence = first_sequence;
+    for batch in batches.iter_mut() {
+        batch.set_sequence(next_sequence);
+        next_sequence += batch.len() as u64;
+    }
+    let last_sequence = next_sequence - 1;
+    {
+        let mut wal = inner.wal.lock();
+        let appended = append_to_wal(&mut wal, &batches, sync);
+        if let Err(error) = appended {
+            drop(wal);
+            let mut state = inner.state.lock();
+            inner.set_background_error(&mut state, error.duplicate());
+            return Err(error);
+        }
+    }
+    inner.last_sequence.store(last_sequence, Ordering::Relaxed);
+    for batch in &batches {
+        insert_batch(&memtable, batch);
+    }
+    drop(batches);
+    inner.visible_sequence.store(last_sequence, Ordering::Release);
+    Ok(())
+}
+
+fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, WriteBatch>], sync: bool) -> Result<()> {
+    let writer = wal.writer.as_mut().ok_or_else(|| Error::Closed("the write-ahead log is closed".to_string()))?;
+    for batch in batches {
+        writer.add_record(batch.data())?;
+    }
+    // Hand the bytes to the OS on every group: a process crash then loses nothing.
+    writer.flush()?;
+    wal.unsynced = true;
+    if sync {
+        writer.sync()?;
+        wal.unsynced = false;
+    }
+    Ok(())
+}
+
+/// Inserts a batch whose sequence is set into a memtable.
+pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
+    let mut sequence = batch.sequence();
+    for (kind, key, value) in batch.entries() {
+        memtable.insert(key, sequence, kind, if kind == ValueKind::Put { value } else { &[] });
+        sequence += 1;
+    }
+}
+
+/// Makes sure the active memtable has room, switching to a new one (and a new WAL) when it is
+/// full, and stalls while flushes or level-0 compactions are too far behind. With `force`, the
+/// active memtable is switched if it holds anything. Called by the write leader (or `flush`,
+/// which takes leadership first) with the state mutex held.
+pub(crate) fn make_room_for_write(inner: &DbInner, state: &mut parking_lot::MutexGuard<'_, DbState>, mut force: bool) -> Result<()> {
+    let options = &inner.options;
+    let mut stall_started: Option<Instant> = None;
+    let result = loop {
+        if let Some(error) = &state.background_error {
+            break Err(error.duplicate());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            break Err(Error::Closed("the database is closing".to_string()));
+        }
+        let level0_files = state.versions.current().levels[0].len();
+        if level0_files >= options.level0_stop_writes_files {
+            stall_started.get_or_insert_with(Instant::now);
+            inner.work_available.notify_all();
+            inner.background_done.wait_for(state, Duration::from_millis(100));
+            continue;
+        }
+        let memtable = &state.memtable;
+        if memtable.is_empty() || (!force && memtable.approximate_memory_bytes() < options.memtable_size_bytes) {
+            break Ok(());
+        }
+        if state.immutables.len() >= options.max_immutable_memtables {
+            stall_started.get_or_insert_with(Instant::now);
+            inner.work_available.notify_all();
+            inner.background_done.wait_for(state, Duration::from_millis(100));
+            continue;
+        }
+        if let Err(error) = switch_memtable(inner, state) {
+            inner.set_background_error(state, error.duplicate());
+            break Err(error);
+        }
+        force = false;
+    };
+    if let Some(started) = stall_started {
+        state.stats.write_stall_count += 1;
+        state.stats.write_stall_micros += started.elapsed().as_micros() as u64;
+    }
+    result
+}
+
+/// Starts a new WAL and memtable; the old memtable joins the flush queue.
+fn switch_memtable(inner: &DbInner, state: &mut DbState) -> Result<()> {
+    let mut wal = inner.wal.lock();
+    // Sync the old log first, so that what survives a power loss stays a prefix of the history
+    // (a later synced write in the new log must not outlive unsynced writes of the old one),
+    // and so that only the newest log can ever end in a torn record.
+    if let Some(old) = wal.writer.as_mut() {
+        old.sync()?;
+    }
+    wal.unsynced = false;
+    let new_log_number = state.versions.new_file_number();
+    let path = log_path(&inner.dir, new_log_number);
+    let file = inner.file_system.create(&path)?;
+    // The new log's name must be durable before any synced write lands in it.
+    inner.file_system.sync_dir(&inner.dir)?;
+    {
+        wal.writer = Some(LogWriter::new(file, path));
+        wal.number = new_log_number;
+    }
+    drop(wal);
+    let full = std::mem::replace(&mut state.memtable, Arc::new(MemTable::new(inner.options.memtable_size_bytes)));
+    let old_log_number = std::mem::replace(&mut state.memtable_log_number, new_log_number);
+    state.immutables.push_back(ImmutableMemTable { memtable: full, log_number: old_log_number });
+    inner.install_read_view(state);
+    inner.work_available.notify_all();
+    Ok(())
+}
+
+/// Switches the active memtable (if it holds anything) and waits until every immutable memtable
+/// is flushed. Takes write leadership so that no group is between WAL and memtable meanwhile.
+pub(crate) fn flush(inner: &DbInner) -> Result<()> {
+    let token = Arc::new(Writer {
+        batch: Mutex::new(WriteBatch::new()),
+        size_bytes: 0,
+        sync: false,
+        status: Mutex::new(WriterStatus::Waiting),
+        wake: Condvar::new(),
+    });
+    {
+        let mut queue = inner.write_queue.lock();
+        queue.pending.push_back(Arc::clone(&token));
+        if queue.leader_active {
+            drop(queue);
+            let mut status = token.status.lock();
+            while !matches!(*status, WriterStatus::Lead) {
+                token.wake.wait(&mut status);
+            }
+        } else {
+            queue.leader_active = true;
+        }
+    }
+    let switched = {
+        let mut state = inner.state.lock();
+        make_room_for_write(inner, &mut state, true)
+    };
+    {
+        let mut queue = inner.write_queue.lock();
+        queue.pending.pop_front();
+        match queue.pending.front() {
+            Some(next) => next.set_status(WriterStatus::Lead),
+            None => queue.leader_active = false,
+        }
+    }
+    switched?;
+    let mut state = inner.state.lock();
+    loop {
+        if let Some(error) = &state.background_error {
+            return Err(error.duplicate());
+        }
+        if state.immutables.is_empty() {
+            return Ok(());
+        }
+        if inner.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed("the database is closing".to_string()));
+        }
+        inner.work_available.notify_all();
+        inner.background_done.wait_for(&mut state, Duration::from_millis(100));
+    }
+}
+
+/// Syncs the WAL once more at close, so a clean close leaves nothing unsynced.
+pub(crate) fn sync_wal_at_close(inner: &DbInner) -> Result<()> {
+    let mut wal = inner.wal.lock();
+    let unsynced = wal.unsynced;
+    if let Some(writer) = wal.writer.as_mut() {
+        if unsynced {
+            writer.sync()?;
+        }
+    }
+    wal.unsynced = false;
+    wal.writer = None;
+    Ok(())
+}
+
+/// Background thread body for `SyncMode::Interval`.
+pub(crate) fn interval_sync_loop(inner: Arc<DbInner>, interval: Duration) {
+    // Sleep in short steps so that close never waits a whole long interval.
+    let step = interval.min(Duration::from_millis(50));
+    let mut slept = Duration::ZERO;
+    while !inner.shutting_down.load(Ordering::Acquire) {
+        std::thread::sleep(step);
+        slept += step;
+        if slept < interval {
+            continue;
+        }
+        slept = Duration::ZERO;
+        let mut wal = inner.wal.lock();
+        if !wal.unsynced {
+            continue;
+        }
+        let result = match wal.writer.as_mut() {
+            Some(writer) => writer.sync(),
+            None => Ok(()),
+        };
+        match result {
+            Ok(()) => wal.unsynced = false,
+            Err(error) => {
+                drop(wal);
+                let mut state = inner.state.lock();
+                inner.set_background_error(&mut state, error);
+                return;
+            }
+        }
+    }
+}

@@ -1,0 +1,354 @@
+//! A bump allocator that owns all the memory of one memtable.
+//!
+//! The arena hands out blocks carved from large chunks with an atomic bump pointer, so many
+//! writer threads allocate at once without taking a lock; the mutex is taken only to add a new
+//! chunk when the current one runs out, or to give an oversized block a chunk of its own. Blocks
+//! are never freed one by one: dropping the arena frees every chunk at once, which is exactly the
+//! lifetime of a memtable's entries.
+//!
+//! Concurrency contract: `allocate` and `memory_usage_bytes` take `&self` and may be called from
+//! any number of threads. The caller owns each returned block exclusively until it publishes the
+//! block to other threads with a Release store (the skiplist's link CAS); the arena itself never
+//! reads or writes block contents.
+//!
+//! Invariants: every block is aligned to [`ARENA_ALIGNMENT_BYTES`] and lies entirely inside one
+//! chunk; blocks never overlap; a block stays at the same address until the arena is dropped;
+//! `memory_usage_bytes` is the sum of the capacities of all chunks, i.e. what the process holds,
+//! which is at least the sum of the block sizes handed out.
+
+use std::alloc::{self, Layout};
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+
+use parking_lot::Mutex;
+
+/// Alignment of every block the arena returns: enough for `u64` and for the pointer-sized
+/// atomics of skiplist towers.
+pub(crate) const ARENA_ALIGNMENT_BYTES: usize = 8;
+
+// Blocks are only guaranteed `ARENA_ALIGNMENT_BYTES` alignment, so the types stored in them must
+// not need more.
+const _: () = assert!(std::mem::align_of::<u64>() <= ARENA_ALIGNMENT_BYTES);
+const _: () = assert!(std::mem::align_of::<AtomicPtr<u8>>() <= ARENA_ALIGNMENT_BYTES);
+
+/// Smallest chunk the arena uses, so that tiny capacity hints do not produce absurdly many chunks.
+const MIN_CHUNK_SIZE_BYTES: usize = 1 << 10;
+
+/// Largest regular chunk: big enough that adding chunks is rare, small enough that the memory
+/// reported for a fresh memtable stays a small fraction of a typical 64 MiB budget.
+const MAX_CHUNK_SIZE_BYTES: usize = 4 << 20;
+
+/// Blocks larger than `chunk size / LARGE_BLOCK_DIVISOR` get a dedicated chunk; this caps the
+/// space wasted at the end of an abandoned chunk at a quarter of a chunk.
+const LARGE_BLOCK_DIVISOR: usize = 4;
+
+/// One contiguous region of memory and its bump pointer.
+struct Chunk {
+    /// Start of the region; aligned to `ARENA_ALIGNMENT_BYTES`.
+    base: NonNull<u8>,
+    /// Size of the region in bytes.
+    capacity_bytes: usize,
+    /// Bytes claimed so far. Threads claim with `fetch_add`, so after the chunk is exhausted this
+    /// may exceed `capacity_bytes`; a claim counts only if it ends within the capacity.
+    claimed_bytes: AtomicUsize,
+}
+
+impl Chunk {
+    /// Allocates a chunk of `capacity_bytes` (a positive multiple of the alignment) and returns
+    /// it as a raw pointer owned by the caller, to be freed with [`Chunk::free`]. A raw pointer
+    /// (rather than a `Box` kept in a vector) lets other threads hold shared references to the
+    /// chunk while the owning list is modified.
+    fn allocate(capacity_bytes: usize, initially_claimed_bytes: usize) -> NonNull<Chunk> {
+        let layout = chunk_layout(capacity_bytes);
+        // SAFETY: `chunk_layout` never produces a zero-sized layout.
+        let raw = unsafe { alloc::alloc(layout) };
+        let Some(base) = NonNull::new(raw) else {
+            alloc::handle_alloc_error(layout);
+        };
+        let chunk = Box::new(Chunk { base, capacity_bytes, claimed_bytes: AtomicUsize::new(initially_claimed_bytes) });
+        NonNull::from(Box::leak(chunk))
+    }
+
+    /// Frees a chunk made by [`Chunk::allocate`].
+    ///
+    /// # Safety
+    /// `chunk` came from `Chunk::allocate`, is freed only once, and no reference to the chunk or
+    /// to memory inside it is used afterwards.
+    unsafe fn free(chunk: NonNull<Chunk>) {
+        // SAFETY: the caller guarantees `chunk` is a live, uniquely owned leaked box.
+        let chunk = unsafe { Box::from_raw(chunk.as_ptr()) };
+        // SAFETY: `base` was allocated with exactly this layout and is freed only here.
+        unsafe { alloc::dealloc(chunk.base.as_ptr(), chunk_layout(chunk.capacity_bytes)) };
+    }
+}
+
+/// The layout of a chunk's memory region.
+fn chunk_layout(capacity_bytes: usize) -> Layout {
+    match Layout::from_size_align(capacity_bytes.max(ARENA_ALIGNMENT_BYTES), ARENA_ALIGNMENT_BYTES) {
+        Ok(layout) => layout,
+        Err(_) => size_overflow(capacity_bytes),
+    }
+}
+
+/// Rounds `size_bytes` up to a positive multiple of the alignment, so that consecutive claims
+/// from one chunk all stay aligned.
+fn rounded_block_size(size_bytes: usize) -> usize {
+    match size_bytes.max(1).checked_add(ARENA_ALIGNMENT_BYTES - 1) {
+        Some(padded) => padded & !(ARENA_ALIGNMENT_BYTES - 1),
+        None => size_overflow(size_bytes),
+    }
+}
+
+/// Reports a request that cannot be represented as an allocation. Memtable entries are built from
+/// slices that already exist in memory and the engine caps keys at 1 MiB and values at 1 GiB, so
+/// this is unreachable in practice; it panics rather than handing out a wrong block.
+#[cold]
+#[inline(never)]
+fn size_overflow(size_bytes: usize) -> ! {
+    panic!("arena allocation of {size_bytes} bytes overflows the address space")
+}
+
+/// A concurrent bump allocator; see the module documentation.
+pub(crate) struct Arena {
+    /// The chunk regular blocks are currently carved from. Always points to a chunk listed in
+    /// `chunks`; replaced (under the `chunks` lock) with a Release store when exhausted.
+    current: AtomicPtr<Chunk>,
+    /// Every chunk ever allocated, owned by the arena and freed on drop.
+    chunks: Mutex<Vec<NonNull<Chunk>>>,
+    /// Capacity of regular chunks.
+    chunk_size_bytes: usize,
+    /// Sum of the capacities of all chunks.
+    reserved_bytes: AtomicUsize,
+}
+
+// SAFETY: the arena owns its chunks outright (no thread-local state), so it may move to another
+// thread.
+unsafe impl Send for Arena {}
+// SAFETY: shared access goes through atomics (`current`, `claimed_bytes`, `reserved_bytes`) and
+// the `chunks` mutex; chunk headers are immutable apart from their atomic counter; and each block
+// is handed to exactly one caller, so no two threads touch the same block through the arena.
+unsafe impl Sync for Arena {}
+
+impl Arena {
+    /// Creates an arena for a memtable expected to hold about `capacity_hint_bytes`. Regular
+    /// chunks are an eighth of the hint, clamped to [1 KiB, 4 MiB], so the first chunk (allocated
+    /// here) is a small fraction of the budget and a full memtable needs few chunks.
+    pub(crate) fn new(capacity_hint_bytes: usize) -> Arena {
+        let chunk_size_bytes =
+            rounded_block_size((capacity_hint_bytes / 8).clamp(MIN_CHUNK_SIZE_BYTES, MAX_CHUNK_SIZE_BYTES));
+        let first = Chunk::allocate(chunk_size_bytes, 0);
+        Arena {
+            current: AtomicPtr::new(first.as_ptr()),
+            chunks: Mutex::new(vec![first]),
+            chunk_size_bytes,
+            reserved_bytes: AtomicUsize::new(chunk_size_bytes),
+        }
+    }
+
+    /// Returns a block of at least `size_bytes` bytes, aligned to [`ARENA_ALIGNMENT_BYTES`],
+    /// uninitialised, exclusively the caller's, and valid until the arena is dropped.
+    pub(crate) fn allocate(&self, size_bytes: usize) -> NonNull<u8> {
+        let block_size_bytes = rounded_block_size(size_bytes);
+        if block_size_bytes > self.chunk_size_bytes / LARGE_BLOCK_DIVISOR {
+            return self.allocate_dedicated(block_size_bytes);
+        }
+        loop {
+            let chunk_pointer = self.current.load(Ordering::Acquire);
+            // SAFETY: `current` always points to a chunk in `chunks`, and chunks are freed only
+            // when the arena is dropped, which cannot happen while `&self` is borrowed. The
+            // Acquire load pairs with the Release store that installed the chunk, so its header
+            // fields are initialised.
+            let chunk = unsafe { &*chunk_pointer };
+            // The claim itself needs no ordering: the block's memory is published to readers
+            // later by the caller's own Release store.
+            let start = chunk.claimed_bytes.fetch_add(block_size_bytes, Ordering::Relaxed);
+            let fits = start.checked_add(block_size_bytes).is_some_and(|end| end <= chunk.capacity_bytes);
+            if fits {
+                // SAFETY: `start + block_size_bytes <= capacity_bytes`, so the block lies inside
+                // the chunk; `fetch_add` gave this range to this thread alone.
+                let block = unsafe { chunk.base.as_ptr().add(start) };
+                // SAFETY: derived from the non-null chunk base by an in-bounds offset.
+                return unsafe { NonNull::new_unchecked(block) };
+            }
+            self.replace_exhausted_chunk(chunk_pointer);
+        }
+    }
+
+    /// Bytes of memory the arena holds: the capacity of every chunk, used or not.
+    pub(crate) fn memory_usage_bytes(&self) -> usize {
+        self.reserved_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Gives a block too large for regular chunks a chunk of its own. The chunk is marked fully
+    /// claimed so it is never used for anything else.
+    #[cold]
+    fn allocate_dedicated(&self, block_size_bytes: usize) -> NonNull<u8> {
+        let chunk = Chunk::allocate(block_size_bytes, block_size_bytes);
+        // SAFETY: the chunk was just allocated and is not yet shared.
+        let base = unsafe { chunk.as_ref().base };
+        self.chunks.lock().push(chunk);
+        self.reserved_bytes.fetch_add(block_size_bytes, Ordering::Relaxed);
+        base
+    }
+
+    /// Installs a fresh chunk unless another thread already replaced `exhausted`.
+    #[cold]
+    fn replace_exhausted_chunk(&self, exhausted: *mut Chunk) {
+        let mut chunks = self.chunks.lock();
+        // Only the lock holder stores to `current`, so a Relaxed load under the lock sees the
+        // latest value.
+        if !ptr::eq(self.current.load(Ordering::Relaxed), exhausted) {
+            return;
+        }
+        let fresh = Chunk::allocate(self.chunk_size_bytes, 0);
+        chunks.push(fresh);
+        self.reserved_bytes.fetch_add(self.chunk_size_bytes, Ordering::Relaxed);
+        // Release: threads that load the new chunk pointer with Acquire see its header.
+        self.current.store(fresh.as_ptr(), Ordering::Release);
+    }
+}
+
+impl Drop for Arena {
+    fn drop(&mut self) {
+        for chunk in self.chunks.get_mut().drain(..) {
+            // SAFETY: each chunk is listed once and came from `Chunk::allocate`; `&mut self`
+            // proves no block or chunk reference outlives this point.
+            unsafe { Chunk::free(chunk) };
+        }
+    }
+}
+
+impl std::fmt::Debug for Arena {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("Arena")
+            .field("chunk_size_bytes", &self.chunk_size_bytes)
+            .field("memory_usage_bytes", &self.memory_usage_bytes())
+            .finish()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+    use std::sync::Arc;
+
+    /// Fills a block with a byte pattern so overlapping blocks would be detected later.
+    fn fill(block: NonNull<u8>, length: usize, pattern: u8) {
+        // SAFETY: the test owns the block, which is at least `length` bytes long.
+        unsafe { ptr::write_bytes(block.as_ptr(), pattern, length) };
+    }
+
+    fn holds_pattern(block: NonNull<u8>, length: usize, pattern: u8) -> bool {
+        // SAFETY: the block is live and was fully initialised by `fill`.
+        let bytes = unsafe { std::slice::from_raw_parts(block.as_ptr(), length) };
+        bytes.iter().all(|&byte| byte == pattern)
+    }
+
+    #[test]
+    fn chunk_size_follows_hint() {
+        assert_eq!(Arena::new(0).memory_usage_bytes(), MIN_CHUNK_SIZE_BYTES);
+        assert_eq!(Arena::new(64 << 10).memory_usage_bytes(), 8 << 10);
+        assert_eq!(Arena::new(64 << 20).memory_usage_bytes(), MAX_CHUNK_SIZE_BYTES);
+        assert_eq!(Arena::new(2 << 30).memory_usage_bytes(), MAX_CHUNK_SIZE_BYTES);
+    }
+
+    #[test]
+    fn blocks_are_aligned_and_disjoint() {
+        let arena = Arena::new(64 << 10);
+        let mut blocks = Vec::new();
+        for index in 0..2000usize {
+            let length = index % 37 + 1;
+            let block = arena.allocate(length);
+            assert_eq!(block.as_ptr() as usize % ARENA_ALIGNMENT_BYTES, 0);
+            fill(block, length, index as u8);
+            blocks.push((block, length, index as u8));
+        }
+        for &(block, length, pattern) in &blocks {
+            assert!(holds_pattern(block, length, pattern));
+        }
+        // Disjointness by address ranges as well, independent of the patterns.
+        let ranges: BTreeMap<usize, usize> =
+            blocks.iter().map(|&(block, length, _)| (block.as_ptr() as usize, length)).collect();
+        assert_eq!(ranges.len(), blocks.len());
+        let mut previous_end = 0;
+        for (&start, &length) in &ranges {
+            assert!(start >= previous_end);
+            previous_end = start + length;
+        }
+    }
+
+    #[test]
+    fn accounting_counts_reserved_chunks() {
+        let arena = Arena::new(64 << 10);
+        let chunk = arena.chunk_size_bytes;
+        assert_eq!(chunk, 8 << 10);
+        assert_eq!(arena.memory_usage_bytes(), chunk);
+        // Fill the first chunk exactly with 64-byte blocks: no new chunk yet.
+        for _ in 0..chunk / 64 {
+            arena.allocate(64);
+        }
+        assert_eq!(arena.memory_usage_bytes(), chunk);
+        // The next block starts a second chunk.
+        arena.allocate(64);
+        assert_eq!(arena.memory_usage_bytes(), 2 * chunk);
+        // A block above a quarter chunk gets a dedicated chunk of its rounded size.
+        let large = chunk / 4 + 1;
+        let block = arena.allocate(large);
+        fill(block, large, 0xAB);
+        assert_eq!(arena.memory_usage_bytes(), 2 * chunk + rounded_block_size(large));
+        // A block exactly a quarter chunk still comes from the regular chunk.
+        arena.allocate(chunk / 4);
+        assert_eq!(arena.memory_usage_bytes(), 2 * chunk + rounded_block_size(large));
+        assert!(holds_pattern(block, large, 0xAB));
+    }
+
+    #[test]
+    fn oversized_and_zero_sized_blocks() {
+        let arena = Arena::new(4096);
+        let huge = 1 << 20;
+        let block = arena.allocate(huge);
+        fill(block, huge, 7);
+        let empty = arena.allocate(0);
+        assert_eq!(empty.as_ptr() as usize % ARENA_ALIGNMENT_BYTES, 0);
+        assert!(holds_pattern(block, huge, 7));
+        assert!(arena.memory_usage_bytes() >= huge);
+    }
+
+    #[test]
+    fn concurrent_allocations_do_not_overlap() {
+        let arena = Arc::new(Arena::new(256 << 10));
+        let threads: Vec<_> = (0..4u8)
+            .map(|thread| {
+                let arena = Arc::clone(&arena);
+                std::thread::spawn(move || {
+                    let mut blocks = Vec::new();
+                    for index in 0..20_000usize {
+                        let length = (index * 7 + thread as usize) % 200 + 1;
+                        let block = arena.allocate(length);
+                        let pattern = thread.wrapping_mul(61).wrapping_add(index as u8);
+                        fill(block, length, pattern);
+                        blocks.push((block.as_ptr() as usize, length, pattern));
+                    }
+                    blocks
+                })
+            })
+            .collect();
+        let mut all = Vec::new();
+        for thread in threads {
+            all.extend(thread.join().unwrap());
+        }
+        let mut payload_bytes = 0;
+        for &(address, length, pattern) in &all {
+            let block = NonNull::new(address as *mut u8).unwrap();
+            assert!(holds_pattern(block, length, pattern));
+            payload_bytes += length;
+        }
+        all.sort_unstable();
+        for pair in all.windows(2) {
+            assert!(pair[0].0 + pair[0].1 <= pair[1].0, "blocks overlap");
+        }
+        assert!(arena.memory_usage_bytes() >= payload_bytes);
+    }
+}

@@ -1,0 +1,653 @@
+//! A concurrent skiplist of internal keys whose nodes live in an [`Arena`].
+//!
+//! Each entry is one arena block laid out as
+//! `[tower slot height-1] .. [tower slot 0] [header] [internal key] [value]`: the node pointer
+//! addresses the header, the tower of next-pointers grows downwards from it (so the slot of level
+//! `l` is at a fixed offset whatever the node's height), and the key and value follow the header
+//! contiguously. Nothing is allocated per node besides that one block, and nothing is freed until
+//! the list (and its arena) is dropped.
+//!
+//! Concurrency contract: `insert` takes `&self` and is lock-free: a writer links its node level by
+//! level, bottom up, with one compare-and-swap per level, and when a CAS fails because another
+//! writer linked a node at the same place it searches forward again from its predecessor at that
+//! level only. Readers (`seek`, `first`, `last`, `before`, [`NodeRef::next`]) never block and
+//! never write. A node's header, key, value and tower slots are written before the Release CAS
+//! that links it at level 0, and every link is read with Acquire, so a reader that reaches a node
+//! sees all of it; key and value bytes never change afterwards. A node is reachable at level `l`
+//! only after it is linked at every level below `l`, and it never leaves the list.
+//!
+//! Invariants: every level is a singly linked list sorted strictly ascending by
+//! `crate::key::compare_internal_keys`; level 0 holds every inserted node; no internal key appears
+//! twice (the engine never reuses a (user key, sequence) pair); `height` is at least the height
+//! of every linked node.
+
+use std::cell::{Cell, RefCell};
+use std::cmp::Ordering;
+use std::marker::PhantomData;
+use std::mem::size_of;
+use std::ptr::{self, NonNull};
+use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrdering};
+
+use super::arena::{Arena, ARENA_ALIGNMENT_BYTES};
+use crate::key::TRAILER_SIZE_BYTES;
+
+/// The tallest tower. With branching factor 1/4, sixteen levels keep searches logarithmic up to
+/// about 4^16 (four billion) entries, far beyond what a 2 GiB memtable can hold.
+pub(crate) const MAX_HEIGHT: usize = 16;
+
+/// The fixed part of a node, at the node's address. The tower lies just below it and the key and
+/// value just above it.
+#[repr(C)]
+pub(crate) struct Node {
+    /// Length of the internal key (user key plus 8-byte trailer).
+    key_length_bytes: u32,
+    /// Length of the value.
+    value_length_bytes: u32,
+}
+
+/// Bytes of one tower slot.
+const TOWER_SLOT_BYTES: usize = size_of::<AtomicPtr<Node>>();
+
+/// Bytes of the node header.
+const HEADER_BYTES: usize = size_of::<Node>();
+
+// The header sits `height * TOWER_SLOT_BYTES` past an aligned block start and the tower slots
+// below it must stay aligned, so both sizes must keep the arena's alignment guarantee useful.
+const _: () = assert!(std::mem::align_of::<Node>() <= ARENA_ALIGNMENT_BYTES);
+const _: () = assert!(std::mem::align_of::<AtomicPtr<Node>>() <= TOWER_SLOT_BYTES);
+const _: () = assert!(HEADER_BYTES % std::mem::align_of::<AtomicPtr<Node>>() == 0);
+
+/// The tower slot of `node` at `level`.
+///
+/// # Safety
+/// `node` is a node of a live skiplist with height greater than `level`, and its tower slots were
+/// initialised (true for every node reachable from the list and for a node being inserted once
+/// `insert` has written its tower).
+#[inline]
+unsafe fn tower_slot<'a>(node: *const Node, level: usize) -> &'a AtomicPtr<Node> {
+    // SAFETY: the slots of a node of height `h` occupy the `h * TOWER_SLOT_BYTES` bytes directly
+    // below the header inside the node's block, and `level < h`.
+    unsafe { &*node.cast::<u8>().sub((level + 1) * TOWER_SLOT_BYTES).cast::<AtomicPtr<Node>>() }
+}
+
+/// The internal key stored in `node`.
+///
+/// # Safety
+/// `node` is a fully written node of a skiplist that outlives `'a`.
+#[inline]
+unsafe fn node_key<'a>(node: *const Node) -> &'a [u8] {
+    // SAFETY: the header is initialised and immutable once the node is written.
+    let length = unsafe { (*node).key_length_bytes } as usize;
+    // SAFETY: the key bytes follow the header inside the node's block and never change.
+    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES), length) }
+}
+
+/// The value stored in `node`.
+///
+/// # Safety
+/// `node` is a fully written node of a skiplist that outlives `'a`.
+#[inline]
+unsafe fn node_value<'a>(node: *const Node) -> &'a [u8] {
+    // SAFETY: the header is initialised and immutable once the node is written.
+    let (key_length, value_length) =
+        unsafe { ((*node).key_length_bytes as usize, (*node).value_length_bytes as usize) };
+    // SAFETY: the value bytes follow the key inside the node's block and never change.
+    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES + key_length), value_length) }
+}
+
+/// Compares a stored internal key with a target given as its parts, in internal-key order (user
+/// key ascending, trailer descending). Splitting the target once saves re-parsing it at every
+/// node visited.
+#[inline]
+fn compare_with_target(stored_key: &[u8], target_user_key: &[u8], target_trailer: u64) -> Ordering {
+    let split = stored_key.len() - TRAILER_SIZE_BYTES;
+    let (stored_user_key, stored_trailer_bytes) = stored_key.split_at(split);
+    match stored_user_key.cmp(target_user_key) {
+        Ordering::Equal => {
+            let mut trailer_bytes = [0u8; TRAILER_SIZE_BYTES];
+            trailer_bytes.copy_from_slice(stored_trailer_bytes);
+            target_trailer.cmp(&u64::from_le_bytes(trailer_bytes))
+        }
+        other => other,
+    }
+}
+
+/// A reference to a node of a skiplist borrowed for `'a`: its key and value live as long.
+#[derive(Clone, Copy)]
+pub(crate) struct NodeRef<'a> {
+    node: NonNull<Node>,
+    list: PhantomData<&'a SkipList>,
+}
+
+impl<'a> NodeRef<'a> {
+    /// Wraps a node pointer.
+    ///
+    /// # Safety
+    /// `node` is a linked (fully written) node of a skiplist that lives for `'a`.
+    #[inline]
+    unsafe fn new(node: NonNull<Node>) -> NodeRef<'a> {
+        NodeRef { node, list: PhantomData }
+    }
+
+    /// Wraps a possibly null node pointer read from a link.
+    ///
+    /// # Safety
+    /// As for [`NodeRef::new`] when `node` is not null.
+    #[inline]
+    unsafe fn from_link(node: *mut Node) -> Option<NodeRef<'a>> {
+        // SAFETY: forwarded to the caller.
+        NonNull::new(node).map(|node| unsafe { NodeRef::new(node) })
+    }
+
+    /// The full internal key (user key followed by the 8-byte trailer).
+    #[inline]
+    pub(crate) fn key(self) -> &'a [u8] {
+        // SAFETY: a `NodeRef` only exists for fully written nodes of a list alive for `'a`.
+        unsafe { node_key(self.node.as_ptr()) }
+    }
+
+    /// The value bytes (empty for tombstones).
+    #[inline]
+    pub(crate) fn value(self) -> &'a [u8] {
+        // SAFETY: as for `key`.
+        unsafe { node_value(self.node.as_ptr()) }
+    }
+
+    /// The following node at level 0, or `None` at the end of the list.
+    #[inline]
+    pub(crate) fn next(self) -> Option<NodeRef<'a>> {
+        // SAFETY: every linked node has height at least 1 and initialised slots. The Acquire
+        // load pairs with the Release CAS that linked the successor, so it is fully written.
+        unsafe { NodeRef::from_link(tower_slot(self.node.as_ptr(), 0).load(MemoryOrdering::Acquire)) }
+    }
+
+    /// An owned handle to this node that can be stored without borrowing the list.
+    #[inline]
+    pub(crate) fn position(self) -> Position {
+        Position { node: self.node }
+    }
+}
+
+/// A node address detached from any borrow, for cursors that keep their list alive by other
+/// means (an `Arc`). It can be turned back into a [`NodeRef`] only through the list it came from.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct Position {
+    node: NonNull<Node>,
+}
+
+// SAFETY: a `Position` is only an address; it is dereferenced solely through
+// `SkipList::resolve`, whose caller must prove the owning list is alive, and the nodes it points
+// to are immutable apart from atomics, so the address may be sent and shared between threads.
+unsafe impl Send for Position {}
+// SAFETY: see the `Send` implementation above.
+unsafe impl Sync for Position {}
+
+/// The concurrent skiplist; see the module documentation.
+pub(crate) struct SkipList {
+    /// Owns every node, including the head.
+    arena: Arena,
+    /// A sentinel of height `MAX_HEIGHT` with an empty key that precedes every entry. It is never
+    /// compared or returned.
+    head: NonNull<Node>,
+    /// Identifies this list among all lists the process ever created, so a thread's remembered
+    /// splice is only reused on the list it was recorded on.
+    id: u64,
+    /// The height of the tallest node ever inserted (at least 1). Raised before the node is
+    /// linked; only a search hint, so Relaxed suffices: a search that starts lower still finds
+    /// every node through level 0, and one that starts higher finds null head slots.
+    height: AtomicUsize,
+}
+
+// SAFETY: the list owns its arena and all nodes in it; `head` points into that arena.
+unsafe impl Send for SkipList {}
+// SAFETY: all shared mutation goes through atomics (tower slots, `height`) or the arena, which
+// is `Sync`; node bytes other than tower slots are written only before publication and are
+// immutable afterwards, as the module documentation explains.
+unsafe impl Sync for SkipList {}
+
+impl SkipList {
+    /// Creates an empty list whose arena is sized from `capacity_hint_bytes`.
+    pub(crate) fn new(capacity_hint_bytes: usize) -> SkipList {
+        let arena = Arena::new(capacity_hint_bytes);
+        let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[]);
+        let id = NEXT_LIST_ID.fetch_add(1, MemoryOrdering::Relaxed);
+        SkipList { arena, head, id, height: AtomicUsize::new(1) }
+    }
+
+    /// Bytes of memory the list holds (its arena's chunks).
+    pub(crate) fn memory_usage_bytes(&self) -> usize {
+        self.arena.memory_usage_bytes()
+    }
+
+    /// Inserts the entry whose internal key is `user_key ++ trailer` (little endian) with `value`.
+    /// The internal key must not already be present.
+    pub(crate) fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) {
+        let height = random_height();
+        let node = allocate_node(&self.arena, height, user_key, trailer, value);
+        let list_height = self.height.fetch_max(height, MemoryOrdering::Relaxed).max(height);
+        // Start from this thread's splice of its previous insert: consecutive inserts of nearby
+        // keys (sequential loads, sorted batches) then skip most of the search. The thread-local
+        // is unavailable only during thread teardown or (impossibly) re-entrance; a fresh splice
+        // is correct, just slower.
+        let linked = INSERT_SPLICE.try_with(|cell| match cell.try_borrow_mut() {
+            Ok(mut splice) => {
+                self.link(node, height, list_height, &mut splice, user_key, trailer);
+                true
+            }
+            Err(_) => false,
+        });
+        if !matches!(linked, Ok(true)) {
+            self.link(node, height, list_height, &mut Splice::EMPTY, user_key, trailer);
+        }
+    }
+
+    /// Links `node` (of `height` levels, with key `user_key ++ trailer`) at every level, using
+    /// and then updating `splice`.
+    fn link(
+        &self,
+        node: NonNull<Node>,
+        height: usize,
+        list_height: usize,
+        splice: &mut Splice,
+        user_key: &[u8],
+        trailer: u64,
+    ) {
+        self.prepare_splice(splice, list_height, user_key, trailer);
+        for level in 0..height {
+            loop {
+                let predecessor = splice.predecessors[level];
+                let successor = splice.successors[level];
+                // SAFETY: `node` has height `height > level` and its slots were initialised by
+                // `allocate_node`; until the CAS below succeeds no other thread can reach this
+                // slot, so a Relaxed store suffices: the Release CAS publishes it.
+                unsafe { tower_slot(node.as_ptr(), level) }.store(successor, MemoryOrdering::Relaxed);
+                // SAFETY: `predecessor` is the head or a node that was linked at this level when
+                // it was recorded, hence of height greater than `level`.
+                let link = unsafe { tower_slot(predecessor, level) };
+                // Release publishes the node's header, key, value and slots to any thread that
+                // Acquire-loads this link. On failure the fresh search below reloads with Acquire.
+                let linked = link
+                    .compare_exchange(successor, node.as_ptr(), MemoryOrdering::Release, MemoryOrdering::Relaxed)
+                    .is_ok();
+                if linked {
+                    if level == 0 {
+                        self.debug_check_unique(predecessor, successor, user_key, trailer);
+                    }
+                    break;
+                }
+                // The link changed since the splice was recorded (another writer linked a node
+                // right after `predecessor`). Nodes never move or leave, so `predecessor` still
+                // sorts before the new key: search on from it.
+                let (predecessor, successor) =
+                    self.find_splice_at_level(predecessor, level, user_key, trailer, ptr::null_mut());
+                splice.predecessors[level] = predecessor;
+                splice.successors[level] = successor;
+            }
+        }
+        // The next key inserted by this thread is likely just after this one: the new node is
+        // its predecessor wherever the new node is linked; above, nothing changed.
+        for predecessor in &mut splice.predecessors[..height] {
+            *predecessor = node.as_ptr();
+        }
+    }
+
+    /// Makes `splice` hold, for every level below `list_height`, a node before the target and a
+    /// node after it (or null) that are adjacent at that level or were when recorded; stale pairs
+    /// only cost a failed CAS later.
+    ///
+    /// A recorded splice of this list is reused as far as it still brackets the target. If it
+    /// brackets at some level it does at every level above (the recorded predecessors only
+    /// descend in key order and the successors only ascend, going up), so the levels to search
+    /// again are those from the highest failing one down, each from the predecessor one level up.
+    fn prepare_splice(&self, splice: &mut Splice, list_height: usize, user_key: &[u8], trailer: u64) {
+        let head = self.head.as_ptr();
+        if splice.list_id != self.id {
+            splice.list_id = self.id;
+            splice.height = 0;
+        }
+        // Levels the splice has never seen start as the widest bracket: head to end.
+        for level in splice.height..list_height {
+            splice.predecessors[level] = head;
+            splice.successors[level] = ptr::null_mut();
+        }
+        splice.height = splice.height.max(list_height);
+
+        // Sequential inserts end here: bracketing at level 0 implies every level.
+        if self.brackets(splice, 0, user_key, trailer) {
+            return;
+        }
+        let mut highest_failing = 0;
+        for level in (1..list_height).rev() {
+            if !self.brackets(splice, level, user_key, trailer) {
+                highest_failing = level;
+                break;
+            }
+        }
+        for level in (0..=highest_failing).rev() {
+            let (start, known_successor) = if level + 1 < splice.height {
+                (splice.predecessors[level + 1], splice.successors[level + 1])
+            } else {
+                (head, ptr::null_mut())
+            };
+            let (predecessor, successor) = self.find_splice_at_level(start, level, user_key, trailer, known_successor);
+            splice.predecessors[level] = predecessor;
+            splice.successors[level] = successor;
+        }
+    }
+
+    /// True when the splice's predecessor at `level` sorts before the target and its successor
+    /// after it.
+    #[inline]
+    fn brackets(&self, splice: &Splice, level: usize, user_key: &[u8], trailer: u64) -> bool {
+        let predecessor = splice.predecessors[level];
+        let successor = splice.successors[level];
+        let after_predecessor = ptr::eq(predecessor, self.head.as_ptr())
+            // SAFETY: splice entries of this list (checked by id) are live nodes of this list.
+            || compare_with_target(unsafe { node_key(predecessor) }, user_key, trailer) == Ordering::Less;
+        after_predecessor
+            && (successor.is_null()
+                // SAFETY: as above.
+                || compare_with_target(unsafe { node_key(successor) }, user_key, trailer) == Ordering::Greater)
+    }
+
+    /// The first node whose internal key is `>= user_key ++ trailer`.
+    pub(crate) fn seek(&self, user_key: &[u8], trailer: u64) -> Option<NodeRef<'_>> {
+        let mut current = self.head.as_ptr();
+        let mut level = self.height.load(MemoryOrdering::Relaxed) - 1;
+        // A successor already found to be >= the target at a higher level is skipped without a
+        // second comparison when the search descends onto it.
+        let mut known_not_less: *mut Node = ptr::null_mut();
+        loop {
+            // SAFETY: `current` is the head or a node reached at a level >= `level`, so its height
+            // exceeds `level`.
+            let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
+            let next_is_before = !next.is_null()
+                && next != known_not_less
+                // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
+                && compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
+            if next_is_before {
+                current = next;
+                continue;
+            }
+            if level == 0 {
+                // SAFETY: a linked node of this list, which `&self` keeps alive.
+                return unsafe { NodeRef::from_link(next) };
+            }
+            known_not_less = next;
+            level -= 1;
+        }
+    }
+
+    /// The first node of the list.
+    pub(crate) fn first(&self) -> Option<NodeRef<'_>> {
+        // SAFETY: the head has `MAX_HEIGHT` initialised slots; the Acquire load pairs with the
+        // Release CAS that linked the loaded node, which belongs to this list.
+        unsafe { NodeRef::from_link(tower_slot(self.head.as_ptr(), 0).load(MemoryOrdering::Acquire)) }
+    }
+
+    /// The last node of the list.
+    pub(crate) fn last(&self) -> Option<NodeRef<'_>> {
+        let mut current = self.head.as_ptr();
+        let mut level = self.height.load(MemoryOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `seek`, `current` has height greater than `level`.
+            let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
+            if !next.is_null() {
+                current = next;
+                continue;
+            }
+            if level == 0 {
+                break;
+            }
+            level -= 1;
+        }
+        self.non_head(current)
+    }
+
+    /// The last node whose internal key is `< target` (a well-formed internal key).
+    pub(crate) fn before(&self, target: &[u8]) -> Option<NodeRef<'_>> {
+        let (user_key, trailer) = split_internal_key(target);
+        let mut current = self.head.as_ptr();
+        let mut level = self.height.load(MemoryOrdering::Relaxed) - 1;
+        loop {
+            // SAFETY: as in `seek`, `current` has height greater than `level`.
+            let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
+            let next_is_before = !next.is_null()
+                // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
+                && compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
+            if next_is_before {
+                current = next;
+                continue;
+            }
+            if level == 0 {
+                break;
+            }
+            level -= 1;
+        }
+        self.non_head(current)
+    }
+
+    /// Turns a position back into a node reference.
+    ///
+    /// # Safety
+    /// `position` came from a [`NodeRef`] of this very list.
+    #[inline]
+    pub(crate) unsafe fn resolve(&self, position: Position) -> NodeRef<'_> {
+        // SAFETY: the caller guarantees the node belongs to this list, which `&self` keeps alive.
+        unsafe { NodeRef::new(position.node) }
+    }
+
+    /// Wraps `node` unless it is the head sentinel.
+    fn non_head(&self, node: *mut Node) -> Option<NodeRef<'_>> {
+        if ptr::eq(node, self.head.as_ptr()) {
+            None
+        } else {
+            // SAFETY: `node` is a linked node of this list reached through Acquire loads.
+            unsafe { NodeRef::from_link(node) }
+        }
+    }
+
+    /// Walks level `level` forward from `start` (which sorts before the target) and returns the
+    /// last node before the target and the first node not before it (null at the end).
+    /// `known_successor` is a node already known not to sort before the target (the successor
+    /// found one level up, or null); meeting it ends the walk without another key comparison.
+    #[inline]
+    fn find_splice_at_level(
+        &self,
+        start: *mut Node,
+        level: usize,
+        user_key: &[u8],
+        trailer: u64,
+        known_successor: *mut Node,
+    ) -> (*mut Node, *mut Node) {
+        let mut predecessor = start;
+        loop {
+            // SAFETY: `predecessor` is the head or a node reached at this level, so its height
+            // exceeds `level`.
+            let next = unsafe { tower_slot(predecessor, level) }.load(MemoryOrdering::Acquire);
+            if next.is_null() || next == known_successor {
+                return (predecessor, next);
+            }
+            // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
+            match compare_with_target(unsafe { node_key(next) }, user_key, trailer) {
+                Ordering::Less => predecessor = next,
+                Ordering::Equal => {
+                    debug_assert!(false, "internal key inserted twice into a memtable");
+                    return (predecessor, next);
+                }
+                Ordering::Greater => return (predecessor, next),
+            }
+        }
+    }
+
+    /// In debug builds, checks that the neighbours of a freshly linked node do not carry the same
+    /// user key and sequence number (with another kind), which the engine promises never to
+    /// insert.
+    fn debug_check_unique(&self, predecessor: *mut Node, successor: *mut Node, user_key: &[u8], trailer: u64) {
+        if !cfg!(debug_assertions) {
+            return;
+        }
+        for neighbour in [predecessor, successor] {
+            if neighbour.is_null() || ptr::eq(neighbour, self.head.as_ptr()) {
+                continue;
+            }
+            // SAFETY: a linked node of this list.
+            let (neighbour_user_key, neighbour_trailer) = split_internal_key(unsafe { node_key(neighbour) });
+            debug_assert!(
+                neighbour_user_key != user_key || neighbour_trailer >> 8 != trailer >> 8,
+                "user key inserted twice with sequence {} into a memtable",
+                trailer >> 8
+            );
+        }
+    }
+}
+
+impl std::fmt::Debug for SkipList {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter
+            .debug_struct("SkipList")
+            .field("height", &self.height.load(MemoryOrdering::Relaxed))
+            .field("arena", &self.arena)
+            .finish()
+    }
+}
+
+/// Splits an internal key into its user key and trailer. A key shorter than the trailer is not a
+/// valid internal key; it is treated as a bare user key with the largest trailer, which sorts
+/// before every entry of that user key, so seeks with it still land somewhere sensible.
+#[inline]
+pub(crate) fn split_internal_key(internal_key: &[u8]) -> (&[u8], u64) {
+    match internal_key.len().checked_sub(TRAILER_SIZE_BYTES) {
+        Some(split) => {
+            let (user_key, trailer_bytes) = internal_key.split_at(split);
+            let mut bytes = [0u8; TRAILER_SIZE_BYTES];
+            bytes.copy_from_slice(trailer_bytes);
+            (user_key, u64::from_le_bytes(bytes))
+        }
+        None => (internal_key, u64::MAX),
+    }
+}
+
+/// Allocates and fills a node of `height` levels with null links. The node is private to the
+/// caller until linked.
+fn allocate_node(arena: &Arena, height: usize, user_key: &[u8], trailer: u64, value: &[u8]) -> NonNull<Node> {
+    debug_assert!((1..=MAX_HEIGHT).contains(&height));
+    let key_length_bytes = user_key.len() + TRAILER_SIZE_BYTES;
+    // The engine caps keys at 1 MiB and values at 1 GiB, so the lengths fit the u32 header; this
+    // check keeps a broken caller from silently truncating an entry.
+    let (Ok(stored_key_length), Ok(stored_value_length)) =
+        (u32::try_from(key_length_bytes), u32::try_from(value.len()))
+    else {
+        panic!("memtable entry too large: key {key_length_bytes} bytes, value {} bytes", value.len());
+    };
+    let tower_bytes = height * TOWER_SLOT_BYTES;
+    let total_bytes = tower_bytes + HEADER_BYTES + key_length_bytes + value.len();
+    let block = arena.allocate(total_bytes);
+    // SAFETY: the block is at least `total_bytes` long, aligned to `ARENA_ALIGNMENT_BYTES`, and
+    // exclusively ours. The header lands at `tower_bytes`, a multiple of the slot size, so it and
+    // every slot are suitably aligned (see the const assertions). All writes below stay inside
+    // the block.
+    unsafe {
+        let node = block.as_ptr().add(tower_bytes).cast::<Node>();
+        node.write(Node { key_length_bytes: stored_key_length, value_length_bytes: stored_value_length });
+        let key_start = node.cast::<u8>().add(HEADER_BYTES);
+        ptr::copy_nonoverlapping(user_key.as_ptr(), key_start, user_key.len());
+        let trailer_bytes = trailer.to_le_bytes();
+        ptr::copy_nonoverlapping(trailer_bytes.as_ptr(), key_start.add(user_key.len()), TRAILER_SIZE_BYTES);
+        ptr::copy_nonoverlapping(value.as_ptr(), key_start.add(key_length_bytes), value.len());
+        for level in 0..height {
+            let slot = node.cast::<u8>().sub((level + 1) * TOWER_SLOT_BYTES).cast::<AtomicPtr<Node>>();
+            slot.write(AtomicPtr::new(ptr::null_mut()));
+        }
+        NonNull::new_unchecked(node)
+    }
+}
+
+/// Where the previous insert of a thread went: for each level, the node before the inserted key
+/// and the node after it.
+#[derive(Clone, Copy)]
+struct Splice {
+    /// The list the splice belongs to; 0 for none. Pointers are only used when it matches, and
+    /// ids are never reused, so pointers into a dropped list are never followed.
+    list_id: u64,
+    /// Levels recorded (below it, entries are meaningful).
+    height: usize,
+    predecessors: [*mut Node; MAX_HEIGHT],
+    successors: [*mut Node; MAX_HEIGHT],
+}
+
+impl Splice {
+    const EMPTY: Splice = Splice {
+        list_id: 0,
+        height: 0,
+        predecessors: [ptr::null_mut(); MAX_HEIGHT],
+        successors: [ptr::null_mut(); MAX_HEIGHT],
+    };
+}
+
+/// Source of list ids; starts at 1 so that 0 means "no list".
+static NEXT_LIST_ID: AtomicU64 = AtomicU64::new(1);
+
+thread_local! {
+    /// The splice of this thread's most recent insert.
+    static INSERT_SPLICE: RefCell<Splice> = const { RefCell::new(Splice::EMPTY) };
+    /// Per-thread xorshift state for tower heights; zero means "not seeded yet".
+    static HEIGHT_RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
+}
+
+/// Distinguishes the seeds of different threads.
+static HEIGHT_SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
+
+/// A random tower height: 1 with probability 3/4, then each further level with probability 1/4,
+/// capped at `MAX_HEIGHT`. Uses a per-thread generator so concurrent writers share no state.
+fn random_height() -> usize {
+    let random = HEIGHT_RANDOM_STATE.with(|state| {
+        let mut x = state.get();
+        if x == 0 {
+            // Mix a per-thread counter with splitmix64 so threads start far apart; `| 1` keeps
+            // the xorshift state non-zero.
+            let counter = HEIGHT_SEED_COUNTER.fetch_add(1, MemoryOrdering::Relaxed);
+            let mut seed = counter.wrapping_add(1).wrapping_mul(0x9E37_79B9_7F4A_7C15);
+            seed = (seed ^ (seed >> 30)).wrapping_mul(0xBF58_476D_1CE4_E5B9);
+            seed = (seed ^ (seed >> 27)).wrapping_mul(0x94D0_49BB_1331_11EB);
+            x = (seed ^ (seed >> 31)) | 1;
+        }
+        x ^= x << 13;
+        x ^= x >> 7;
+        x ^= x << 17;
+        state.set(x);
+        // xorshift64*: the multiply spreads the state into well-mixed high bits.
+        (x.wrapping_mul(0x2545_F491_4F6C_DD1D) >> 32) as u32
+    });
+    // Each extra level needs two more trailing zero bits: probability 1/4 per level.
+    let height = 1 + (random.trailing_zeros() / 2) as usize;
+    height.min(MAX_HEIGHT)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn heights_follow_a_quarter_branching() {
+        let mut counts = [0usize; MAX_HEIGHT + 1];
+        let samples = 400_000;
+        for _ in 0..samples {
+            counts[random_height()] += 1;
+        }
+        assert_eq!(counts[0], 0);
+        // Expected share of height 1 is 3/4 and of height >= 2 is 1/4; allow generous slack.
+        let height_one = counts[1] as f64 / samples as f64;
+        assert!((0.73..0.77).contains(&height_one), "height 1 share {height_one}");
+        let at_least_three: usize = counts[3..].iter().sum();
+        let share = at_least_three as f64 / samples as f64;
+        assert!((0.055..0.07).contains(&share), "height >= 3 share {share}");
+    }
+
+    #[test]
+    fn split_handles_short_keys() {
+        assert_eq!(split_internal_key(b"abc"), (&b"abc"[..], u64::MAX));
+        let key = crate::key::make_internal_key(b"k", 5, crate::key::ValueKind::Put);
+        assert_eq!(split_internal_key(&key), (&b"k"[..], (5 << 8) | 1));
+    }
+}

@@ -1,0 +1,483 @@
+//! [`Table`]: an open table file, and [`TableIterator`], the two-level cursor over it.
+//!
+//! Opening a table reads and verifies the footer, the properties block, the index block and the
+//! filter block and keeps them in memory; data blocks are read on demand with one positional
+//! read each (the block and its trailer), verified, decompressed and optionally put into the
+//! shared [`BlockCache`]. A point lookup touches the key range and the bloom filter, binary
+//! searches the in-memory index and reads one data block.
+//!
+//! Concurrency contract: a `Table` is immutable after [`Table::open`] and shared as
+//! `Arc<Table>` by any number of threads; reads use positional I/O and need no lock. A
+//! [`TableIterator`] belongs to one thread and keeps its table alive through an `Arc`.
+//! Invariants: every index entry was checked at open (its handle lies inside the data region
+//! and separators increase), so a data-block read never leaves the data region; any damage met
+//! later is reported as [`Error::Corruption`], never as a panic or a wrong entry that a checksum
+//! could have caught.
+
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use crate::cache::BlockCache;
+use crate::error::{Error, Result};
+use crate::fs::RandomAccessFile;
+use crate::iterator::InternalIterator;
+use crate::key::{self, TRAILER_SIZE_BYTES};
+use crate::sstable::block::{Block, BlockCorruption, BlockIter};
+use crate::sstable::bloom::BloomFilter;
+use crate::sstable::format::{
+    decode_stored_block, BlockHandle, Footer, BLOCK_TRAILER_SIZE_BYTES, FOOTER_SIZE_BYTES, FORMAT_VERSION,
+};
+use crate::sstable::properties::TableProperties;
+
+/// How one read treats checksums and the block cache.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlockReadOptions {
+    /// Verify the checksum of data blocks read from disk. Blocks that go into the cache are
+    /// always verified, whatever this says, so a cache hit never needs a check; metadata blocks
+    /// are always verified at open.
+    pub verify_checksums: bool,
+    /// Insert data blocks read from disk into the block cache.
+    pub fill_cache: bool,
+}
+
+impl Default for BlockReadOptions {
+    fn default() -> BlockReadOptions {
+        BlockReadOptions { verify_checksums: true, fill_cache: true }
+    }
+}
+
+/// An open table.
+pub(crate) struct Table {
+    file: Arc<dyn RandomAccessFile>,
+    path: PathBuf,
+    file_number: u64,
+    cache: Option<Arc<BlockCache>>,
+    index: Arc<Block>,
+    index_offset: u64,
+    filter: Option<BloomFilter>,
+    properties: TableProperties,
+    /// A block without entries, the starting point of every iterator.
+    empty_block: Arc<Block>,
+}
+
+impl std::fmt::Debug for Table {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Table")
+            .field("path", &self.path)
+            .field("file_number", &self.file_number)
+            .field("properties", &self.properties)
+            .finish_non_exhaustive()
+    }
+}
+
+/// Reads the block at `handle` (which must end by `limit`), checks and decompresses it.
+fn read_block_contents(
+    file: &dyn RandomAccessFile,
+    path: &Path,
+    handle: BlockHandle,
+    limit: u64,
+    verify_checksum: bool,
+) -> Result<Vec<u8>> {
+    let length = handle
+        .end_with_trailer()
+        .filter(|&end| end <= limit)
+        .and_then(|_| usize::try_from(handle.size_bytes).ok())
+        .and_then(|size| size.checked_add(BLOCK_TRAILER_SIZE_BYTES))
+        .ok_or_else(|| {
+            Error::corruption(
+                path,
+                handle.offset,
+                format!("block handle (size {}) extends past offset {limit}", handle.size_bytes),
+            )
+        })?;
+    let mut buffer = vec![0u8; length];
+    file.read_exact_at(handle.offset, &mut buffer)?;
+    decode_stored_block(path, handle.offset, buffer, verify_checksum)
+}
+
+impl Table {
+    /// Opens a table: reads and verifies the footer, properties, index and filter.
+    pub(crate) fn open(
+        file: Arc<dyn RandomAccessFile>,
+        path: PathBuf,
+        file_number: u64,
+        cache: Option<Arc<BlockCache>>,
+    ) -> Result<Arc<Table>> {
+        let file_length = file.len();
+        let corruption = |offset: u64, reason: String| Error::corruption(&path, offset, reason);
+        let footer_offset = file_length
+            .checked_sub(FOOTER_SIZE_BYTES as u64)
+            .ok_or_else(|| corruption(0, format!("file of {file_length} bytes is too short for a table")))?;
+        let mut footer_bytes = [0u8; FOOTER_SIZE_BYTES];
+        file.read_exact_at(footer_offset, &mut footer_bytes)?;
+        let footer = Footer::decode(&path, footer_offset, &footer_bytes)?;
+
+        let properties_contents = read_block_contents(&*file, &path, footer.properties, footer_offset, true)?;
+        let mut properties = TableProperties::decode(&path, footer.properties.offset, &properties_contents)?;
+        properties.file_size_bytes = file_length;
+        let data_end = properties.data_size_bytes;
+        let properties_corruption = |reason: &str| corruption(footer.properties.offset, format!("properties block: {reason}"));
+        if properties.format_version != FORMAT_VERSION {
+            return Err(properties_corruption("format version differs from the footer"));
+        }
+        if properties.num_entries == 0 || properties.num_data_blocks == 0 {
+            return Err(properties_corruption("a table must hold at least one entry"));
+        }
+        if data_end > footer_offset {
+            return Err(properties_corruption("data region extends past the footer"));
+        }
+        if properties.index_size_bytes != footer.index.size_bytes.saturating_add(BLOCK_TRAILER_SIZE_BYTES as u64) {
+            return Err(properties_corruption("index size differs from the footer"));
+        }
+        let filter_size = footer.filter.map_or(0, |handle| handle.size_bytes.saturating_add(BLOCK_TRAILER_SIZE_BYTES as u64));
+        if properties.filter_size_bytes != filter_size {
+            return Err(properties_corruption("filter size differs from the footer"));
+        }
+        if key::compare_internal_keys(&properties.smallest_key, &properties.largest_key).is_gt() {
+            return Err(properties_corruption("smallest key is larger than the largest key"));
+        }
+        for handle in [Some(footer.index), Some(footer.properties), footer.filter].into_iter().flatten() {
+            if handle.offset < data_end {
+                return Err(corruption(handle.offset, "metadata block overlaps the data region".to_string()));
+            }
+        }
+
+        let index_contents = read_block_contents(&*file, &path, footer.index, footer_offset, true)?;
+        let index = Block::new(index_contents).map_err(|error| error.into_error(&path, footer.index.offset))?;
+        Self::check_index(&index, &path, footer.index.offset, &properties)?;
+
+        let filter = match footer.filter {
+            Some(handle) => {
+                let contents = read_block_contents(&*file, &path, handle, footer_offset, true)?;
+                let filter = BloomFilter::decode(&contents)
+                    .map_err(|reason| corruption(handle.offset, format!("filter block: {reason}")))?;
+                Some(filter)
+            }
+            None => None,
+        };
+
+        Ok(Arc::new(Table {
+            file,
+            path,
+            file_number,
+            cache,
+            index: Arc::new(index),
+            index_offset: footer.index.offset,
+            filter,
+            properties,
+            empty_block: Arc::new(Block::empty()),
+        }))
+    }
+
+    /// Checks every index entry once, so that later reads can trust the handles: separators
+    /// increase strictly, every handle lies inside the data region, and there is one entry per
+    /// data block.
+    fn check_index(index: &Block, path: &Path, index_offset: u64, properties: &TableProperties) -> Result<()> {
+        let corruption = |reason: &str| Error::corruption(path, index_offset, format!("index block: {reason}"));
+        let mut iter = Block::iter(index);
+        let mut previous: Option<Vec<u8>> = None;
+        let mut count: u64 = 0;
+        let mut previous_end: u64 = 0;
+        iter.seek_to_first();
+        while iter.valid() {
+            let handle = BlockHandle::decode_varint(iter.value()).ok_or_else(|| corruption("bad block handle"))?;
+            let end = handle.end_with_trailer().ok_or_else(|| corruption("block handle overflows"))?;
+            if handle.offset < previous_end || end > properties.data_size_bytes {
+                return Err(corruption("block handle out of order or outside the data region"));
+            }
+            previous_end = end;
+            if let Some(previous) = &previous {
+                if key::compare_internal_keys(previous, iter.key()).is_ge() {
+                    return Err(corruption("separators out of order"));
+                }
+            }
+            previous = Some(iter.key().to_vec());
+            count += 1;
+            iter.next();
+        }
+        if let Some(error) = iter.corruption() {
+            return Err(error.into_error(path, index_offset));
+        }
+        if count != properties.num_data_blocks {
+            return Err(corruption("entry count differs from the number of data blocks"));
+        }
+        Ok(())
+    }
+
+    /// The table's properties.
+    pub(crate) fn properties(&self) -> &TableProperties {
+        &self.properties
+    }
+
+    /// False when `user_key` is certainly not in the table: outside its key range, or rejected by
+    /// the bloom filter.
+    #[inline]
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        if user_key < key::user_key(&self.properties.smallest_key) || user_key > key::user_key(&self.properties.largest_key)
+        {
+            return false;
+        }
+        self.filter.as_ref().is_none_or(|filter| filter.may_contain(user_key))
+    }
+
+    /// Reads a data block through the cache.
+    fn read_data_block(&self, handle: BlockHandle, options: BlockReadOptions) -> Result<Arc<Block>> {
+        if let Some(cache) = &self.cache {
+            if let Some(block) = cache.get(self.file_number, handle.offset) {
+                return Ok(block);
+            }
+        }
+        let cache = self.cache.as_ref().filter(|_| options.fill_cache);
+        // A block that goes into the cache is always verified: cache hits are never checked.
+        let verify_checksum = options.verify_checksums || cache.is_some();
+        let contents =
+            read_block_contents(&*self.file, &self.path, handle, self.properties.data_size_bytes, verify_checksum)?;
+        let block = Arc::new(Block::new(contents).map_err(|error| error.into_error(&self.path, handle.offset))?);
+        if let Some(cache) = cache {
+            cache.insert(self.file_number, handle.offset, Arc::clone(&block));
+        }
+        Ok(block)
+    }
+
+    fn index_error(&self, corruption: BlockCorruption) -> Error {
+        corruption.into_error(&self.path, self.index_offset)
+    }
+
+    /// Decodes the handle in an index entry (checked at open, but decoded defensively).
+    fn decode_handle(&self, value: &[u8]) -> Result<BlockHandle> {
+        BlockHandle::decode_varint(value)
+            .ok_or_else(|| Error::corruption(&self.path, self.index_offset, "index block: bad block handle"))
+    }
+
+    /// Finds the first entry whose internal key is `>= lookup_key` and returns it when its user
+    /// key equals the user key of `lookup_key`; the caller interprets the kind (value or
+    /// tombstone).
+    pub(crate) fn get(&self, lookup_key: &[u8], options: BlockReadOptions) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        debug_assert!(lookup_key.len() >= TRAILER_SIZE_BYTES, "lookup keys are internal keys");
+        let user_key = key::user_key(lookup_key);
+        if !self.may_contain(user_key) {
+            return Ok(None);
+        }
+        let mut index_iter = Block::iter(&*self.index);
+        index_iter.seek(lookup_key);
+        if !index_iter.valid() {
+            return match index_iter.corruption() {
+                Some(corruption) => Err(self.index_error(corruption)),
+                None => Ok(None),
+            };
+        }
+        let handle = self.decode_handle(index_iter.value())?;
+        let block = self.read_data_block(handle, options)?;
+        let mut data_iter = Block::iter(&*block);
+        data_iter.seek(lookup_key);
+        if !data_iter.valid() {
+            // Past the block's last key (possible with a shortened separator): the next block
+            // starts with a larger user key, so the key is absent.
+            return match data_iter.corruption() {
+                Some(corruption) => Err(corruption.into_error(&self.path, handle.offset)),
+                None => Ok(None),
+            };
+        }
+        if key::user_key(data_iter.key()) != user_key {
+            return Ok(None);
+        }
+        Ok(Some((data_iter.key().to_vec(), data_iter.value().to_vec())))
+    }
+
+    /// A cursor over the whole table.
+    pub(crate) fn iter(self: &Arc<Self>, options: BlockReadOptions) -> TableIterator {
+        TableIterator {
+            index: Block::iter(Arc::clone(&self.index)),
+            data: Block::iter(Arc::clone(&self.empty_block)),
+            data_block_offset: None,
+            table: Arc::clone(self),
+            options,
+            error: None,
+        }
+    }
+
+    /// The approximate file offset where entries at or after `internal_key` start: the offset of
+    /// the data block that would hold it, or the end of the data region past the last key.
+    pub(crate) fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
+        let mut index_iter = Block::iter(&*self.index);
+        index_iter.seek(internal_key);
+        if index_iter.valid() {
+            if let Some(handle) = BlockHandle::decode_varint(index_iter.value()) {
+                return handle.offset;
+            }
+        }
+        self.properties.data_size_bytes
+    }
+
+    /// Bytes held in memory for this open table: index, filter and properties.
+    pub(crate) fn memory_usage_bytes(&self) -> usize {
+        std::mem::size_of::<Table>()
+            + self.index.size_bytes()
+            + self.filter.as_ref().map_or(0, BloomFilter::memory_usage_bytes)
+            + self.properties.smallest_key.len()
+            + self.properties.largest_key.len()
+            + self.path.as_os_str().len()
+    }
+}
+
+/// A two-level cursor over a table: a cursor over the in-memory index selects a data block, a
+/// cursor over that block yields the entries. Keys borrow a reused buffer and values borrow the
+/// block, so stepping allocates nothing; moving into another block costs one cache lookup or
+/// one read.
+pub(crate) struct TableIterator {
+    table: Arc<Table>,
+    options: BlockReadOptions,
+    index: BlockIter<Arc<Block>>,
+    data: BlockIter<Arc<Block>>,
+    /// File offset of the block `data` reads, `None` before the first load.
+    data_block_offset: Option<u64>,
+    error: Option<Error>,
+}
+
+impl TableIterator {
+    /// Points `data` at the block named by the current index entry. False (with `data` not
+    /// valid) when the index is exhausted or on error.
+    fn load_data_block(&mut self) -> bool {
+        if !self.index.valid() {
+            if let Some(corruption) = self.index.corruption() {
+                self.error = Some(self.table.index_error(corruption));
+            }
+            self.data.reset(Arc::clone(&self.table.empty_block));
+            self.data_block_offset = None;
+            return false;
+        }
+        let handle = match self.table.decode_handle(self.index.value()) {
+            Ok(handle) => handle,
+            Err(error) => {
+                self.error = Some(error);
+                return false;
+            }
+        };
+        if self.data_block_offset == Some(handle.offset) {
+            return true;
+        }
+        match self.table.read_data_block(handle, self.options) {
+            Ok(block) => {
+                self.data.reset(block);
+                self.data_block_offset = Some(handle.offset);
+                true
+            }
+            Err(error) => {
+                self.error = Some(error);
+                false
+            }
+        }
+    }
+
+    /// Records a decoding failure of the current data block, if there is one.
+    fn check_data_corruption(&mut self) -> bool {
+        if let Some(corruption) = self.data.corruption() {
+            let offset = self.data_block_offset.unwrap_or(0);
+            self.error = Some(corruption.into_error(&self.table.path, offset));
+            return true;
+        }
+        false
+    }
+
+    /// Moves forward over the ends of blocks until positioned on an entry or exhausted.
+    fn skip_forward(&mut self) {
+        while self.error.is_none() && !self.data.valid() {
+            if self.check_data_corruption() || !self.index.valid() {
+                return;
+            }
+            self.index.next();
+            if !self.load_data_block() {
+                return;
+            }
+            self.data.seek_to_first();
+        }
+    }
+
+    /// Moves backward over the starts of blocks until positioned on an entry or exhausted.
+    fn skip_backward(&mut self) {
+        while self.error.is_none() && !self.data.valid() {
+            if self.check_data_corruption() || !self.index.valid() {
+                return;
+            }
+            self.index.prev();
+            if !self.load_data_block() {
+                return;
+            }
+            self.data.seek_to_last();
+        }
+    }
+}
+
+impl InternalIterator for TableIterator {
+    #[inline]
+    fn valid(&self) -> bool {
+        self.error.is_none() && self.data.valid()
+    }
+
+    fn seek_to_first(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek_to_first();
+        if self.load_data_block() {
+            self.data.seek_to_first();
+        }
+        self.skip_forward();
+    }
+
+    fn seek_to_last(&mut self) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek_to_last();
+        if self.load_data_block() {
+            self.data.seek_to_last();
+        }
+        self.skip_backward();
+    }
+
+    fn seek(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        self.index.seek(target);
+        if self.load_data_block() {
+            self.data.seek(target);
+        }
+        self.skip_forward();
+    }
+
+    #[inline]
+    fn next(&mut self) {
+        debug_assert!(self.valid());
+        self.data.next();
+        if !self.data.valid() {
+            self.skip_forward();
+        }
+    }
+
+    fn prev(&mut self) {
+        debug_assert!(self.valid());
+        self.data.prev();
+        if !self.data.valid() {
+            self.skip_backward();
+        }
+    }
+
+    #[inline]
+    fn key(&self) -> &[u8] {
+        self.data.key()
+    }
+
+    #[inline]
+    fn value(&self) -> &[u8] {
+        self.data.value()
+    }
+
+    fn status(&self) -> Result<()> {
+        match &self.error {
+            Some(error) => Err(error.duplicate()),
+            None => Ok(()),
+        }
+    }
+}

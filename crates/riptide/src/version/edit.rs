@@ -1,0 +1,512 @@
+//! The manifest's edit record: a [`VersionEdit`] describes one change to the set of live
+//! tables (files added and removed per level) and to the counters recovery needs (log number,
+//! next file number, last sequence number).
+//!
+//! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
+//! `docs/format/manifest.md`, format version 1). Tags with bit 6 set
+//! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
+//! other unknown tag is corruption, because an edit whose meaning is not fully understood must
+//! not be applied.
+//!
+//! Concurrency contract: plain values, no shared state; encoding and decoding are pure functions.
+//!
+//! Invariants of every decoded edit (the decoder checks them and reports
+//! [`Error::Corruption`] otherwise; the encoder expects them of what it is given): levels are
+//! below [`MAX_ENCODABLE_LEVELS`]; the comparator name is UTF-8; each of the comparator, log
+//! number, next file number and last sequence appears at most once; sequence numbers fit in 56
+//! bits; a file's smallest and largest keys are well-formed internal keys (at least 8 bytes,
+//! known kind) with smallest <= largest in internal-key order; its smallest sequence is at most
+//! its largest; its deletions are at most its entries.
+
+use std::cmp::Ordering;
+use std::path::Path;
+
+use crate::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint32, put_varint64};
+use crate::error::{Error, Result};
+use crate::key::{compare_internal_keys, parse_internal_key, MAX_SEQUENCE_NUMBER};
+
+/// Levels must be below this number to be encoded; the engine's own level count is smaller and
+/// is checked when an edit is applied.
+pub(crate) const MAX_ENCODABLE_LEVELS: u32 = 64;
+
+/// A tag with this bit set is followed by a length-prefixed body that readers which do not know
+/// the tag skip. Fields added by later format versions that older readers may safely ignore use
+/// such tags.
+pub(crate) const SAFE_TO_IGNORE_TAG_BIT: u32 = 1 << 6;
+
+/// Tag: the comparator name (length-prefixed UTF-8).
+const TAG_COMPARATOR: u32 = 1;
+/// Tag: the number of the oldest log still needed (varint64).
+const TAG_LOG_NUMBER: u32 = 2;
+/// Tag: the next file number to hand out (varint64).
+const TAG_NEXT_FILE_NUMBER: u32 = 3;
+/// Tag: the last sequence number in use (varint64).
+const TAG_LAST_SEQUENCE: u32 = 4;
+/// Tag: a file removed from a level (varint32 level, varint64 file number).
+const TAG_DELETED_FILE: u32 = 5;
+/// Tag: a file added to a level (varint32 level, then the file's metadata).
+const TAG_NEW_FILE: u32 = 6;
+
+/// What the manifest records about one SSTable.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct FileMetadata {
+    /// The file number (the table is `NNNNNN.sst`).
+    pub number: u64,
+    /// Size of the file.
+    pub file_size_bytes: u64,
+    /// The smallest internal key in the table.
+    pub smallest: Vec<u8>,
+    /// The largest internal key in the table.
+    pub largest: Vec<u8>,
+    /// The smallest sequence number of any entry.
+    pub smallest_sequence: u64,
+    /// The largest sequence number of any entry.
+    pub largest_sequence: u64,
+    /// Number of entries (puts and deletes).
+    pub num_entries: u64,
+    /// Number of deletes among the entries.
+    pub num_deletions: u64,
+}
+
+/// One change to the version, as logged in the manifest. Absent fields are left unchanged.
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+pub(crate) struct VersionEdit {
+    /// Name of the key ordering; recorded in each manifest's first edit.
+    pub comparator: Option<String>,
+    /// Logs numbered below this one are no longer needed for recovery.
+    pub log_number: Option<u64>,
+    /// The next number to hand out for a new file.
+    pub next_file_number: Option<u64>,
+    /// The largest sequence number in use.
+    pub last_sequence: Option<u64>,
+    /// Files removed, as (level, file number).
+    pub deleted_files: Vec<(u32, u64)>,
+    /// Files added, as (level, metadata).
+    pub new_files: Vec<(u32, FileMetadata)>,
+}
+
+impl VersionEdit {
+    /// Appends the encoding of this edit to `out`. An edit with no fields encodes to no bytes;
+    /// since log records are never empty, such an edit must not be logged.
+    pub(crate) fn encode(&self, out: &mut Vec<u8>) {
+        if let Some(comparator) = &self.comparator {
+            put_varint32(out, TAG_COMPARATOR);
+            put_length_prefixed(out, comparator.as_bytes());
+        }
+        let counters = [
+            (TAG_LOG_NUMBER, self.log_number),
+            (TAG_NEXT_FILE_NUMBER, self.next_file_number),
+            (TAG_LAST_SEQUENCE, self.last_sequence),
+        ];
+        for (tag, value) in counters {
+            if let Some(value) = value {
+                put_varint32(out, tag);
+                put_varint64(out, value);
+            }
+        }
+        for &(level, number) in &self.deleted_files {
+            debug_assert!(level < MAX_ENCODABLE_LEVELS, "level {level} cannot be encoded");
+            put_varint32(out, TAG_DELETED_FILE);
+            put_varint32(out, level);
+            put_varint64(out, number);
+        }
+        for (level, file) in &self.new_files {
+            debug_assert!(*level < MAX_ENCODABLE_LEVELS, "level {level} cannot be encoded");
+            put_varint32(out, TAG_NEW_FILE);
+            put_varint32(out, *level);
+            put_varint64(out, file.number);
+            put_varint64(out, file.file_size_bytes);
+            put_length_prefixed(out, &file.smallest);
+            put_length_prefixed(out, &file.largest);
+            put_varint64(out, file.smallest_sequence);
+            put_varint64(out, file.largest_sequence);
+            put_varint64(out, file.num_entries);
+            put_varint64(out, file.num_deletions);
+        }
+    }
+
+    /// Decodes an edit from `data`, checking every invariant listed in the module comment.
+    /// `offset` is where `data` starts in the manifest at `path`; errors point at the field
+    /// that is damaged.
+    pub(crate) fn decode(data: &[u8], path: &Path, offset: u64) -> Result<VersionEdit> {
+        let mut decoder = Decoder { data, position: 0, path, base_offset: offset };
+        let mut edit = VersionEdit::default();
+        while !decoder.at_end() {
+            let tag_start = decoder.position;
+            let tag = decoder.varint64("tag")?;
+            match u32::try_from(tag) {
+                Ok(TAG_COMPARATOR) => {
+                    let name = decoder.bytes("comparator name")?;
+                    let name = std::str::from_utf8(name)
+                        .map_err(|_| decoder.corruption(tag_start, "comparator name is not UTF-8"))?;
+                    decoder.set_once(&mut edit.comparator, name.to_string(), tag_start, "comparator")?;
+                }
+                Ok(TAG_LOG_NUMBER) => {
+                    let value = decoder.varint64("log number")?;
+                    decoder.set_once(&mut edit.log_number, value, tag_start, "log number")?;
+                }
+                Ok(TAG_NEXT_FILE_NUMBER) => {
+                    let value = decoder.varint64("next file number")?;
+                    decoder.set_once(&mut edit.next_file_number, value, tag_start, "next file number")?;
+                }
+                Ok(TAG_LAST_SEQUENCE) => {
+                    let value = decoder.sequence("last sequence")?;
+                    decoder.set_once(&mut edit.last_sequence, value, tag_start, "last sequence")?;
+                }
+                Ok(TAG_DELETED_FILE) => {
+                    let level = decoder.level()?;
+                    let number = decoder.varint64("deleted file number")?;
+                    edit.deleted_files.push((level, number));
+                }
+                Ok(TAG_NEW_FILE) => {
+                    let level = decoder.level()?;
+                    let file = decoder.file_metadata(tag_start)?;
+                    edit.new_files.push((level, file));
+                }
+                _ if tag & u64::from(SAFE_TO_IGNORE_TAG_BIT) != 0 => {
+                    // A field from a later format version that this reader may skip.
+                    decoder.bytes("body of an ignorable field")?;
+                }
+                _ => return Err(decoder.corruption(tag_start, format!("unknown tag {tag}"))),
+            }
+        }
+        Ok(edit)
+    }
+}
+
+/// A cursor over an encoded edit that turns every decoding failure into corruption at the
+/// right offset.
+struct Decoder<'a> {
+    data: &'a [u8],
+    position: usize,
+    path: &'a Path,
+    base_offset: u64,
+}
+
+impl<'a> Decoder<'a> {
+    fn at_end(&self) -> bool {
+        self.position >= self.data.len()
+    }
+
+    fn remaining(&self) -> &'a [u8] {
+        self.data.get(self.position..).unwrap_or_default()
+    }
+
+    fn corruption(&self, position: usize, reason: impl Into<String>) -> Error {
+        Error::corruption(
+            self.path,
+            self.base_offset.saturating_add(position as u64),
+            format!("version edit: {}", reason.into()),
+        )
+    }
+
+    fn varint64(&mut self, what: &str) -> Result<u64> {
+        let (value, length) = get_varint64(self.remaining())
+            .ok_or_else(|| self.corruption(self.position, format!("{what} is truncated or malformed")))?;
+        self.position += length;
+        Ok(value)
+    }
+
+    fn bytes(&mut self, what: &str) -> Result<&'a [u8]> {
+        let (bytes, length) = get_length_prefixed(self.remaining())
+            .ok_or_else(|| self.corruption(self.position, format!("{what} is truncated or malformed")))?;
+        self.position += length;
+        Ok(bytes)
+    }
+
+    fn sequence(&mut self, what: &str) -> Result<u64> {
+        let start = self.position;
+        let value = self.varint64(what)?;
+        if value > MAX_SEQUENCE_NUMBER {
+            return Err(self.corruption(start, format!("{what} {value} exceeds 56 bits")));
+        }
+        Ok(value)
+    }
+
+    fn level(&mut self) -> Result<u32> {
+        let start = self.position;
+        let level = self.varint64("level")?;
+        match u32::try_from(level) {
+            Ok(level) if level < MAX_ENCODABLE_LEVELS => Ok(level),
+            _ => Err(self.corruption(start, format!("level {level} is not below {MAX_ENCODABLE_LEVELS}"))),
+        }
+    }
+
+    fn internal_key(&mut self, what: &str) -> Result<Vec<u8>> {
+        let start = self.position;
+        let key = self.bytes(what)?;
+        if parse_internal_key(key).is_none() {
+            return Err(self.corruption(start, format!("{what} is not a valid internal key ({} bytes)", key.len())));
+        }
+        Ok(key.to_vec())
+    }
+
+    fn set_once<T>(&self, slot: &mut Option<T>, value: T, tag_start: usize, what: &str) -> Result<()> {
+        if slot.is_some() {
+            return Err(self.corruption(tag_start, format!("{what} appears twice")));
+        }
+        *slot = Some(value);
+        Ok(())
+    }
+
+    fn file_metadata(&mut self, tag_start: usize) -> Result<FileMetadata> {
+        let number = self.varint64("file number")?;
+        let file_size_bytes = self.varint64("file size")?;
+        let smallest = self.internal_key("smallest key")?;
+        let largest = self.internal_key("largest key")?;
+        let smallest_sequence = self.sequence("smallest sequence")?;
+        let largest_sequence = self.sequence("largest sequence")?;
+        let num_entries = self.varint64("entry count")?;
+        let num_deletions = self.varint64("deletion count")?;
+        let problem = if compare_internal_keys(&smallest, &largest) == Ordering::Greater {
+            Some("smallest key sorts after largest key")
+        } else if smallest_sequence > largest_sequence {
+            Some("smallest sequence exceeds largest sequence")
+        } else if num_deletions > num_entries {
+            Some("more deletions than entries")
+        } else {
+            None
+        };
+        if let Some(problem) = problem {
+            return Err(self.corruption(tag_start, format!("file {number}: {problem}")));
+        }
+        Ok(FileMetadata {
+            number,
+            file_size_bytes,
+            smallest,
+            largest,
+            smallest_sequence,
+            largest_sequence,
+            num_entries,
+            num_deletions,
+        })
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::{make_internal_key, ValueKind};
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+    use std::path::PathBuf;
+
+    fn path() -> PathBuf {
+        PathBuf::from("MANIFEST-000003")
+    }
+
+    fn file(number: u64) -> FileMetadata {
+        FileMetadata {
+            number,
+            file_size_bytes: 4096 * number,
+            smallest: make_internal_key(format!("a{number}").as_bytes(), 10, ValueKind::Put),
+            largest: make_internal_key(format!("z{number}").as_bytes(), 3, ValueKind::Delete),
+            smallest_sequence: 3,
+            largest_sequence: 10 + number,
+            num_entries: 100,
+            num_deletions: 7,
+        }
+    }
+
+    fn full_edit() -> VersionEdit {
+        VersionEdit {
+            comparator: Some("riptide.bytewise".to_string()),
+            log_number: Some(12),
+            next_file_number: Some(300),
+            last_sequence: Some(MAX_SEQUENCE_NUMBER),
+            deleted_files: vec![(0, 5), (63, u64::MAX)],
+            new_files: vec![(1, file(17)), (6, file(200))],
+        }
+    }
+
+    fn encode(edit: &VersionEdit) -> Vec<u8> {
+        let mut out = Vec::new();
+        edit.encode(&mut out);
+        out
+    }
+
+    fn corruption_offset(result: Result<VersionEdit>) -> u64 {
+        match result {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!(file, path());
+                offset
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn round_trips() {
+        let edits = [
+            full_edit(),
+            VersionEdit::default(),
+            VersionEdit { log_number: Some(0), ..VersionEdit::default() },
+            VersionEdit { new_files: vec![(0, file(1))], ..VersionEdit::default() },
+        ];
+        for edit in edits {
+            let encoded = encode(&edit);
+            assert_eq!(VersionEdit::decode(&encoded, &path(), 0).expect("valid"), edit);
+        }
+        assert!(encode(&VersionEdit::default()).is_empty());
+    }
+
+    #[test]
+    fn encoding_is_byte_exact() {
+        let edit = VersionEdit {
+            comparator: Some("c".to_string()),
+            log_number: Some(2),
+            next_file_number: Some(300),
+            last_sequence: Some(4),
+            deleted_files: vec![(1, 9)],
+            new_files: Vec::new(),
+        };
+        assert_eq!(encode(&edit), vec![1, 1, b'c', 2, 2, 3, 0xac, 0x02, 4, 4, 5, 1, 9]);
+    }
+
+    #[test]
+    fn ignorable_tags_are_skipped_and_unknown_tags_rejected() {
+        let mut encoded = encode(&full_edit());
+        let known_length = encoded.len() as u64;
+        put_varint32(&mut encoded, SAFE_TO_IGNORE_TAG_BIT | 1);
+        put_length_prefixed(&mut encoded, b"future field");
+        put_varint32(&mut encoded, 1000 | SAFE_TO_IGNORE_TAG_BIT);
+        put_length_prefixed(&mut encoded, b"");
+        assert_eq!(VersionEdit::decode(&encoded, &path(), 0).expect("ignorable"), full_edit());
+
+        let mut unknown = encode(&full_edit());
+        put_varint32(&mut unknown, 7);
+        put_length_prefixed(&mut unknown, b"x");
+        assert_eq!(corruption_offset(VersionEdit::decode(&unknown, &path(), 50)), 50 + known_length);
+        assert_eq!(corruption_offset(VersionEdit::decode(&[0], &path(), 50)), 50);
+        let mut huge_tag = Vec::new();
+        put_varint64(&mut huge_tag, 1 << 40);
+        corruption_offset(VersionEdit::decode(&huge_tag, &path(), 0));
+    }
+
+    #[test]
+    fn invalid_fields_are_corruption() {
+        let mut level_too_high = Vec::new();
+        put_varint32(&mut level_too_high, TAG_DELETED_FILE);
+        put_varint32(&mut level_too_high, 64);
+        put_varint64(&mut level_too_high, 1);
+        assert_eq!(corruption_offset(VersionEdit::decode(&level_too_high, &path(), 10)), 11);
+
+        let mut new_file_level = encode(&VersionEdit { new_files: vec![(0, file(1))], ..VersionEdit::default() });
+        new_file_level[1] = 64;
+        assert_eq!(corruption_offset(VersionEdit::decode(&new_file_level, &path(), 0)), 1);
+
+        let short_key = FileMetadata { smallest: b"short".to_vec(), ..file(2) };
+        let mut short_key_bytes = Vec::new();
+        put_varint32(&mut short_key_bytes, TAG_NEW_FILE);
+        put_varint32(&mut short_key_bytes, 0);
+        put_varint64(&mut short_key_bytes, short_key.number);
+        put_varint64(&mut short_key_bytes, short_key.file_size_bytes);
+        let key_offset = short_key_bytes.len() as u64;
+        put_length_prefixed(&mut short_key_bytes, &short_key.smallest);
+        put_length_prefixed(&mut short_key_bytes, &short_key.largest);
+        for value in [1u64, 2, 3, 0] {
+            put_varint64(&mut short_key_bytes, value);
+        }
+        assert_eq!(corruption_offset(VersionEdit::decode(&short_key_bytes, &path(), 0)), key_offset);
+
+        let mut bad_kind = file(3);
+        let last = bad_kind.largest.len() - 8;
+        bad_kind.largest[last] = 0x7f;
+        let encoded = encode(&VersionEdit { new_files: vec![(0, bad_kind)], ..VersionEdit::default() });
+        corruption_offset(VersionEdit::decode(&encoded, &path(), 0));
+
+        let reversed = FileMetadata { smallest: file(4).largest, largest: file(4).smallest, ..file(4) };
+        let encoded = encode(&VersionEdit { new_files: vec![(2, reversed)], ..VersionEdit::default() });
+        assert_eq!(corruption_offset(VersionEdit::decode(&encoded, &path(), 0)), 0);
+
+        let sequences = FileMetadata { smallest_sequence: 50, largest_sequence: 49, ..file(5) };
+        let encoded = encode(&VersionEdit { new_files: vec![(2, sequences)], ..VersionEdit::default() });
+        corruption_offset(VersionEdit::decode(&encoded, &path(), 0));
+
+        let deletions = FileMetadata { num_entries: 1, num_deletions: 2, ..file(6) };
+        let encoded = encode(&VersionEdit { new_files: vec![(2, deletions)], ..VersionEdit::default() });
+        corruption_offset(VersionEdit::decode(&encoded, &path(), 0));
+
+        let encoded = encode(&VersionEdit { last_sequence: Some(MAX_SEQUENCE_NUMBER + 1), ..VersionEdit::default() });
+        assert_eq!(corruption_offset(VersionEdit::decode(&encoded, &path(), 0)), 1);
+
+        let mut not_utf8 = Vec::new();
+        put_varint32(&mut not_utf8, TAG_COMPARATOR);
+        put_length_prefixed(&mut not_utf8, &[0xff, 0xfe]);
+        corruption_offset(VersionEdit::decode(&not_utf8, &path(), 0));
+
+        let mut twice = encode(&VersionEdit { log_number: Some(1), ..VersionEdit::default() });
+        let second = twice.len() as u64;
+        twice.extend(encode(&VersionEdit { log_number: Some(2), ..VersionEdit::default() }));
+        assert_eq!(corruption_offset(VersionEdit::decode(&twice, &path(), 0)), second);
+    }
+
+    #[test]
+    fn truncation_inside_a_field_is_corruption() {
+        // The lengths at which a prefix of the encoding ends exactly after a whole field.
+        let edit = full_edit();
+        let mut boundaries = vec![0];
+        let mut partial = VersionEdit::default();
+        type Step = Box<dyn Fn(&mut VersionEdit)>;
+        let steps: Vec<Step> = vec![
+            Box::new(|e| e.comparator = full_edit().comparator),
+            Box::new(|e| e.log_number = full_edit().log_number),
+            Box::new(|e| e.next_file_number = full_edit().next_file_number),
+            Box::new(|e| e.last_sequence = full_edit().last_sequence),
+            Box::new(|e| e.deleted_files.push(full_edit().deleted_files[0])),
+            Box::new(|e| e.deleted_files.push(full_edit().deleted_files[1])),
+            Box::new(|e| e.new_files.push(full_edit().new_files[0].clone())),
+            Box::new(|e| e.new_files.push(full_edit().new_files[1].clone())),
+        ];
+        for step in steps {
+            step(&mut partial);
+            boundaries.push(encode(&partial).len());
+        }
+        assert_eq!(partial, edit);
+        let encoded = encode(&edit);
+        for length in 0..=encoded.len() {
+            let result = VersionEdit::decode(&encoded[..length], &path(), 0);
+            if boundaries.contains(&length) {
+                result.expect("a prefix ending on a field boundary is a valid edit");
+            } else {
+                let offset = corruption_offset(result);
+                assert!(offset <= length as u64);
+            }
+        }
+    }
+
+    #[test]
+    fn randomized_damage_never_panics() {
+        let original = encode(&full_edit());
+        let mut rng = SmallRng::seed_from_u64(0xed17);
+        let mut decoded_cleanly = 0;
+        for _ in 0..5000 {
+            let mut garbled = original.clone();
+            match rng.gen_range(0..4) {
+                0 => garbled.truncate(rng.gen_range(0..original.len())),
+                1 => {
+                    for _ in 0..rng.gen_range(1..4) {
+                        let position = rng.gen_range(0..garbled.len());
+                        garbled[position] ^= 1 << rng.gen_range(0..8);
+                    }
+                }
+                2 => {
+                    let position = rng.gen_range(0..garbled.len());
+                    garbled.insert(position, rng.gen());
+                }
+                _ => garbled = (0..rng.gen_range(0..80)).map(|_| rng.gen_range(0..8)).collect(),
+            }
+            if let Ok(edit) = VersionEdit::decode(&garbled, &path(), 0) {
+                decoded_cleanly += 1;
+                // Whatever decodes must satisfy the documented invariants.
+                for (level, file) in &edit.new_files {
+                    assert!(*level < MAX_ENCODABLE_LEVELS);
+                    assert!(file.smallest.len() >= 8 && file.largest.len() >= 8);
+                    assert!(file.num_deletions <= file.num_entries);
+                }
+                assert!(edit.deleted_files.iter().all(|(level, _)| *level < MAX_ENCODABLE_LEVELS));
+            }
+        }
+        assert!(decoded_cleanly < 5000);
+    }
+}

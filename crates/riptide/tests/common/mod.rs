@@ -1,0 +1,60 @@
+//! Helpers shared by the integration tests.
+#![allow(dead_code)]
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use riptide::fs::FileSystem;
+use riptide::{Db, Options, ReadOptions};
+
+/// Options with tiny memtables, blocks and files, so that a few thousand writes exercise
+/// flushes, many tables, several levels and compactions.
+pub fn small_options(file_system: Arc<dyn FileSystem>) -> Options {
+    Options {
+        file_system,
+        memtable_size_bytes: 16 << 10,
+        block_size_bytes: 512,
+        block_cache_size_bytes: 64 << 10,
+        target_file_size_bytes: 16 << 10,
+        level0_compaction_trigger_files: 2,
+        level0_stop_writes_files: 8,
+        max_open_tables: 16,
+        ..Options::default()
+    }
+}
+
+/// Every key and value in the database, in order, read with a forward iterator.
+pub fn dump(db: &Db, options: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut iterator = db.iter(options).expect("iterator");
+    let mut out = BTreeMap::new();
+    iterator.seek_to_first();
+    while iterator.valid() {
+        out.insert(iterator.key().to_vec(), iterator.value().to_vec());
+        iterator.next();
+    }
+    iterator.status().expect("iterator status");
+    out
+}
+
+/// A deterministic key from a number (varying lengths exercise prefix compression).
+pub fn key(number: u64) -> Vec<u8> {
+    let mut key = format!("key{number:06}").into_bytes();
+    for _ in 0..(number % 3) {
+        key.push(b'x');
+    }
+    key
+}
+
+/// A deterministic value that names its key and version, so a wrong answer is recognisable.
+pub fn value(number: u64, version: u64, length_bytes: usize) -> Vec<u8> {
+    let mut value = format!("v{number}.{version}:").into_bytes();
+    while value.len() < length_bytes {
+        value.push(b'a' + ((value.len() as u64 + version) % 26) as u8);
+    }
+    value
+}
+
+pub fn open_at(path: &Path, options: Options) -> Db {
+    Db::open(path, options).expect("open")
+}

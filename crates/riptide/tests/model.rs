@@ -1,0 +1,196 @@
+//! Model test: random puts, deletes, batches, gets, iterations and snapshots against a
+//! `BTreeMap`, with flushes, compactions and reopens mixed in. Every answer is compared.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::Arc;
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use riptide::fs::MemFileSystem;
+use riptide::{Compression, Db, Options, ReadOptions, Snapshot, WriteBatch};
+
+use common::{dump, key, small_options, value};
+
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn check_iteration(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut SmallRng) {
+    let lower = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..400)));
+    let upper = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..400)));
+    let options = ReadOptions {
+        snapshot: snapshot.cloned(),
+        lower_bound: lower.clone(),
+        upper_bound: upper.clone(),
+        ..ReadOptions::default()
+    };
+    let expected: Vec<(&Vec<u8>, &Vec<u8>)> = model
+        .iter()
+        .filter(|(k, _)| lower.as_ref().is_none_or(|l| *k >= l) && upper.as_ref().is_none_or(|u| *k < u))
+        .collect();
+    let mut iterator = db.iter(&options).expect("iterator");
+    if rng.gen_bool(0.5) {
+        iterator.seek_to_first();
+        for (k, v) in &expected {
+            assert!(iterator.valid(), "iterator ended early, expected {:?}", String::from_utf8_lossy(k));
+            assert_eq!(iterator.key(), k.as_slice());
+            assert_eq!(iterator.value(), v.as_slice());
+            iterator.next();
+        }
+    } else {
+        iterator.seek_to_last();
+        for (k, v) in expected.iter().rev() {
+            assert!(iterator.valid(), "reverse iterator ended early");
+            assert_eq!(iterator.key(), k.as_slice());
+            assert_eq!(iterator.value(), v.as_slice());
+            iterator.prev();
+        }
+    }
+    assert!(!iterator.valid());
+    iterator.status().expect("status");
+    // A random seek compared with the model.
+    let target = key(rng.gen_range(0..400));
+    iterator.seek(&target);
+    let expected_seek = expected.iter().find(|(k, _)| k.as_slice() >= target.as_slice());
+    match expected_seek {
+        Some((k, _)) => assert_eq!(iterator.key(), k.as_slice()),
+        None => assert!(!iterator.valid()),
+    }
+    iterator.seek_for_prev(&target);
+    let expected_prev = expected.iter().rev().find(|(k, _)| k.as_slice() <= target.as_slice());
+    match expected_prev {
+        Some((k, _)) => assert_eq!(iterator.key(), k.as_slice()),
+        None => assert!(!iterator.valid()),
+    }
+}
+
+fn run(seed: u64, steps: usize, mut options: Options) {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let path = Path::new("/model");
+    let file_system = MemFileSystem::new();
+    options.file_system = Arc::new(file_system.clone());
+    let mut db = Db::open(path, options.clone()).expect("open");
+    let mut model = Model::new();
+    let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
+    let mut version = 0u64;
+    for _ in 0..steps {
+        version += 1;
+        match rng.gen_range(0..100) {
+            0..=39 => {
+                let n = rng.gen_range(0..400);
+                let v = value(n, version, rng.gen_range(0..120));
+                db.put(&key(n), &v).expect("put");
+                model.insert(key(n), v);
+            }
+            40..=51 => {
+                let n = rng.gen_range(0..400);
+                db.delete(&key(n)).expect("delete");
+                model.remove(&key(n));
+            }
+            52..=61 => {
+                let mut batch = WriteBatch::new();
+                for _ in 0..rng.gen_range(1..20) {
+                    let n = rng.gen_range(0..400);
+                    if rng.gen_bool(0.7) {
+                        let v = value(n, version, rng.gen_range(0..60));
+                        batch.put(&key(n), &v);
+                        model.insert(key(n), v);
+                    } else {
+                        batch.delete(&key(n));
+                        model.remove(&key(n));
+                    }
+                }
+                db.write(batch).expect("write");
+            }
+            62..=76 => {
+                let n = rng.gen_range(0..400);
+                assert_eq!(db.get(&key(n)).expect("get"), model.get(&key(n)).cloned(), "seed {seed} key {n}");
+            }
+            77..=81 => check_iteration(&db, &model, None, &mut rng),
+            82..=84 => {
+                if snapshots.len() >= 3 {
+                    snapshots.remove(0);
+                }
+                snapshots.push((db.snapshot(), model.clone()));
+            }
+            85..=89 => {
+                if let Some((snapshot, snapshot_model)) = snapshots.get(rng.gen_range(0..snapshots.len().max(1))) {
+                    let n = rng.gen_range(0..400);
+                    let options = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
+                    assert_eq!(db.get_opt(&key(n), &options).expect("get"), snapshot_model.get(&key(n)).cloned());
+                    check_iteration(&db, snapshot_model, Some(snapshot), &mut rng);
+                }
+            }
+            90..=93 => db.flush().expect("flush"),
+            94..=95 => db.compact_all().expect("compact"),
+            96..=97 => {
+                snapshots.clear();
+                db.close().expect("close");
+                db = Db::open(path, options.clone()).expect("reopen");
+            }
+            _ => db.wait_for_background_work().expect("wait"),
+        }
+    }
+    assert_eq!(dump(&db, &ReadOptions::default()), model, "final state, seed {seed}");
+    snapshots.clear();
+    db.close().expect("close");
+    let db = Db::open(path, options).expect("final reopen");
+    assert_eq!(dump(&db, &ReadOptions::default()), model, "after reopen, seed {seed}");
+}
+
+#[test]
+fn model_small_tables() {
+    for seed in 0..6 {
+        run(seed, 3000, small_options(Arc::new(MemFileSystem::new())));
+    }
+}
+
+#[test]
+fn model_every_compression_and_tiny_blocks() {
+    for (seed, compression) in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy]
+        .into_iter()
+        .enumerate()
+    {
+        let options = Options {
+            compression,
+            block_size_bytes: 256,
+            block_restart_interval: 1 + seed,
+            bloom_bits_per_key: (seed as u32) * 5,
+            ..small_options(Arc::new(MemFileSystem::new()))
+        };
+        run(100 + seed as u64, 2000, options);
+    }
+}
+
+#[test]
+fn model_default_options() {
+    run(200, 3000, Options::default());
+}
+
+#[test]
+fn model_on_real_disk() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let mut rng = SmallRng::seed_from_u64(7);
+    let options = small_options(Arc::new(riptide::fs::OsFileSystem));
+    let path = dir.path().join("db");
+    let mut db = Db::open(&path, options.clone()).expect("open");
+    let mut model = Model::new();
+    for round in 0..5u64 {
+        for i in 0..1500u64 {
+            let n = rng.gen_range(0..1000);
+            if rng.gen_bool(0.8) {
+                let v = value(n, round * 10_000 + i, 80);
+                db.put(&key(n), &v).expect("put");
+                model.insert(key(n), v);
+            } else {
+                db.delete(&key(n)).expect("delete");
+                model.remove(&key(n));
+            }
+        }
+        assert_eq!(dump(&db, &ReadOptions::default()), model);
+        db.close().expect("close");
+        db = Db::open(&path, options.clone()).expect("reopen");
+        assert_eq!(dump(&db, &ReadOptions::default()), model);
+    }
+}
