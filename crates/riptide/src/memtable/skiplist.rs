@@ -237,7 +237,8 @@ impl SkipList {
             Err(_) => false,
         });
         if !matches!(linked, Ok(true)) {
-            self.link(node, height, list_height, &mut Splice::EMPTY, user_key, trailer);
+            let mut fresh = Splice::EMPTY;
+            self.link(node, height, list_height, &mut fresh, user_key, trailer);
         }
     }
 
@@ -292,13 +293,14 @@ impl SkipList {
     }
 
     /// Makes `splice` hold, for every level below `list_height`, a node before the target and a
-    /// node after it (or null) that are adjacent at that level or were when recorded; stale pairs
-    /// only cost a failed CAS later.
+    /// node after it (or null) that are adjacent at that level or were when recorded; a stale
+    /// pair only costs a failed CAS later.
     ///
-    /// A recorded splice of this list is reused as far as it still brackets the target. If it
-    /// brackets at some level it does at every level above (the recorded predecessors only
-    /// descend in key order and the successors only ascend, going up), so the levels to search
-    /// again are those from the highest failing one down, each from the predecessor one level up.
+    /// A recorded splice of this list is reused, from the top level down, as long as each level's
+    /// pair still brackets the target; from the first level where it does not, the levels are
+    /// searched again, each from the predecessor one level up. Every level is checked on its own:
+    /// under concurrent inserts a recorded splice need not be consistent across levels, and
+    /// linking between a pair that does not bracket the key would break the order.
     fn prepare_splice(&self, splice: &mut Splice, list_height: usize, user_key: &[u8], trailer: u64) {
         let head = self.head.as_ptr();
         if splice.list_id != self.id {
@@ -312,42 +314,43 @@ impl SkipList {
         }
         splice.height = splice.height.max(list_height);
 
-        // Sequential inserts end here: bracketing at level 0 implies every level.
-        if self.brackets(splice, 0, user_key, trailer) {
-            return;
-        }
-        let mut highest_failing = 0;
-        for level in (1..list_height).rev() {
-            if !self.brackets(splice, level, user_key, trailer) {
-                highest_failing = level;
-                break;
+        let mut reusing = true;
+        // The pair of the level above, already known to bracket the target; consecutive levels
+        // often share nodes, which then need no second comparison.
+        let mut verified_predecessor = head;
+        let mut verified_successor: *mut Node = ptr::null_mut();
+        for level in (0..list_height).rev() {
+            let predecessor = splice.predecessors[level];
+            let successor = splice.successors[level];
+            reusing = reusing
+                && (ptr::eq(predecessor, verified_predecessor)
+                    || self.sorts_before_target(predecessor, user_key, trailer))
+                && (ptr::eq(successor, verified_successor) || self.sorts_after_target(successor, user_key, trailer));
+            if !reusing {
+                let (predecessor, successor) =
+                    self.find_splice_at_level(verified_predecessor, level, user_key, trailer, verified_successor);
+                splice.predecessors[level] = predecessor;
+                splice.successors[level] = successor;
             }
-        }
-        for level in (0..=highest_failing).rev() {
-            let (start, known_successor) = if level + 1 < splice.height {
-                (splice.predecessors[level + 1], splice.successors[level + 1])
-            } else {
-                (head, ptr::null_mut())
-            };
-            let (predecessor, successor) = self.find_splice_at_level(start, level, user_key, trailer, known_successor);
-            splice.predecessors[level] = predecessor;
-            splice.successors[level] = successor;
+            verified_predecessor = splice.predecessors[level];
+            verified_successor = splice.successors[level];
         }
     }
 
-    /// True when the splice's predecessor at `level` sorts before the target and its successor
-    /// after it.
+    /// True when `node` is the head or its key sorts before the target.
     #[inline]
-    fn brackets(&self, splice: &Splice, level: usize, user_key: &[u8], trailer: u64) -> bool {
-        let predecessor = splice.predecessors[level];
-        let successor = splice.successors[level];
-        let after_predecessor = ptr::eq(predecessor, self.head.as_ptr())
-            // SAFETY: splice entries of this list (checked by id) are live nodes of this list.
-            || compare_with_target(unsafe { node_key(predecessor) }, user_key, trailer) == Ordering::Less;
-        after_predecessor
-            && (successor.is_null()
-                // SAFETY: as above.
-                || compare_with_target(unsafe { node_key(successor) }, user_key, trailer) == Ordering::Greater)
+    fn sorts_before_target(&self, node: *mut Node, user_key: &[u8], trailer: u64) -> bool {
+        ptr::eq(node, self.head.as_ptr())
+            // SAFETY: splice entries of this list (checked by id) are live, fully written nodes.
+            || compare_with_target(unsafe { node_key(node) }, user_key, trailer) == Ordering::Less
+    }
+
+    /// True when `node` is null (the end) or its key sorts after the target.
+    #[inline]
+    fn sorts_after_target(&self, node: *mut Node, user_key: &[u8], trailer: u64) -> bool {
+        node.is_null()
+            // SAFETY: splice entries of this list (checked by id) are live, fully written nodes.
+            || compare_with_target(unsafe { node_key(node) }, user_key, trailer) == Ordering::Greater
     }
 
     /// The first node whose internal key is `>= user_key ++ trailer`.
