@@ -3,7 +3,7 @@
 //!
 //! Each insert iteration fills a fresh memtable with `ENTRIES` entries and times only the inserts
 //! (not construction or drop). Keys are random, so inserts land all over the list as they would
-//! for a real workload without locality.
+//! for a real workload without locality, except in the sequential case, which inserts them sorted.
 
 use std::collections::BTreeMap;
 use std::hint::black_box;
@@ -111,6 +111,20 @@ fn inserts(criterion: &mut Criterion) {
             })
         });
     }
+    // Ascending keys, as in a bulk load: each insert lands right after the previous one.
+    let mut sequential_keys = keys.clone();
+    sequential_keys.sort_unstable();
+    group.bench_function("skiplist/1_threads_sequential", |bencher| {
+        bencher.iter_custom(|iterations| {
+            time_fills(
+                iterations,
+                1,
+                &sequential_keys,
+                || MemTable::new(CAPACITY_HINT_BYTES),
+                |table, key, sequence, value| table.put(key, sequence, value),
+            )
+        })
+    });
     group.finish();
 }
 

@@ -8,9 +8,8 @@
 //! key and, for puts only, a length-prefixed value.
 //!
 //! Concurrency contract: a batch is a plain value with no interior mutability. It is `Send` and
-//! `Sync`; mutation needs `&mut`, so a batch is built by one thread and then handed over (for
-//! example to the group-commit leader, which [`WriteBatch::append`]s followers' batches into its
-//! own).
+//! `Sync`; mutation needs `&mut`, so a batch is built by one thread and then handed over (to the
+//! group-commit leader, which stamps its sequence number and appends its bytes to the log).
 //!
 //! Invariants: `rep` always holds at least the 12-byte header; the count in the header equals
 //! the number of records that follow; the records decode exactly to the end of `rep`, with no
@@ -328,9 +327,9 @@ impl WriteBatch {
         Ok(WriteBatch { rep: data, max_key_bytes, max_value_bytes })
     }
 
-    /// Appends `other`'s records after this batch's own (group commit merges the followers'
-    /// batches into the leader's this way). The counts add; this batch keeps its own sequence.
-    pub(crate) fn append(&mut self, other: &WriteBatch) {
+    /// Appends `other`'s records after this batch's own, as if they had been added to this
+    /// batch one by one. The counts add; this batch keeps its own sequence.
+    pub fn append(&mut self, other: &WriteBatch) {
         self.rep.extend_from_slice(other.records());
         self.max_key_bytes = self.max_key_bytes.max(other.max_key_bytes);
         self.max_value_bytes = self.max_value_bytes.max(other.max_value_bytes);

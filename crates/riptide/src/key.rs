@@ -82,7 +82,7 @@ pub(crate) fn trailer(internal_key: &[u8]) -> u64 {
 }
 
 /// The sequence number of a well-formed internal key.
-#[inline]
+#[cfg(test)]
 pub(crate) fn sequence(internal_key: &[u8]) -> u64 {
     trailer(internal_key) >> 8
 }

@@ -6,11 +6,18 @@
 //! first, skipping tables with bloom filters. See `docs/architecture.md` for the full picture.
 //!
 //! ```
-//! use riptide::{Db, Options, WriteOptions, ReadOptions};
+//! use riptide::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 //! let dir = tempfile::tempdir().unwrap();
 //! let db = Db::open(dir.path(), Options::default()).unwrap();
-//! db.put(&WriteOptions::default(), b"key", b"value").unwrap();
-//! assert_eq!(db.get(&ReadOptions::default(), b"key").unwrap().as_deref(), Some(&b"value"[..]));
+//! db.put(b"key", b"value").unwrap();
+//! db.put_opt(b"durable", b"yes", &WriteOptions { sync: true }).unwrap();
+//! let mut batch = WriteBatch::new();
+//! batch.put(b"a", b"1");
+//! batch.delete(b"key");
+//! db.write(batch).unwrap();
+//! assert_eq!(db.get(b"key").unwrap(), None);
+//! let keys: Vec<Vec<u8>> = db.iter(&ReadOptions::default()).unwrap().map(|e| e.unwrap().0).collect();
+//! assert_eq!(keys, vec![b"a".to_vec(), b"durable".to_vec()]);
 //! db.close().unwrap();
 //! ```
 
@@ -35,7 +42,7 @@ mod wal;
 pub mod internals;
 
 pub use batch::{BatchEntry, BatchIter, BatchOp, WriteBatch};
-pub use db::{Db, DbIterator};
+pub use db::{Db, DbIterator, LevelStats, RecoveryStats, Stats};
 pub use error::{Error, Result};
 pub use options::{Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions};
 pub use snapshot::Snapshot;

@@ -163,14 +163,8 @@ impl Options {
         check(self.memtable_size_bytes >= 4096, "memtable_size_bytes must be at least 4096")?;
         check(self.memtable_size_bytes <= 1 << 31, "memtable_size_bytes must be at most 2 GiB")?;
         check(self.max_immutable_memtables >= 1, "max_immutable_memtables must be at least 1")?;
-        check(
-            (256..=4 << 20).contains(&self.block_size_bytes),
-            "block_size_bytes must be between 256 B and 4 MiB",
-        )?;
-        check(
-            (1..=1024).contains(&self.block_restart_interval),
-            "block_restart_interval must be between 1 and 1024",
-        )?;
+        check((256..=4 << 20).contains(&self.block_size_bytes), "block_size_bytes must be between 256 B and 4 MiB")?;
+        check((1..=1024).contains(&self.block_restart_interval), "block_restart_interval must be between 1 and 1024")?;
         check(self.bloom_bits_per_key <= 64, "bloom_bits_per_key must be at most 64")?;
         check(self.max_open_tables >= 16, "max_open_tables must be at least 16")?;
         check(self.level0_compaction_trigger_files >= 2, "level0_compaction_trigger_files must be at least 2")?;
@@ -179,10 +173,7 @@ impl Options {
             "level0_stop_writes_files must exceed level0_compaction_trigger_files",
         )?;
         check(self.target_file_size_bytes >= 4096, "target_file_size_bytes must be at least 4096")?;
-        check(
-            (1..=1 << 20).contains(&self.max_key_size_bytes),
-            "max_key_size_bytes must be between 1 and 1 MiB",
-        )?;
+        check((1..=1 << 20).contains(&self.max_key_size_bytes), "max_key_size_bytes must be between 1 and 1 MiB")?;
         check(self.max_value_size_bytes <= 1 << 30, "max_value_size_bytes must be at most 1 GiB")?;
         check(self.max_batch_size_bytes <= 1 << 30, "max_batch_size_bytes must be at most 1 GiB")?;
         if let SyncMode::Interval { interval_us } = self.wal_sync_mode {
@@ -208,9 +199,9 @@ pub struct ReadOptions {
     /// Insert blocks read from disk into the block cache. Default `true`; turn off for large
     /// scans that should not evict the working set.
     pub fill_cache: bool,
-    /// Verify block checksums on every read, even for blocks found in the cache's source
-    /// files. Blocks are always verified when first read from disk; this also re-verifies
-    /// metadata. Default `true`.
+    /// Verify block checksums on reads from disk. Blocks that enter the block cache and table
+    /// metadata are always verified; turning this off skips the check only for uncached
+    /// reads (`fill_cache: false`). Default `true`.
     pub verify_checksums: bool,
     /// Iterators: the smallest user key returned (inclusive).
     pub lower_bound: Option<Vec<u8>>,

@@ -17,12 +17,6 @@ pub(crate) struct SnapshotList {
 }
 
 impl SnapshotList {
-    /// Registers a snapshot at `sequence` and returns its handle.
-    pub(crate) fn acquire(self: &Arc<Self>, sequence: u64) -> Snapshot {
-        *self.live.lock().entry(sequence).or_insert(0) += 1;
-        Snapshot { inner: Arc::new(SnapshotInner { sequence, list: Arc::clone(self) }) }
-    }
-
     /// Registers a snapshot at the current visible sequence. The sequence is read while the
     /// list is locked so that [`SnapshotList::smallest_snapshot`] can never miss a snapshot that
     /// is being taken.
@@ -34,22 +28,12 @@ impl SnapshotList {
         Snapshot { inner: Arc::new(SnapshotInner { sequence, list: Arc::clone(self) }) }
     }
 
-    /// The oldest live snapshot sequence, if any.
-    pub(crate) fn oldest(&self) -> Option<u64> {
-        self.live.lock().keys().next().copied()
-    }
-
     /// The oldest sequence any reader may read at: the oldest live snapshot, or the visible
     /// sequence when there is none. Compaction may collapse versions at or below it (I6).
     pub(crate) fn smallest_snapshot(&self, visible_sequence: &AtomicU64) -> u64 {
         let live = self.live.lock();
         let visible = visible_sequence.load(Ordering::Acquire);
         live.keys().next().map_or(visible, |&oldest| oldest.min(visible))
-    }
-
-    /// All live snapshot sequences in ascending order.
-    pub(crate) fn all(&self) -> Vec<u64> {
-        self.live.lock().keys().copied().collect()
     }
 
     fn release(&self, sequence: u64) {
@@ -94,17 +78,21 @@ mod tests {
     use super::*;
 
     #[test]
-    fn oldest_tracks_live_snapshots() {
+    fn smallest_snapshot_tracks_live_snapshots() {
         let list = Arc::new(SnapshotList::default());
-        let a = list.acquire(5);
-        let b = list.acquire(9);
+        let visible = AtomicU64::new(5);
+        let a = list.acquire_current(&visible);
+        visible.store(9, Ordering::Release);
+        let b = list.acquire_current(&visible);
         let a2 = a.clone();
-        assert_eq!(list.oldest(), Some(5));
+        visible.store(12, Ordering::Release);
+        assert_eq!(list.smallest_snapshot(&visible), 5);
         drop(a);
-        assert_eq!(list.oldest(), Some(5));
+        assert_eq!(list.smallest_snapshot(&visible), 5, "a clone still holds the snapshot");
         drop(a2);
-        assert_eq!(list.oldest(), Some(9));
+        assert_eq!(list.smallest_snapshot(&visible), 9);
+        assert_eq!(b.sequence(), 9);
         drop(b);
-        assert_eq!(list.oldest(), None);
+        assert_eq!(list.smallest_snapshot(&visible), 12, "without snapshots, the visible sequence");
     }
 }

@@ -178,7 +178,8 @@ fn iterator_edge_cases() {
     assert_eq!(it.key(), b"b");
     it.seek_for_prev(b"a");
     assert!(!it.valid());
-    let bounded = ReadOptions { lower_bound: Some(b"c".to_vec()), upper_bound: Some(b"h".to_vec()), ..Default::default() };
+    let bounded =
+        ReadOptions { lower_bound: Some(b"c".to_vec()), upper_bound: Some(b"h".to_vec()), ..Default::default() };
     let keys: Vec<Vec<u8>> = db.iter(&bounded).expect("iter").map(|r| r.expect("entry").0).collect();
     assert_eq!(keys, vec![b"f".to_vec()]);
     let mut it = db.iter(&bounded).expect("iter");

@@ -62,12 +62,9 @@ fn wal_skip_corrupt_opens_without_the_damaged_record() {
     let db = Db::open(DB, Options { wal_recovery: WalRecovery::SkipCorrupt, ..options(&memory) }).expect("open");
     let mut present = 0;
     for i in 0..50 {
-        match db.get(&key(i)).expect("get") {
-            Some(v) => {
-                assert_eq!(v, value(i, 1, 50), "wrong value for key {i}");
-                present += 1;
-            }
-            None => {}
+        if let Some(v) = db.get(&key(i)).expect("get") {
+            assert_eq!(v, value(i, 1, 50), "wrong value for key {i}");
+            present += 1;
         }
     }
     assert!((40..50).contains(&present), "{present} of 50 records survived one flipped byte");
@@ -130,10 +127,7 @@ fn sstable_damage_never_gives_a_wrong_answer() {
                 }
             }
         }
-        let mut iterator = db.iter(&ReadOptions::default()).or_else(|e| {
-            assert_eq!(corruption_file(&e), table);
-            Err(e)
-        });
+        let mut iterator = db.iter(&ReadOptions::default()).inspect_err(|e| assert_eq!(corruption_file(e), table));
         if let Ok(iterator) = iterator.as_mut() {
             iterator.seek_to_first();
             let mut i = 0;

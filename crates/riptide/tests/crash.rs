@@ -128,14 +128,14 @@ fn crash_case(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) 
 
 #[test]
 fn crash_at_random_points_small_tables() {
-    for seed in 0..150 {
+    for seed in 0..600 {
         crash_case(seed, small_options);
     }
 }
 
 #[test]
 fn crash_at_random_points_sync_modes() {
-    for seed in 1000..1060 {
+    for seed in 1000..1200 {
         crash_case(seed, |fs| Options {
             wal_sync_mode: if seed % 2 == 0 { SyncMode::Full } else { SyncMode::Interval { interval_us: 500 } },
             ..small_options(fs)

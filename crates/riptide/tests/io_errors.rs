@@ -16,9 +16,12 @@ use common::{dump, key, small_options, value};
 
 const DB: &str = "/io";
 
+/// Key-value pairs in write order.
+type Entries = Vec<(Vec<u8>, Vec<u8>)>;
+
 /// Runs the workload; returns the keys (with values) acknowledged as synced, and whether any
 /// operation reported an error.
-fn workload(db: &Db) -> (Vec<(Vec<u8>, Vec<u8>)>, bool) {
+fn workload(db: &Db) -> (Entries, bool) {
     let mut acknowledged = Vec::new();
     let mut saw_error = false;
     for i in 0..90u64 {
@@ -126,7 +129,12 @@ fn errors_during_open_are_reported_and_leave_a_database_that_opens() {
     for n in 1..=total {
         let memory = template();
         let fault = FaultFileSystem::new(Arc::new(memory.clone()));
-        fault.set_plan(Some(FaultPlan { fail_at_operation: n, kind: FaultKind::Eio, persistent: false, include_reads: true }));
+        fault.set_plan(Some(FaultPlan {
+            fail_at_operation: n,
+            kind: FaultKind::Eio,
+            persistent: false,
+            include_reads: true,
+        }));
         match Db::open(DB, small_options(Arc::new(fault.clone()))) {
             Ok(db) => drop(db),
             Err(error) => assert!(error.is_io(), "fault {n} during open gave {error}"),

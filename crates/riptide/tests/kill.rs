@@ -48,7 +48,7 @@ fn kill_child() {
         for i in next..next + count {
             batch.put(&key(i), &value(i));
         }
-        db.write_opt(batch, &WriteOptions { sync: next % 10 == 0 }).expect("child write");
+        db.write_opt(batch, &WriteOptions { sync: next.is_multiple_of(10) }).expect("child write");
         next += count;
         println!("ack {}", next - 1);
     }

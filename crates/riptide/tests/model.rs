@@ -148,9 +148,8 @@ fn model_small_tables() {
 
 #[test]
 fn model_every_compression_and_tiny_blocks() {
-    for (seed, compression) in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy]
-        .into_iter()
-        .enumerate()
+    for (seed, compression) in
+        [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy].into_iter().enumerate()
     {
         let options = Options {
             compression,

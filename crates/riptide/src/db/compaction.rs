@@ -128,7 +128,8 @@ fn make_compaction(version: &Version, level: usize, inputs0: Vec<Arc<TableFile>>
     let inputs1 = version.overlapping_files(level + 1, &smallest, &largest);
     let all: Vec<&Arc<TableFile>> = inputs0.iter().chain(inputs1.iter()).collect();
     let (smallest, largest) = user_range(&all)?;
-    let bottommost = (level + 2..NUM_LEVELS).all(|deeper| version.overlapping_files(deeper, &smallest, &largest).is_empty());
+    let bottommost =
+        (level + 2..NUM_LEVELS).all(|deeper| version.overlapping_files(deeper, &smallest, &largest).is_empty());
     Some(Compaction { level, inputs: [inputs0, inputs1], bottommost, force_rewrite: false })
 }
 
@@ -151,10 +152,7 @@ fn pick_compaction(options: &crate::Options, version: &Version, compact_pointers
     }
     let files = &version.levels[best_level];
     let pointer = compact_pointers.get(best_level).map_or(&[][..], Vec::as_slice);
-    let file = files
-        .iter()
-        .find(|f| pointer.is_empty() || f.largest_user_key() > pointer)
-        .or_else(|| files.first())?;
+    let file = files.iter().find(|f| pointer.is_empty() || f.largest_user_key() > pointer).or_else(|| files.first())?;
     make_compaction(version, best_level, vec![Arc::clone(file)])
 }
 
@@ -270,7 +268,7 @@ fn write_outputs(
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
         steps += 1;
-        if steps % 1024 == 0 && inner.shutting_down.load(Ordering::Acquire) {
+        if steps.is_multiple_of(1024) && inner.shutting_down.load(Ordering::Acquire) {
             if let Some((number, _)) = builder.take() {
                 let _ = inner.file_system.remove(&table_path(&inner.dir, number));
                 inner.state.lock().pending_outputs.remove(&number);
@@ -284,7 +282,8 @@ fn write_outputs(
         }
         let current_user_key = user_key(key);
         let split = builder.as_ref().is_some_and(|(_, b)| {
-            b.estimated_file_size_bytes() >= inner.options.target_file_size_bytes && current_user_key != last_user_key.as_slice()
+            b.estimated_file_size_bytes() >= inner.options.target_file_size_bytes
+                && current_user_key != last_user_key.as_slice()
         });
         if split {
             if let Some((number, finished)) = builder.take() {
@@ -307,7 +306,7 @@ fn write_outputs(
                     return Err(error);
                 }
             };
-            builder = Some((number, TableBuilder::new(file, path, table_options.clone())));
+            builder = Some((number, TableBuilder::new(file, path, table_options)));
         }
         if let Some((_, active)) = builder.as_mut() {
             active.add(key, merged.value())?;

@@ -20,6 +20,7 @@ mod flush;
 mod iter;
 mod open;
 mod read;
+mod stats;
 pub(crate) mod table_cache;
 mod write;
 
@@ -32,6 +33,7 @@ use std::thread::JoinHandle;
 use parking_lot::{Condvar, Mutex, RwLock};
 
 pub use iter::DbIterator;
+pub use stats::{LevelStats, RecoveryStats, Stats};
 
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
@@ -114,6 +116,12 @@ pub(crate) struct DbInner {
     pub(crate) table_cache: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) shutting_down: AtomicBool,
+    /// Logical bytes users wrote (encoded batch sizes).
+    pub(crate) user_bytes_written: AtomicU64,
+    /// Bytes appended to write-ahead logs.
+    pub(crate) wal_bytes_written: AtomicU64,
+    /// What recovery found at open.
+    pub(crate) recovery: stats::RecoveryStats,
 }
 
 impl DbInner {
@@ -256,6 +264,23 @@ impl Db {
     /// Number of table files per level.
     pub fn level_file_counts(&self) -> Vec<usize> {
         self.inner.read_view.read().version.levels.iter().map(Vec::len).collect()
+    }
+
+    /// A snapshot of the engine's statistics. Its `Display` is a human-readable dump.
+    pub fn stats(&self) -> Stats {
+        stats::collect(&self.inner)
+    }
+
+    /// Changes the block cache capacity while the database runs; shrinking evicts at once.
+    pub fn set_block_cache_capacity_bytes(&self, capacity_bytes: usize) {
+        self.inner.block_cache.set_capacity_bytes(capacity_bytes);
+    }
+
+    /// Approximate bytes of table data holding user keys in `[start, end)`; data still in
+    /// memtables is not counted. Cheap: it reads only in-memory indexes.
+    pub fn approximate_size_bytes(&self, start: &[u8], end: &[u8]) -> Result<u64> {
+        self.check_open()?;
+        read::approximate_size_bytes(&self.inner, start, end)
     }
 
     /// The directory of this database.

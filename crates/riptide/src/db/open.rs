@@ -21,6 +21,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 
 use super::filename::{log_path, parse_file_name, table_path, FileKind, CURRENT_FILE_NAME, LOCK_FILE_NAME};
 use super::flush::write_level0_table;
+use super::stats::RecoveryStats;
 use super::table_cache::TableCache;
 use super::write::{insert_batch, WalState, WriteQueue};
 use super::{BackgroundStats, Db, DbInner, DbState, ReadView};
@@ -56,7 +57,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         if options.error_if_exists {
             return Err(Error::invalid(format!("a database already exists in {}", dir.display())));
         }
-        VersionSet::recover(dir, Arc::clone(&file_system), Arc::clone(&janitor))?.version_set
+        VersionSet::recover(dir, Arc::clone(&file_system), Arc::clone(&janitor))?
     } else {
         if !options.create_if_missing {
             return Err(Error::invalid(format!("no database in {} and create_if_missing is off", dir.display())));
@@ -80,6 +81,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         versions.mark_file_number_used(number);
     }
     let mut edit = VersionEdit::default();
+    let mut recovery = RecoveryStats::default();
     let mut max_sequence = versions.last_sequence();
     let mut memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
     // Only the newest log with data may end in a torn record: older logs were synced before
@@ -96,6 +98,7 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         let is_last_log = Some(index) >= last_log_with_data;
         let mut reader = LogReader::new(data, path.clone(), options.wal_recovery, is_last_log);
         while let Some((offset, record)) = reader.next_record()? {
+            recovery.wal_records_replayed += 1;
             let batch = WriteBatch::from_data(record.to_vec(), &path, offset + RECORD_HEADER_SIZE_BYTES as u64)?;
             if batch.is_empty() {
                 continue;
@@ -107,6 +110,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
                 memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
             }
         }
+        recovery.wal_torn_tail_bytes_dropped += reader.dropped_tail_bytes();
+        recovery.wal_records_skipped += reader.skipped_records();
+        recovery.wal_bytes_skipped += reader.skipped_bytes();
     }
     if !memtable.is_empty() {
         flush_recovered(dir, &file_system, &options, &mut versions, &memtable, &mut edit)?;
@@ -153,6 +159,9 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         table_cache,
         block_cache,
         shutting_down: AtomicBool::new(false),
+        user_bytes_written: AtomicU64::new(0),
+        wal_bytes_written: AtomicU64::new(0),
+        recovery,
         options,
     });
     let mut threads = Vec::new();
@@ -169,7 +178,8 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
     if let SyncMode::Interval { interval_us } = inner.options.wal_sync_mode {
         let sync_inner = Arc::clone(&inner);
         let interval = Duration::from_micros(interval_us);
-        threads.push(spawn("riptide-wal-sync", Box::new(move || super::write::interval_sync_loop(sync_inner, interval)))?);
+        threads
+            .push(spawn("riptide-wal-sync", Box::new(move || super::write::interval_sync_loop(sync_inner, interval)))?);
     }
     // Work may be due right away (for example level 0 was full when the database closed).
     inner.work_available.notify_all();

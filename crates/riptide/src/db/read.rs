@@ -103,6 +103,27 @@ fn table_cache_dir(table_cache: &TableCache) -> std::path::PathBuf {
     table_cache.dir().to_path_buf()
 }
 
+/// Approximate table bytes for user keys in `[start, end)`.
+pub(crate) fn approximate_size_bytes(inner: &DbInner, start: &[u8], end: &[u8]) -> Result<u64> {
+    if start >= end {
+        return Ok(0);
+    }
+    let view = Arc::clone(&inner.read_view.read());
+    let start_key = lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER);
+    let end_key = lookup_key(end, crate::key::MAX_SEQUENCE_NUMBER);
+    let mut total = 0;
+    for file in view.version.levels.iter().flatten() {
+        if !file_in_bounds(file, Some(start), Some(end)) {
+            continue;
+        }
+        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes)?;
+        let from = table.approximate_offset_of(&start_key);
+        let to = table.approximate_offset_of(&end_key);
+        total += to.saturating_sub(from);
+    }
+    Ok(total)
+}
+
 /// True when the file's user-key range can hold keys in `[lower, upper)`.
 fn file_in_bounds(file: &TableFile, lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
     lower.is_none_or(|lower| file.largest_user_key() >= lower)

@@ -195,6 +195,11 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         }
     }
     inner.last_sequence.store(last_sequence, Ordering::Relaxed);
+    let batch_bytes: usize = batches.iter().map(|b| b.size_bytes()).sum();
+    inner.user_bytes_written.fetch_add(batch_bytes as u64, Ordering::Relaxed);
+    inner
+        .wal_bytes_written
+        .fetch_add((batch_bytes + batches.len() * crate::wal::RECORD_HEADER_SIZE_BYTES) as u64, Ordering::Relaxed);
     for batch in &batches {
         insert_batch(&memtable, batch);
     }
@@ -220,10 +225,8 @@ fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, Writ
 
 /// Inserts a batch whose sequence is set into a memtable.
 pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
-    let mut sequence = batch.sequence();
-    for (kind, key, value) in batch.entries() {
+    for ((kind, key, value), sequence) in batch.entries().zip(batch.sequence()..) {
         memtable.insert(key, sequence, kind, if kind == ValueKind::Put { value } else { &[] });
-        sequence += 1;
     }
 }
 
@@ -231,7 +234,11 @@ pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
 /// full, and stalls while flushes or level-0 compactions are too far behind. With `force`, the
 /// active memtable is switched if it holds anything. Called by the write leader (or `flush`,
 /// which takes leadership first) with the state mutex held.
-pub(crate) fn make_room_for_write(inner: &DbInner, state: &mut parking_lot::MutexGuard<'_, DbState>, mut force: bool) -> Result<()> {
+pub(crate) fn make_room_for_write(
+    inner: &DbInner,
+    state: &mut parking_lot::MutexGuard<'_, DbState>,
+    mut force: bool,
+) -> Result<()> {
     let options = &inner.options;
     let mut stall_started: Option<Instant> = None;
     let result = loop {

@@ -306,11 +306,7 @@ impl FileSystem for FaultFileSystem {
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
         self.admit(Access::Read, "open", path)?;
         let inner = self.inner.open(path)?;
-        Ok(Arc::new(FaultRandomAccessFile {
-            inner,
-            path: path.to_path_buf(),
-            shared: Arc::clone(&self.shared),
-        }))
+        Ok(Arc::new(FaultRandomAccessFile { inner, path: path.to_path_buf(), shared: Arc::clone(&self.shared) }))
     }
 
     fn rename(&self, from: &Path, to: &Path) -> Result<()> {
@@ -382,12 +378,7 @@ mod tests {
         }
     }
 
-    fn plan(
-        fail_at_operation: u64,
-        kind: FaultKind,
-        persistent: bool,
-        include_reads: bool,
-    ) -> Option<FaultPlan> {
+    fn plan(fail_at_operation: u64, kind: FaultKind, persistent: bool, include_reads: bool) -> Option<FaultPlan> {
         Some(FaultPlan { fail_at_operation, kind, persistent, include_reads })
     }
 

@@ -196,8 +196,7 @@ impl State {
     /// Drops the file if no name in either namespace refers to it any more. Its bytes then live
     /// on only in reader snapshots, and writers still holding it write into nothing.
     fn forget_if_unnamed(&mut self, identity: FileIdentity) {
-        let named =
-            self.current_names.values().chain(self.durable_names.values()).any(|&other| other == identity);
+        let named = self.current_names.values().chain(self.durable_names.values()).any(|&other| other == identity);
         if !named {
             self.files.remove(&identity);
         }
@@ -443,11 +442,7 @@ impl MemFileSystem {
     pub fn total_bytes(&self) -> u64 {
         let state = self.state.lock();
         let identities: BTreeSet<FileIdentity> = state.current_names.values().copied().collect();
-        identities
-            .iter()
-            .filter_map(|identity| state.files.get(identity))
-            .map(|file| file.current.len() as u64)
-            .sum()
+        identities.iter().filter_map(|identity| state.files.get(identity)).map(|file| file.current.len() as u64).sum()
     }
 }
 
@@ -520,11 +515,7 @@ impl RandomAccessFile for MemRandomAccessFile {
                 "read",
                 &self.path,
                 io::ErrorKind::UnexpectedEof,
-                &format!(
-                    "{} bytes at offset {offset} reach past the end ({} bytes)",
-                    buf.len(),
-                    self.bytes.len()
-                ),
+                &format!("{} bytes at offset {offset} reach past the end ({} bytes)", buf.len(), self.bytes.len()),
             )),
         }
     }
@@ -577,13 +568,7 @@ impl FileSystem for MemFileSystem {
             None => state.insert_new_file(path.clone()),
         };
         let epoch = state.epoch;
-        Ok(Box::new(MemWritableFile {
-            state: Arc::clone(&self.state),
-            path,
-            identity,
-            epoch,
-            length_bytes: 0,
-        }))
+        Ok(Box::new(MemWritableFile { state: Arc::clone(&self.state), path, identity, epoch, length_bytes: 0 }))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -624,11 +609,8 @@ impl FileSystem for MemFileSystem {
     fn create_dir_all(&self, path: &Path) -> Result<()> {
         let path = normalize(path);
         let mut state = self.state.lock();
-        let missing: Vec<PathBuf> = path
-            .ancestors()
-            .filter(|ancestor| !state.directory_exists(ancestor))
-            .map(Path::to_path_buf)
-            .collect();
+        let missing: Vec<PathBuf> =
+            path.ancestors().filter(|ancestor| !state.directory_exists(ancestor)).map(Path::to_path_buf).collect();
         for directory in &missing {
             if state.current_names.contains_key(directory) {
                 return Err(failure(
@@ -685,10 +667,7 @@ impl FileSystem for MemFileSystem {
         let path = normalize(path);
         let mut state = self.state.lock();
         if state.locks.contains_key(&path) {
-            return Err(Error::Busy(format!(
-                "{} is locked: the database is open in another handle",
-                path.display()
-            )));
+            return Err(Error::Busy(format!("{} is locked: the database is open in another handle", path.display())));
         }
         if !state.current_names.contains_key(&path) {
             state.check_file_path("open lock file", &path)?;

@@ -18,7 +18,7 @@ mod fault;
 mod mem;
 mod os;
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::sync::Arc;
 
 use crate::error::Result;
@@ -91,9 +91,4 @@ pub trait FileSystem: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes an exclusive lock, failing at once with [`crate::Error::Busy`] if it is held.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
-}
-
-/// Joins a directory and a file name.
-pub(crate) fn join(dir: &Path, name: &str) -> PathBuf {
-    dir.join(name)
 }

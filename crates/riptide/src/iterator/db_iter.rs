@@ -334,6 +334,7 @@ impl UserIterator {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // Test tables of entries are clearer spelled out.
 mod tests {
     use super::*;
     use crate::iterator::level::{FileOpener, FileRange, LevelIterator};

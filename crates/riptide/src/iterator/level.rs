@@ -206,6 +206,7 @@ impl InternalIterator for LevelIterator {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // Test tables of entries are clearer spelled out.
 mod tests {
     use super::*;
     use crate::iterator::merge::tests::{walk_and_compare, FailingIterator};

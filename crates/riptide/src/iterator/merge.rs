@@ -270,6 +270,7 @@ impl InternalIterator for MergingIterator {
 }
 
 #[cfg(test)]
+#[allow(clippy::type_complexity)] // Test tables of entries are clearer spelled out.
 pub(crate) mod tests {
     use super::*;
     use crate::iterator::VecIterator;

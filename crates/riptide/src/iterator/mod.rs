@@ -43,22 +43,23 @@ pub(crate) trait InternalIterator: Send {
 
 /// An iterator over an in-memory sorted vector of entries; used by tests across the crate and
 /// as the iterator of small immutable collections.
+#[cfg(test)]
 #[derive(Debug, Default)]
 pub(crate) struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     position: Option<usize>,
 }
 
+#[cfg(test)]
 impl VecIterator {
     /// Creates an iterator; `entries` must already be sorted by internal key.
     pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIterator {
-        debug_assert!(entries
-            .windows(2)
-            .all(|w| crate::key::compare_internal_keys(&w[0].0, &w[1].0).is_lt()));
+        debug_assert!(entries.windows(2).all(|w| crate::key::compare_internal_keys(&w[0].0, &w[1].0).is_lt()));
         VecIterator { entries, position: None }
     }
 }
 
+#[cfg(test)]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.position.is_some()
@@ -70,9 +71,7 @@ impl InternalIterator for VecIterator {
         self.position = self.entries.len().checked_sub(1);
     }
     fn seek(&mut self, target: &[u8]) {
-        let index = self
-            .entries
-            .partition_point(|(key, _)| crate::key::compare_internal_keys(key, target).is_lt());
+        let index = self.entries.partition_point(|(key, _)| crate::key::compare_internal_keys(key, target).is_lt());
         self.position = (index < self.entries.len()).then_some(index);
     }
     fn next(&mut self) {

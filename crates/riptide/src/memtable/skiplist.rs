@@ -10,11 +10,16 @@
 //! Concurrency contract: `insert` takes `&self` and is lock-free: a writer links its node level by
 //! level, bottom up, with one compare-and-swap per level, and when a CAS fails because another
 //! writer linked a node at the same place it searches forward again from its predecessor at that
-//! level only. Readers (`seek`, `first`, `last`, `before`, [`NodeRef::next`]) never block and
-//! never write. A node's header, key, value and tower slots are written before the Release CAS
-//! that links it at level 0, and every link is read with Acquire, so a reader that reaches a node
-//! sees all of it; key and value bytes never change afterwards. A node is reachable at level `l`
-//! only after it is linked at every level below `l`, and it never leaves the list.
+//! level only. Each thread remembers where its previous insert into a list went (a splice: the
+//! neighbours at every level) and starts from there when the new key still falls between them,
+//! which makes sequential inserts nearly search-free; each reused level is checked to bracket
+//! the new key, because other writers may have made the remembered neighbours stale.
+//!
+//! Readers (`seek`, `first`, `last`, `before`, [`NodeRef::next`]) never block and never write. A
+//! node's header, key, value and tower slots are written before the Release CAS that links it at
+//! level 0, and every link is read with Acquire, so a reader that reaches a node sees all of it;
+//! key and value bytes never change afterwards. A node is reachable at level `l` only after it is
+//! linked at every level below `l`, and it never leaves the list.
 //!
 //! Invariants: every level is a singly linked list sorted strictly ascending by
 //! `crate::key::compare_internal_keys`; level 0 holds every inserted node; no internal key appears
@@ -55,7 +60,10 @@ const HEADER_BYTES: usize = size_of::<Node>();
 // below it must stay aligned, so both sizes must keep the arena's alignment guarantee useful.
 const _: () = assert!(std::mem::align_of::<Node>() <= ARENA_ALIGNMENT_BYTES);
 const _: () = assert!(std::mem::align_of::<AtomicPtr<Node>>() <= TOWER_SLOT_BYTES);
-const _: () = assert!(HEADER_BYTES % std::mem::align_of::<AtomicPtr<Node>>() == 0);
+const _: () = {
+    let slot_alignment_bytes = std::mem::align_of::<AtomicPtr<Node>>();
+    assert!(HEADER_BYTES / slot_alignment_bytes * slot_alignment_bytes == HEADER_BYTES);
+};
 
 /// The tower slot of `node` at `level`.
 ///
@@ -297,22 +305,18 @@ impl SkipList {
     /// pair only costs a failed CAS later.
     ///
     /// A recorded splice of this list is reused, from the top level down, as long as each level's
-    /// pair still brackets the target; from the first level where it does not, the levels are
-    /// searched again, each from the predecessor one level up. Every level is checked on its own:
-    /// under concurrent inserts a recorded splice need not be consistent across levels, and
-    /// linking between a pair that does not bracket the key would break the order.
+    /// pair was recorded and still brackets the target; from the first level where that fails,
+    /// the levels are searched again, each from the predecessor one level up. Every level is
+    /// checked on its own: under concurrent inserts a recorded splice need not be consistent
+    /// across levels, and linking between a pair that does not bracket the key would break the
+    /// order.
     fn prepare_splice(&self, splice: &mut Splice, list_height: usize, user_key: &[u8], trailer: u64) {
         let head = self.head.as_ptr();
-        if splice.list_id != self.id {
-            splice.list_id = self.id;
-            splice.height = 0;
-        }
-        // Levels the splice has never seen start as the widest bracket: head to end.
-        for level in splice.height..list_height {
-            splice.predecessors[level] = head;
-            splice.successors[level] = ptr::null_mut();
-        }
-        splice.height = splice.height.max(list_height);
+        // Only levels recorded on this list can be reused; a (head, end) pair at a level the
+        // splice never saw would "bracket" every key while possibly spanning the whole list.
+        let recorded_height = if splice.list_id == self.id { splice.height } else { 0 };
+        splice.list_id = self.id;
+        splice.height = list_height;
 
         let mut reusing = true;
         // The pair of the level above, already known to bracket the target; consecutive levels
@@ -323,6 +327,7 @@ impl SkipList {
             let predecessor = splice.predecessors[level];
             let successor = splice.successors[level];
             reusing = reusing
+                && level < recorded_height
                 && (ptr::eq(predecessor, verified_predecessor)
                     || self.sorts_before_target(predecessor, user_key, trailer))
                 && (ptr::eq(successor, verified_successor) || self.sorts_after_target(successor, user_key, trailer));
@@ -465,8 +470,8 @@ impl SkipList {
     ) -> (*mut Node, *mut Node) {
         let mut predecessor = start;
         loop {
-            // SAFETY: `predecessor` is the head or a node reached at this level, so its height
-            // exceeds `level`.
+            // SAFETY: `predecessor` is the head or a node linked at this level (reached at it, or
+            // recorded in a splice at it), so its height exceeds `level`.
             let next = unsafe { tower_slot(predecessor, level) }.load(MemoryOrdering::Acquire);
             if next.is_null() || next == known_successor {
                 return (predecessor, next);
@@ -502,6 +507,42 @@ impl SkipList {
                 trailer >> 8
             );
         }
+    }
+}
+
+#[cfg(test)]
+impl SkipList {
+    /// Checks the structural invariants: every level strictly ascending, and every node linked
+    /// at a level also linked at the level below. Returns the number of entries. Must not run
+    /// concurrently with inserts.
+    pub(crate) fn verify_structure(&self) -> usize {
+        let height = self.height.load(MemoryOrdering::Relaxed);
+        let mut lower_level: std::collections::HashSet<usize> = std::collections::HashSet::new();
+        let mut entry_count = 0;
+        for level in 0..height {
+            let mut this_level = std::collections::HashSet::new();
+            let mut previous: Option<&[u8]> = None;
+            // SAFETY: the head has `MAX_HEIGHT` slots; every loaded pointer is a linked node of
+            // height greater than `level`.
+            let mut node = unsafe { tower_slot(self.head.as_ptr(), level) }.load(MemoryOrdering::Acquire);
+            while !node.is_null() {
+                // SAFETY: as above.
+                let key = unsafe { node_key(node) };
+                if let Some(previous) = previous {
+                    assert!(crate::key::compare_internal_keys(previous, key).is_lt(), "level {level} out of order");
+                }
+                assert!(level == 0 || lower_level.contains(&(node as usize)), "node at level {level} missing below");
+                this_level.insert(node as usize);
+                previous = Some(key);
+                // SAFETY: as above.
+                node = unsafe { tower_slot(node, level) }.load(MemoryOrdering::Acquire);
+            }
+            if level == 0 {
+                entry_count = this_level.len();
+            }
+            lower_level = this_level;
+        }
+        entry_count
     }
 }
 
@@ -645,6 +686,45 @@ mod tests {
         let at_least_three: usize = counts[3..].iter().sum();
         let share = at_least_three as f64 / samples as f64;
         assert!((0.055..0.07).contains(&share), "height >= 3 share {share}");
+    }
+
+    /// Inserts `number` (as an 8-byte big-endian user key) with a chosen height and splice.
+    fn insert_with(list: &SkipList, number: u64, height: usize, splice: &mut Splice) -> *mut Node {
+        let user_key = number.to_be_bytes();
+        let node = allocate_node(&list.arena, height, &user_key, number << 8 | 1, b"");
+        let list_height = list.height.fetch_max(height, MemoryOrdering::Relaxed).max(height);
+        list.link(node, height, list_height, splice, &user_key, number << 8 | 1);
+        node.as_ptr()
+    }
+
+    #[test]
+    fn stale_splice_is_checked_at_every_level() {
+        let list = SkipList::new(4096);
+        let mut fresh = Splice::EMPTY;
+        let ten = insert_with(&list, 10, 2, &mut fresh);
+        let twenty = insert_with(&list, 20, 2, &mut fresh);
+        let thirty = insert_with(&list, 30, 2, &mut fresh);
+        // A splice as concurrent inserts can leave it: level 0 still brackets 25 (from 10 to 30,
+        // although 20 now sits between), but level 1 ends at 20, before 25. Reusing level 1
+        // because level 0 brackets would link 25 between 10 and 20.
+        let mut stale = Splice::EMPTY;
+        stale.list_id = list.id;
+        stale.height = 2;
+        stale.predecessors[0] = ten;
+        stale.successors[0] = thirty;
+        stale.predecessors[1] = ten;
+        stale.successors[1] = twenty;
+        insert_with(&list, 25, 2, &mut stale);
+        assert_eq!(list.verify_structure(), 4);
+        let keys: Vec<u64> = std::iter::successors(list.first(), |node| node.next())
+            .map(|node| u64::from_be_bytes(node.key()[..8].try_into().unwrap()))
+            .collect();
+        assert_eq!(keys, [10, 20, 25, 30]);
+        // A splice from another list is ignored entirely.
+        let other = SkipList::new(4096);
+        insert_with(&other, 5, 1, &mut stale);
+        assert_eq!(other.verify_structure(), 1);
+        assert_eq!(list.verify_structure(), 4);
     }
 
     #[test]

@@ -232,7 +232,10 @@ impl Block {
         }
         let key = self.data.get(header.key_start..header.key_end).unwrap_or_default();
         if key.len() < TRAILER_SIZE_BYTES {
-            return Err(BlockCorruption { offset_in_block: offset, reason: "key shorter than an internal key trailer" });
+            return Err(BlockCorruption {
+                offset_in_block: offset,
+                reason: "key shorter than an internal key trailer",
+            });
         }
         Ok(key)
     }
@@ -400,10 +403,10 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
                 return false;
             }
         };
-        let previous_key_length =
-            if self.key_borrowed { self.key_end - self.key_start } else { self.key_buffer.len() };
+        let previous_key_length = if self.key_borrowed { self.key_end - self.key_start } else { self.key_buffer.len() };
         if header.shared > previous_key_length {
-            let corruption = BlockCorruption { offset_in_block: self.current, reason: "shared prefix longer than the previous key" };
+            let corruption =
+                BlockCorruption { offset_in_block: self.current, reason: "shared prefix longer than the previous key" };
             self.set_corruption(corruption);
             return false;
         }
@@ -426,14 +429,16 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
         let key_length = header.shared + unshared.len();
         if key_length < TRAILER_SIZE_BYTES {
-            let corruption = BlockCorruption { offset_in_block: self.current, reason: "key shorter than an internal key trailer" };
+            let corruption =
+                BlockCorruption { offset_in_block: self.current, reason: "key shorter than an internal key trailer" };
             self.set_corruption(corruption);
             return false;
         }
         self.value_start = header.key_end;
         self.value_end = header.value_end;
         self.next_offset = header.value_end;
-        while self.restart_index + 1 < block.num_restarts && block.restart_point(self.restart_index + 1) <= self.current {
+        while self.restart_index + 1 < block.num_restarts && block.restart_point(self.restart_index + 1) <= self.current
+        {
             self.restart_index += 1;
         }
         true

@@ -123,10 +123,8 @@ pub(crate) struct BloomFilter {
 impl BloomFilter {
     /// Decodes a filter written by [`BloomFilterBuilder::finish`]; `Err` names what is wrong.
     pub(crate) fn decode(input: &[u8]) -> Result<BloomFilter, &'static str> {
-        let lines_length = input
-            .len()
-            .checked_sub(FILTER_METADATA_SIZE_BYTES)
-            .ok_or("filter shorter than its metadata")?;
+        let lines_length =
+            input.len().checked_sub(FILTER_METADATA_SIZE_BYTES).ok_or("filter shorter than its metadata")?;
         let num_probes = u32::from(input.get(lines_length).copied().unwrap_or(0));
         let num_lines = read_u32(input, lines_length + 1).ok_or("filter metadata truncated")? as usize;
         if !(1..=MAX_PROBES).contains(&num_probes) {
@@ -203,8 +201,7 @@ mod tests {
                 assert!(filter.may_contain(format!("key{i}").as_bytes()), "false negative for key{i}");
             }
             let probes = 100_000;
-            let false_positives =
-                (0..probes).filter(|i| filter.may_contain(format!("absent{i}").as_bytes())).count();
+            let false_positives = (0..probes).filter(|i| filter.may_contain(format!("absent{i}").as_bytes())).count();
             let rate = false_positives as f64 / probes as f64;
             if count >= 1000 {
                 assert!(rate < 0.02, "false-positive rate {rate} with {count} keys");

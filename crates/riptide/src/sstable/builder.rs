@@ -18,8 +18,8 @@ use crate::key::{self, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::sstable::block::BlockBuilder;
 use crate::sstable::bloom::BloomFilterBuilder;
 use crate::sstable::format::{
-    block_trailer, BlockCompressor, BlockHandle, Footer, BLOCK_TRAILER_SIZE_BYTES, BLOCK_TYPE_NONE,
-    FOOTER_SIZE_BYTES, FORMAT_VERSION,
+    block_trailer, BlockCompressor, BlockHandle, Footer, BLOCK_TRAILER_SIZE_BYTES, BLOCK_TYPE_NONE, FOOTER_SIZE_BYTES,
+    FORMAT_VERSION,
 };
 use crate::sstable::properties::TableProperties;
 use crate::sstable::TableOptions;
@@ -100,8 +100,7 @@ impl TableBuilder {
             shortest_separator(&self.last_key, internal_key, &mut self.separator);
             self.add_index_entry(handle);
         }
-        let new_user_key =
-            self.properties.num_entries == 0 || key::user_key(&self.last_key) != parsed.user_key;
+        let new_user_key = self.properties.num_entries == 0 || key::user_key(&self.last_key) != parsed.user_key;
         if let Some(filter) = self.filter.as_mut() {
             // Versions of one user key are adjacent; the filter needs each user key once.
             if new_user_key {
@@ -144,7 +143,10 @@ impl TableBuilder {
     /// footer, syncs the file and returns the table's properties.
     pub(crate) fn finish(mut self) -> Result<TableProperties> {
         if self.properties.num_entries == 0 {
-            return Err(Error::invalid(format!("refusing to write {}: a table needs at least one entry", self.path.display())));
+            return Err(Error::invalid(format!(
+                "refusing to write {}: a table needs at least one entry",
+                self.path.display()
+            )));
         }
         if !self.data_block.is_empty() {
             self.flush_data_block()?;

@@ -29,7 +29,7 @@ mod tests;
 pub(crate) use block::Block;
 pub(crate) use builder::TableBuilder;
 pub(crate) use properties::TableProperties;
-pub(crate) use reader::{BlockReadOptions, Table, TableIterator};
+pub(crate) use reader::{BlockReadOptions, Table};
 
 use crate::options::{Compression, Options};
 
@@ -153,7 +153,11 @@ pub mod bench_support {
     impl BenchTable {
         /// Writes `entries` (sorted internal keys) to `path` and opens the table with a 64 MiB
         /// block cache.
-        pub fn build(path: &Path, entries: &[(Vec<u8>, Vec<u8>)], compression: Compression) -> crate::Result<BenchTable> {
+        pub fn build(
+            path: &Path,
+            entries: &[(Vec<u8>, Vec<u8>)],
+            compression: Compression,
+        ) -> crate::Result<BenchTable> {
             let file_system = OsFileSystem;
             let options = TableOptions { compression, ..TableOptions::default() };
             let mut builder = TableBuilder::new(file_system.create(path)?, path.to_path_buf(), options);

@@ -116,7 +116,8 @@ impl Table {
         let mut properties = TableProperties::decode(&path, footer.properties.offset, &properties_contents)?;
         properties.file_size_bytes = file_length;
         let data_end = properties.data_size_bytes;
-        let properties_corruption = |reason: &str| corruption(footer.properties.offset, format!("properties block: {reason}"));
+        let properties_corruption =
+            |reason: &str| corruption(footer.properties.offset, format!("properties block: {reason}"));
         if properties.format_version != FORMAT_VERSION {
             return Err(properties_corruption("format version differs from the footer"));
         }
@@ -129,7 +130,8 @@ impl Table {
         if properties.index_size_bytes != footer.index.size_bytes.saturating_add(BLOCK_TRAILER_SIZE_BYTES as u64) {
             return Err(properties_corruption("index size differs from the footer"));
         }
-        let filter_size = footer.filter.map_or(0, |handle| handle.size_bytes.saturating_add(BLOCK_TRAILER_SIZE_BYTES as u64));
+        let filter_size =
+            footer.filter.map_or(0, |handle| handle.size_bytes.saturating_add(BLOCK_TRAILER_SIZE_BYTES as u64));
         if properties.filter_size_bytes != filter_size {
             return Err(properties_corruption("filter size differs from the footer"));
         }
@@ -205,6 +207,7 @@ impl Table {
     }
 
     /// The table's properties.
+    #[cfg(test)]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }
@@ -213,7 +216,8 @@ impl Table {
     /// the bloom filter.
     #[inline]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        if user_key < key::user_key(&self.properties.smallest_key) || user_key > key::user_key(&self.properties.largest_key)
+        if user_key < key::user_key(&self.properties.smallest_key)
+            || user_key > key::user_key(&self.properties.largest_key)
         {
             return false;
         }

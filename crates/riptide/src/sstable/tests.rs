@@ -177,7 +177,10 @@ fn ten_thousand_keys_forward_backward_and_seek_with_every_compression() {
                 Some((next, _)) => assert_eq!(iter.key(), &next[..]),
                 None => assert!(!iter.valid()),
             }
-            assert_eq!(table.get(&lookup_key(key::user_key(key), MAX_SEQUENCE_NUMBER), READ).unwrap(), Some((key.clone(), value.clone())));
+            assert_eq!(
+                table.get(&lookup_key(key::user_key(key), MAX_SEQUENCE_NUMBER), READ).unwrap(),
+                Some((key.clone(), value.clone()))
+            );
             assert_eq!(table.get(&between, READ).unwrap(), None);
         }
         iter.status().unwrap();
@@ -223,7 +226,8 @@ fn get_present_absent_deleted_and_multiple_versions() {
         for version in (1..=6u64).rev() {
             let sequence = u64::from(user) * 10 + version;
             let kind = if version == 4 { ValueKind::Delete } else { ValueKind::Put };
-            let value = if kind == ValueKind::Delete { Vec::new() } else { format!("{user_key}@{sequence}").into_bytes() };
+            let value =
+                if kind == ValueKind::Delete { Vec::new() } else { format!("{user_key}@{sequence}").into_bytes() };
             entries.push((make_internal_key(user_key.as_bytes(), sequence, kind), value));
         }
     }

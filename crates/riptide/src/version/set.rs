@@ -41,12 +41,6 @@ pub(crate) struct VersionSet {
     manifest_number: u64,
 }
 
-/// What recovery learned from the manifest.
-pub(crate) struct RecoveredState {
-    pub(crate) version_set: VersionSet,
-    pub(crate) manifest_number: u64,
-}
-
 impl VersionSet {
     /// A version set for a brand-new database: nothing is written until the first
     /// `log_and_apply`, which creates the first manifest and `CURRENT`.
@@ -69,7 +63,7 @@ impl VersionSet {
         dir: &Path,
         file_system: Arc<dyn FileSystem>,
         janitor: Arc<FileJanitor>,
-    ) -> Result<RecoveredState> {
+    ) -> Result<VersionSet> {
         let current_path = dir.join(CURRENT_FILE_NAME);
         let current = file_system.read_all(&current_path)?;
         let manifest_number = parse_current(&current)
@@ -111,19 +105,16 @@ impl VersionSet {
             return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
         }
         let version = build_version(&files, &janitor);
-        Ok(RecoveredState {
-            version_set: VersionSet {
-                dir: dir.to_path_buf(),
-                file_system,
-                janitor,
-                current: Arc::new(version),
-                next_file_number: next_file_number.max(manifest_number + 1),
-                last_sequence,
-                log_number,
-                // Recovery always starts a new manifest, so a torn tail is never appended to.
-                manifest: None,
-                manifest_number,
-            },
+        Ok(VersionSet {
+            dir: dir.to_path_buf(),
+            file_system,
+            janitor,
+            current: Arc::new(version),
+            next_file_number: next_file_number.max(manifest_number + 1),
+            last_sequence,
+            log_number,
+            // Recovery always starts a new manifest, so a torn tail is never appended to.
+            manifest: None,
             manifest_number,
         })
     }
@@ -231,9 +222,8 @@ impl VersionSet {
     fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut levels: Vec<Vec<Arc<TableFile>>> = self.current.levels.clone();
         for &(level, number) in &edit.deleted_files {
-            let files = levels
-                .get_mut(level as usize)
-                .ok_or_else(|| Error::invalid(format!("edit names level {level}")))?;
+            let files =
+                levels.get_mut(level as usize).ok_or_else(|| Error::invalid(format!("edit names level {level}")))?;
             let before = files.len();
             files.retain(|f| f.number() != number);
             if files.len() == before {
@@ -241,9 +231,8 @@ impl VersionSet {
             }
         }
         for (level, meta) in &edit.new_files {
-            let files = levels
-                .get_mut(*level as usize)
-                .ok_or_else(|| Error::invalid(format!("edit names level {level}")))?;
+            let files =
+                levels.get_mut(*level as usize).ok_or_else(|| Error::invalid(format!("edit names level {level}")))?;
             files.push(Arc::new(TableFile::new(meta.clone(), Arc::clone(&self.janitor))));
         }
         Ok(Version::from_files(levels))

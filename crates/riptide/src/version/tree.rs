@@ -111,10 +111,6 @@ impl Version {
         self.levels[level].iter().map(|f| f.meta.file_size_bytes).sum()
     }
 
-    pub(crate) fn total_files(&self) -> usize {
-        self.levels.iter().map(Vec::len).sum()
-    }
-
     /// Files of `level` whose user-key range intersects `[smallest, largest]`.
     pub(crate) fn overlapping_files(&self, level: usize, smallest: &[u8], largest: &[u8]) -> Vec<Arc<TableFile>> {
         self.levels[level].iter().filter(|f| f.overlaps(smallest, largest)).cloned().collect()

@@ -59,6 +59,8 @@ pub(crate) struct LogReader {
     /// Where the next record starts.
     position: usize,
     /// The end of the last record returned.
+    // Read only by the tests, which check where the valid records end.
+    #[cfg_attr(not(test), allow(dead_code))]
     valid_length_bytes: u64,
     /// Bytes dropped as a torn tail.
     dropped_tail_bytes: u64,
@@ -156,6 +158,7 @@ impl LogReader {
 
     /// The offset just past the last record returned: after a torn tail was dropped, the length
     /// to truncate the log to before anything else is appended to it.
+    #[cfg(test)]
     pub(crate) fn valid_length_bytes(&self) -> u64 {
         self.valid_length_bytes
     }

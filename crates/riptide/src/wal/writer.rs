@@ -10,7 +10,7 @@
 //! the file past the last successful sync are unknown and a later successful sync must never be
 //! taken to cover them.
 
-use std::path::{Path, PathBuf};
+use std::path::PathBuf;
 
 use super::{record_checksum, RECORD_HEADER_SIZE_BYTES};
 use crate::error::{Error, Result};
@@ -77,11 +77,6 @@ impl LogWriter {
     /// Bytes appended to the file so far, including any it held when the writer was created.
     pub(crate) fn size_bytes(&self) -> u64 {
         self.file.len()
-    }
-
-    /// The path of the log file.
-    pub(crate) fn path(&self) -> &Path {
-        &self.path
     }
 
     /// Fails with a copy of the first failure once the writer is poisoned.

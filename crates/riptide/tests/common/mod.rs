@@ -40,9 +40,7 @@ pub fn dump(db: &Db, options: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
 /// A deterministic key from a number (varying lengths exercise prefix compression).
 pub fn key(number: u64) -> Vec<u8> {
     let mut key = format!("key{number:06}").into_bytes();
-    for _ in 0..(number % 3) {
-        key.push(b'x');
-    }
+    key.extend(std::iter::repeat_n(b'x', (number % 3) as usize));
     key
 }
 
