@@ -110,7 +110,7 @@ impl Compaction {
 
 fn level_target_bytes(options: &crate::Options, level: usize) -> u64 {
     let base = (options.memtable_size_bytes as u64).saturating_mul(options.level0_compaction_trigger_files as u64);
-    let mut target = base.max(1 << 20);
+    let mut target = base.max(64 << 10);
     for _ in 1..level {
         target = target.saturating_mul(10);
     }
@@ -207,13 +207,18 @@ fn run_compaction(inner: &Arc<DbInner>, compaction: &Compaction) -> Result<()> {
     }
     let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
     let mut outputs: Vec<FileMetadata> = Vec::new();
-    let written = write_outputs(inner, compaction, smallest_snapshot, &mut outputs);
-    let mut state = inner.state.lock();
-    for meta in &outputs {
-        state.pending_outputs.remove(&meta.number);
+    let written = write_outputs(inner, compaction, smallest_snapshot, &mut outputs)
+        .and_then(|()| inner.file_system.sync_dir(&inner.dir));
+    if let Err(error) = written {
+        for meta in &outputs {
+            let _ = inner.file_system.remove(&table_path(&inner.dir, meta.number));
+        }
+        return Err(error);
     }
-    let installed = written.and_then(|()| {
-        inner.file_system.sync_dir(&inner.dir)?;
+    // From here on the outputs stay even if the manifest update fails: its record may have
+    // reached the disk. If it did not, the next open deletes them as orphans.
+    let mut state = inner.state.lock();
+    let installed = (|| {
         let mut edit = VersionEdit::default();
         for (which, files) in compaction.inputs.iter().enumerate() {
             for file in files {
@@ -235,12 +240,7 @@ fn run_compaction(inner: &Arc<DbInner>, compaction: &Compaction) -> Result<()> {
         }
         inner.install_read_view(&state);
         Ok(())
-    });
-    if installed.is_err() {
-        for meta in &outputs {
-            let _ = inner.file_system.remove(&table_path(&inner.dir, meta.number));
-        }
-    }
+    })();
     installed
 }
 
@@ -271,7 +271,6 @@ fn write_outputs(
         if steps.is_multiple_of(1024) && inner.shutting_down.load(Ordering::Acquire) {
             if let Some((number, _)) = builder.take() {
                 let _ = inner.file_system.remove(&table_path(&inner.dir, number));
-                inner.state.lock().pending_outputs.remove(&number);
             }
             return Err(Error::Closed("compaction stopped by close".to_string()));
         }
@@ -292,20 +291,9 @@ fn write_outputs(
             }
         }
         if builder.is_none() {
-            let number = {
-                let mut state = inner.state.lock();
-                let number = state.versions.new_file_number();
-                state.pending_outputs.insert(number);
-                number
-            };
+            let number = inner.state.lock().versions.new_file_number();
             let path = table_path(&inner.dir, number);
-            let file = match inner.file_system.create(&path) {
-                Ok(file) => file,
-                Err(error) => {
-                    inner.state.lock().pending_outputs.remove(&number);
-                    return Err(error);
-                }
-            };
+            let file = inner.file_system.create(&path)?;
             builder = Some((number, TableBuilder::new(file, path, table_options)));
         }
         if let Some((_, active)) = builder.as_mut() {
@@ -323,7 +311,6 @@ fn write_outputs(
         } else {
             drop(finished);
             let _ = inner.file_system.remove(&table_path(&inner.dir, number));
-            inner.state.lock().pending_outputs.remove(&number);
         }
     }
     Ok(())

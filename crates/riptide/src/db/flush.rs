@@ -80,7 +80,6 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             let Some(oldest) = state.immutables.front() else { continue };
             let memtable = Arc::clone(&oldest.memtable);
             let number = state.versions.new_file_number();
-            state.pending_outputs.insert(number);
             state.flush_running = true;
             (memtable, number, inner.snapshots.smallest_snapshot(&inner.visible_sequence))
         };
@@ -109,7 +108,6 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             state.stats.flush_bytes_written += bytes_written;
             Ok(())
         });
-        state.pending_outputs.remove(&number);
         match installed {
             Ok(()) => {
                 if let Some(flushed) = state.immutables.pop_front() {

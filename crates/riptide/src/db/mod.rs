@@ -24,7 +24,7 @@ mod stats;
 pub(crate) mod table_cache;
 mod write;
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::VecDeque;
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -73,8 +73,6 @@ pub(crate) struct DbState {
     pub(crate) background_error: Option<Error>,
     pub(crate) flush_running: bool,
     pub(crate) compaction_running: bool,
-    /// Numbers of files being written that no version names yet.
-    pub(crate) pending_outputs: HashSet<u64>,
     /// Per level: the largest user key of the last compaction, so the next one moves on.
     pub(crate) compact_pointers: Vec<Vec<u8>>,
     pub(crate) stats: BackgroundStats,

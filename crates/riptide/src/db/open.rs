@@ -138,7 +138,6 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         background_error: None,
         flush_running: false,
         compaction_running: false,
-        pending_outputs: HashSet::new(),
         compact_pointers: vec![Vec::new(); NUM_LEVELS],
         stats: BackgroundStats::default(),
     };

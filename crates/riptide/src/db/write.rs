@@ -13,7 +13,7 @@
 //! moves forward, to the end of a group whose batches are all in the memtable.
 
 use std::collections::VecDeque;
-use std::sync::atomic::Ordering;
+use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -32,6 +32,10 @@ use crate::wal::LogWriter;
 /// behind it for long and a group's WAL write stays a reasonable size.
 const MAX_GROUP_SIZE_BYTES: usize = 1 << 20;
 
+/// Groups with at least this many entries (and more than one writer) insert in parallel; for
+/// smaller groups the extra wake-ups cost more than the inserts.
+const PARALLEL_INSERT_MIN_ENTRIES: u64 = 64;
+
 /// The WAL currently written, behind a mutex shared with the interval-sync thread.
 pub(crate) struct WalState {
     pub(crate) writer: Option<LogWriter>,
@@ -43,7 +47,35 @@ pub(crate) struct WalState {
 enum WriterStatus {
     Waiting,
     Lead,
+    /// Insert your own batch (its sequence is stamped) into the group's memtable.
+    Insert(Arc<GroupInsert>),
     Done(Result<()>),
+}
+
+/// A group whose members insert their own batches into the memtable in parallel, so that both
+/// cores work on large groups. The leader waits until `remaining` reaches zero before it
+/// publishes the group's sequence numbers.
+struct GroupInsert {
+    memtable: Arc<MemTable>,
+    remaining: AtomicUsize,
+    finished: Mutex<bool>,
+    all_inserted: Condvar,
+}
+
+impl GroupInsert {
+    fn member_finished(&self) {
+        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
+            *self.finished.lock() = true;
+            self.all_inserted.notify_one();
+        }
+    }
+
+    fn wait(&self) {
+        let mut finished = self.finished.lock();
+        while !*finished {
+            self.all_inserted.wait(&mut finished);
+        }
+    }
 }
 
 struct Writer {
@@ -53,15 +85,44 @@ struct Writer {
     size_bytes: usize,
     sync: bool,
     status: Mutex<WriterStatus>,
+    /// Set when `status` changes, so a waiter can spin on it without the mutex.
+    has_news: AtomicBool,
     wake: Condvar,
 }
 
 impl Writer {
     fn set_status(&self, status: WriterStatus) {
-        *self.status.lock() = status;
+        let mut current = self.status.lock();
+        *current = status;
+        self.has_news.store(true, Ordering::Release);
+        drop(current);
         self.wake.notify_one();
     }
+
+    /// Waits for a status other than `Waiting` and takes it. Spins briefly first: the leader
+    /// usually finishes within microseconds, and a futex sleep plus wake-up costs more than
+    /// that (on two cores, a sleeping follower means a context switch per write).
+    fn wait_for_news(&self) -> WriterStatus {
+        for _ in 0..SPIN_ITERATIONS {
+            if self.has_news.load(Ordering::Acquire) {
+                break;
+            }
+            std::hint::spin_loop();
+        }
+        let mut status = self.status.lock();
+        loop {
+            let taken = std::mem::replace(&mut *status, WriterStatus::Waiting);
+            if !matches!(taken, WriterStatus::Waiting) {
+                self.has_news.store(false, Ordering::Relaxed);
+                return taken;
+            }
+            self.wake.wait(&mut status);
+        }
+    }
 }
+
+/// Busy-wait iterations before a waiting writer sleeps (a few microseconds).
+const SPIN_ITERATIONS: usize = 2000;
 
 /// Writers waiting for the leader, and whether a leader is active.
 #[derive(Default)]
@@ -108,6 +169,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
         batch: Mutex::new(batch),
         sync,
         status: Mutex::new(WriterStatus::Waiting),
+        has_news: AtomicBool::new(false),
         wake: Condvar::new(),
     });
     {
@@ -115,12 +177,15 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
         queue.pending.push_back(Arc::clone(&writer));
         if queue.leader_active {
             drop(queue);
-            let mut status = writer.status.lock();
             loop {
-                match std::mem::replace(&mut *status, WriterStatus::Waiting) {
-                    WriterStatus::Waiting => writer.wake.wait(&mut status),
+                match writer.wait_for_news() {
+                    WriterStatus::Waiting => {}
                     WriterStatus::Done(result) => return result,
                     WriterStatus::Lead => break,
+                    WriterStatus::Insert(job) => {
+                        insert_batch(&job.memtable, &writer.batch.lock());
+                        job.member_finished();
+                    }
                 }
             }
         } else {
@@ -200,10 +265,27 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     inner
         .wal_bytes_written
         .fetch_add((batch_bytes + batches.len() * crate::wal::RECORD_HEADER_SIZE_BYTES) as u64, Ordering::Relaxed);
-    for batch in &batches {
-        insert_batch(&memtable, batch);
+    let parallel = group.len() > 1 && entry_count >= PARALLEL_INSERT_MIN_ENTRIES;
+    if parallel {
+        // The members lock their own batches, so release them first.
+        drop(batches);
+        let job = Arc::new(GroupInsert {
+            memtable: Arc::clone(&memtable),
+            remaining: AtomicUsize::new(group.len() - 1),
+            finished: Mutex::new(false),
+            all_inserted: Condvar::new(),
+        });
+        for member in &group[1..] {
+            member.set_status(WriterStatus::Insert(Arc::clone(&job)));
+        }
+        insert_batch(&memtable, &group[0].batch.lock());
+        job.wait();
+    } else {
+        for batch in &batches {
+            insert_batch(&memtable, batch);
+        }
+        drop(batches);
     }
-    drop(batches);
     inner.visible_sequence.store(last_sequence, Ordering::Release);
     Ok(())
 }
@@ -314,6 +396,7 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
         size_bytes: 0,
         sync: false,
         status: Mutex::new(WriterStatus::Waiting),
+        has_news: AtomicBool::new(false),
         wake: Condvar::new(),
     });
     {
@@ -321,10 +404,7 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
         queue.pending.push_back(Arc::clone(&token));
         if queue.leader_active {
             drop(queue);
-            let mut status = token.status.lock();
-            while !matches!(*status, WriterStatus::Lead) {
-                token.wake.wait(&mut status);
-            }
+            while !matches!(token.wait_for_news(), WriterStatus::Lead) {}
         } else {
             queue.leader_active = true;
         }

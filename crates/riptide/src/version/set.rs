@@ -105,6 +105,7 @@ impl VersionSet {
             return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
         }
         let version = build_version(&files, &janitor);
+        check_levels_disjoint(&version).map_err(|reason| Error::corruption(&path, 0, reason))?;
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             file_system,
@@ -208,6 +209,10 @@ impl VersionSet {
 
     fn install(&mut self, new_version: Version, edit: &VersionEdit) {
         for &(level, number) in &edit.deleted_files {
+            // A file deleted and added by the same edit was moved to another level: it stays.
+            if edit.new_files.iter().any(|(_, meta)| meta.number == number) {
+                continue;
+            }
             if let Some(file) = self.current.levels[level as usize].iter().find(|f| f.number() == number) {
                 file.mark_obsolete();
             }
@@ -221,21 +226,31 @@ impl VersionSet {
     /// The version that results from applying `edit` to the current one.
     fn apply(&self, edit: &VersionEdit) -> Result<Version> {
         let mut levels: Vec<Vec<Arc<TableFile>>> = self.current.levels.clone();
+        let mut removed: Vec<Arc<TableFile>> = Vec::new();
         for &(level, number) in &edit.deleted_files {
             let files =
                 levels.get_mut(level as usize).ok_or_else(|| Error::invalid(format!("edit names level {level}")))?;
-            let before = files.len();
-            files.retain(|f| f.number() != number);
-            if files.len() == before {
-                return Err(Error::invalid(format!("edit deletes file {number} not in level {level}")));
-            }
+            let index = files
+                .iter()
+                .position(|f| f.number() == number)
+                .ok_or_else(|| Error::invalid(format!("edit deletes file {number} not in level {level}")))?;
+            removed.push(files.remove(index));
         }
         for (level, meta) in &edit.new_files {
             let files =
                 levels.get_mut(*level as usize).ok_or_else(|| Error::invalid(format!("edit names level {level}")))?;
-            files.push(Arc::new(TableFile::new(meta.clone(), Arc::clone(&self.janitor))));
+            // A moved file keeps its handle: one file, one owner count, one deleter.
+            let file = match removed.iter().find(|f| f.number() == meta.number) {
+                Some(moved) => Arc::clone(moved),
+                None => Arc::new(TableFile::new(meta.clone(), Arc::clone(&self.janitor))),
+            };
+            files.push(file);
         }
-        Ok(Version::from_files(levels))
+        let version = Version::from_files(levels);
+        // I4 is a property of this process's own edits; breaking it is a bug, reported as an
+        // error rather than a panic in a background thread.
+        check_levels_disjoint(&version).map_err(|reason| Error::invalid(format!("internal error (I4): {reason}")))?;
+        Ok(version)
     }
 
     fn write_new_manifest(&self, number: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
@@ -300,6 +315,19 @@ fn apply_to_map(files: &mut HashMap<u64, (u32, FileMetadata)>, edit: &VersionEdi
         }
         if files.insert(meta.number, (*level, meta.clone())).is_some() {
             return Err(format!("file {} added twice", meta.number));
+        }
+    }
+    Ok(())
+}
+
+/// Invariant I4, checked on what the manifest says: files of levels 1 and deeper must not
+/// overlap (a damaged manifest that passes its checksums must not lead to wrong reads).
+fn check_levels_disjoint(version: &Version) -> std::result::Result<(), String> {
+    for (level, files) in version.levels.iter().enumerate().skip(1) {
+        for pair in files.windows(2) {
+            if pair[0].largest_user_key() >= pair[1].smallest_user_key() {
+                return Err(format!("files {} and {} of level {level} overlap", pair[0].number(), pair[1].number()));
+            }
         }
     }
     Ok(())

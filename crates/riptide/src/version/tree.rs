@@ -98,10 +98,6 @@ impl Version {
                 });
             } else {
                 files.sort_by(|a, b| compare_internal_keys(&a.meta.smallest, &b.meta.smallest));
-                debug_assert!(
-                    files.windows(2).all(|w| w[0].largest_user_key() < w[1].smallest_user_key()),
-                    "I4: files of level {level} overlap"
-                );
             }
         }
         Version { levels }

@@ -1,0 +1,8 @@
+//! Placeholder: the benchtool is being written.
+
+fn main() {
+    #[cfg(feature = "rocksdb")]
+    {
+        let _ = rocksdb::Options::default();
+    }
+}
