@@ -12,7 +12,7 @@
 use std::sync::Arc;
 use std::time::Instant;
 
-use riptide::{Db, Options, WriteBatch, WriteOptions};
+use riptide::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
 struct Arguments {
     keys: u64,
@@ -22,6 +22,8 @@ struct Arguments {
     pattern: String,
     dir: Option<String>,
     sync: bool,
+    reads: u64,
+    scans: u64,
 }
 
 fn parse_arguments() -> Result<Arguments, String> {
@@ -33,6 +35,8 @@ fn parse_arguments() -> Result<Arguments, String> {
         pattern: "random".to_string(),
         dir: None,
         sync: false,
+        reads: 0,
+        scans: 0,
     };
     let mut raw = std::env::args().skip(1);
     while let Some(flag) = raw.next() {
@@ -47,6 +51,8 @@ fn parse_arguments() -> Result<Arguments, String> {
             "--pattern" => arguments.pattern = value()?,
             "--dir" => arguments.dir = Some(value()?),
             "--sync" => arguments.sync = true,
+            "--reads" => arguments.reads = value()?.parse().map_err(|e| format!("--reads: {e}"))?,
+            "--scans" => arguments.scans = value()?.parse().map_err(|e| format!("--scans: {e}"))?,
             other => return Err(format!("unknown flag {other}")),
         }
     }
@@ -126,4 +132,55 @@ fn main() {
     let rate = written as f64 / seconds;
     eprintln!("wrote {written} keys in {seconds:.2} s: {rate:.0} ops/s; level files {:?}", db.level_file_counts());
     println!("{},{},{},{},{seconds:.3},{rate:.0}", arguments.pattern, written, arguments.threads, arguments.batch);
+    if arguments.reads > 0 {
+        let rate = timed_by_threads(&db, arguments.threads, arguments.reads, written, &arguments.pattern, |db, key| {
+            assert!(db.get(key).expect("get").is_some(), "a written key is missing");
+        });
+        eprintln!("random point reads: {rate:.0} ops/s");
+        println!("read,{},{},{rate:.0}", arguments.reads, arguments.threads);
+    }
+    if arguments.scans > 0 {
+        let rate = timed_by_threads(&db, arguments.threads, arguments.scans, written, &arguments.pattern, |db, key| {
+            let mut iterator = db.iter(&ReadOptions::default()).expect("iterator");
+            iterator.seek(key);
+            let mut seen = 0;
+            while iterator.valid() && seen < 100 {
+                seen += 1;
+                iterator.next();
+            }
+            iterator.status().expect("scan");
+        });
+        eprintln!("100-key range scans: {rate:.0} scans/s");
+        println!("scan,{},{},{rate:.0}", arguments.scans, arguments.threads);
+    }
+}
+
+/// Runs `operation` `count` times over keys drawn from the written key space, split across
+/// threads, and returns operations per second.
+fn timed_by_threads(
+    db: &Arc<Db>,
+    threads: u64,
+    count: u64,
+    written: u64,
+    pattern: &str,
+    operation: impl Fn(&Db, &[u8]) + Send + Sync + Copy + 'static,
+) -> f64 {
+    let started = Instant::now();
+    let handles: Vec<_> = (0..threads)
+        .map(|thread| {
+            let db = Arc::clone(db);
+            let sequential = pattern == "seq";
+            std::thread::spawn(move || {
+                for i in 0..count / threads {
+                    let index = permute(thread * 1_000_003 + i) % written;
+                    let number = if sequential { index } else { permute(index) };
+                    operation(&db, format!("{number:016x}").as_bytes());
+                }
+            })
+        })
+        .collect();
+    for handle in handles {
+        handle.join().expect("reader thread");
+    }
+    (count / threads * threads) as f64 / started.elapsed().as_secs_f64()
 }

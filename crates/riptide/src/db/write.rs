@@ -307,8 +307,13 @@ fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, Writ
 
 /// Inserts a batch whose sequence is set into a memtable.
 pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
+    let mut count = 0;
     for ((kind, key, value), sequence) in batch.entries().zip(batch.sequence()..) {
-        memtable.insert(key, sequence, kind, if kind == ValueKind::Put { value } else { &[] });
+        memtable.insert_uncounted(key, sequence, kind, if kind == ValueKind::Put { value } else { &[] });
+        count += 1;
+    }
+    if count > 0 {
+        memtable.count_inserted(count, batch.sequence() + count as u64 - 1);
     }
 }
 

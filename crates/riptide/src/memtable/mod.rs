@@ -20,6 +20,7 @@
 //! updated right after the entry is linked.
 
 mod arena;
+mod filter;
 mod skiplist;
 
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
@@ -28,6 +29,7 @@ use std::sync::Arc;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::{self, ValueKind, MAX_SEQUENCE_NUMBER};
+use filter::KeyFilter;
 use skiplist::{Position, SkipList};
 
 /// The result of a point lookup that found an entry for the user key.
@@ -54,6 +56,9 @@ struct InsertCounters {
 #[derive(Debug)]
 pub(crate) struct MemTable {
     list: SkipList,
+    /// A bloom filter over the user keys inserted, so that point lookups of keys the memtable
+    /// does not hold (most of them, once data outgrows one memtable) skip the skiplist search.
+    filter: KeyFilter,
     counters: InsertCounters,
 }
 
@@ -61,15 +66,34 @@ impl MemTable {
     /// Creates an empty memtable expected to grow to about `capacity_hint_bytes` (the flush
     /// threshold); the hint only sizes arena chunks and is not a limit.
     pub(crate) fn new(capacity_hint_bytes: usize) -> MemTable {
-        MemTable { list: SkipList::new(capacity_hint_bytes), counters: InsertCounters::default() }
+        MemTable {
+            list: SkipList::new(capacity_hint_bytes),
+            filter: KeyFilter::new(capacity_hint_bytes),
+            counters: InsertCounters::default(),
+        }
     }
 
     /// Adds an entry. Safe to call from many threads at once. `value` should be empty for
     /// tombstones. The engine never inserts the same (`user_key`, `sequence`) twice.
     pub(crate) fn insert(&self, user_key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
+        self.insert_uncounted(user_key, sequence, kind, value);
+        self.count_inserted(1, sequence);
+    }
+
+    /// Like [`MemTable::insert`] but leaves the entry count and largest sequence to a later
+    /// [`MemTable::count_inserted`], so that a batch updates the shared counters once rather
+    /// than once per entry (they sit on one cache line that every inserting core would fight
+    /// over).
+    pub(crate) fn insert_uncounted(&self, user_key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
+        self.filter.insert(user_key);
         self.list.insert(user_key, key::pack_trailer(sequence, kind), value);
-        self.counters.entry_count.fetch_add(1, Ordering::Relaxed);
-        self.counters.largest_sequence.fetch_max(sequence, Ordering::Relaxed);
+    }
+
+    /// Accounts for `entries` inserted with [`MemTable::insert_uncounted`], the largest of
+    /// sequence `largest_sequence`.
+    pub(crate) fn count_inserted(&self, entries: usize, largest_sequence: u64) {
+        self.counters.entry_count.fetch_add(entries, Ordering::Relaxed);
+        self.counters.largest_sequence.fetch_max(largest_sequence, Ordering::Relaxed);
     }
 
     /// The newest entry of `user_key` whose sequence is at most `sequence`, or `None` when the
@@ -78,6 +102,9 @@ impl MemTable {
         // The lookup trailer carries the highest kind so that the seek lands on an entry at
         // exactly `sequence` whatever its kind. Sequences above the 56-bit limit mean "see
         // everything".
+        if !self.filter.may_contain(user_key) {
+            return None;
+        }
         let trailer = key::pack_trailer(sequence.min(MAX_SEQUENCE_NUMBER), ValueKind::FOR_SEEK);
         let node = self.list.seek(user_key, trailer)?;
         let found = key::parse_internal_key(node.key())?;
@@ -98,7 +125,7 @@ impl MemTable {
     /// Bytes of memory the memtable holds: the capacity of its arena chunks, which is what the
     /// process really pays, including the not yet used tail of the current chunk.
     pub(crate) fn approximate_memory_bytes(&self) -> usize {
-        self.list.memory_usage_bytes()
+        self.list.memory_usage_bytes() + self.filter.memory_usage_bytes()
     }
 
     /// Number of entries inserted.
@@ -702,9 +729,11 @@ mod tests {
     #[test]
     fn memory_accounting_tracks_arena_chunks() {
         let memtable = MemTable::new(64 << 20);
-        // An empty memtable holds its first chunk: an eighth of the hint, at most 4 MiB.
+        // An empty memtable holds its first chunk (an eighth of the hint, at most 4 MiB) and its
+        // key filter (one byte per 64 bytes of capacity).
+        let filter_bytes = (64 << 20) / 64;
         let initial = memtable.approximate_memory_bytes();
-        assert_eq!(initial, 4 << 20);
+        assert_eq!(initial, (4 << 20) + filter_bytes);
         let mut payload_bytes = 0;
         let value = [7u8; 100];
         for number in 0..100_000u64 {
@@ -715,8 +744,8 @@ mod tests {
         let used = memtable.approximate_memory_bytes();
         assert!(used >= payload_bytes, "{used} < {payload_bytes}");
         // Per-entry overhead (header, tower, padding) plus at most one partly used chunk.
-        assert!(used <= payload_bytes * 3 / 2 + (4 << 20), "{used} too large for {payload_bytes}");
-        assert_eq!(used % (4 << 20), 0, "only whole regular chunks were added");
+        assert!(used <= payload_bytes * 3 / 2 + (4 << 20) + filter_bytes, "{used} too large for {payload_bytes}");
+        assert_eq!((used - filter_bytes) % (4 << 20), 0, "only whole regular chunks were added");
     }
 
     #[test]

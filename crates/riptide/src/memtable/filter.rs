@@ -1,0 +1,104 @@
+//! A concurrent bloom filter over the user keys of one memtable.
+//!
+//! Point lookups check it before searching the skiplist: once the data set outgrows a memtable,
+//! most lookups are for keys the memtable does not hold, and a search costs a cache miss per
+//! skiplist level while the filter costs one. The filter is cache-line blocked (every probe of a
+//! key falls in one 64-byte line) and sized from the memtable's capacity (one bit per 8 bytes of
+//! capacity, about 16 bits per typical entry, under 0.1 % false positives).
+//!
+//! Concurrency contract: inserts set bits with atomic `fetch_or` and may race freely; a lookup
+//! may run at any time. A key whose insert happened before the lookup (through the write path's
+//! Release/Acquire publication of the visible sequence) is always found: bits are only ever set.
+
+use std::sync::atomic::{AtomicU64, Ordering};
+
+/// Words in one 64-byte line.
+const WORDS_PER_LINE: usize = 8;
+/// Probes per key.
+const PROBES: u32 = 6;
+
+pub(crate) struct KeyFilter {
+    words: Box<[AtomicU64]>,
+    line_count: u64,
+}
+
+impl std::fmt::Debug for KeyFilter {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("KeyFilter").field("line_count", &self.line_count).finish()
+    }
+}
+
+impl KeyFilter {
+    /// A filter for a memtable of about `capacity_bytes`.
+    pub(crate) fn new(capacity_bytes: usize) -> KeyFilter {
+        // One bit per 8 bytes of capacity: one byte of filter per 64 bytes of memtable.
+        let line_count = (capacity_bytes / 64 / 64).max(4);
+        let words = (0..line_count * WORDS_PER_LINE).map(|_| AtomicU64::new(0)).collect();
+        KeyFilter { words, line_count: line_count as u64 }
+    }
+
+    /// The line of a hash and the bit masks of its probes within that line.
+    fn masks(&self, user_key: &[u8]) -> (usize, [u64; WORDS_PER_LINE]) {
+        let hash = xxhash_rust::xxh3::xxh3_64(user_key);
+        let line = ((hash >> 32) % self.line_count) as usize;
+        let mut masks = [0u64; WORDS_PER_LINE];
+        // Each probe takes 9 bits (3 for the word, 6 for the bit) from a rotating mix of the hash.
+        let mut bits = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
+        for _ in 0..PROBES {
+            let word = (bits & 7) as usize;
+            let bit = (bits >> 3) & 63;
+            masks[word] |= 1 << bit;
+            bits = bits.rotate_right(9);
+        }
+        (line * WORDS_PER_LINE, masks)
+    }
+
+    pub(crate) fn insert(&self, user_key: &[u8]) {
+        let (start, masks) = self.masks(user_key);
+        for (offset, mask) in masks.iter().enumerate() {
+            if *mask != 0 {
+                self.words[start + offset].fetch_or(*mask, Ordering::Relaxed);
+            }
+        }
+    }
+
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        let (start, masks) = self.masks(user_key);
+        masks
+            .iter()
+            .enumerate()
+            .all(|(offset, mask)| self.words[start + offset].load(Ordering::Relaxed) & mask == *mask)
+    }
+
+    pub(crate) fn memory_usage_bytes(&self) -> usize {
+        self.words.len() * std::mem::size_of::<AtomicU64>()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn no_false_negatives_and_few_false_positives() {
+        let filter = KeyFilter::new(4 << 20);
+        // About what a 4 MiB memtable of 100-byte entries holds.
+        for i in 0..30_000u32 {
+            filter.insert(format!("present{i}").as_bytes());
+        }
+        for i in 0..30_000u32 {
+            assert!(filter.may_contain(format!("present{i}").as_bytes()));
+        }
+        let false_positives = (0..100_000u32).filter(|i| filter.may_contain(format!("absent{i}").as_bytes())).count();
+        assert!(false_positives < 1000, "{false_positives} false positives in 100000");
+    }
+
+    #[test]
+    fn tiny_filters_still_work() {
+        let filter = KeyFilter::new(0);
+        for i in 0..1000u32 {
+            filter.insert(&i.to_le_bytes());
+        }
+        assert!((0..1000u32).all(|i| filter.may_contain(&i.to_le_bytes())));
+    }
+}
