@@ -1,8 +1,14 @@
 //! The one error type of the engine.
 //!
 //! Every fallible public operation returns [`Result<T>`]. A missing key is not an error (`Ok(None)`);
-//! errors describe I/O failures, damaged files, bad arguments and conflicts. The enum is
-//! `#[non_exhaustive]` so that later features can add kinds without breaking callers.
+//! errors describe I/O failures, damaged files, bad arguments, a locked directory and a closing
+//! database. The enum is `#[non_exhaustive]` so that later features can add kinds without
+//! breaking callers.
+//!
+//! After a background failure (a failed WAL write or sync, memtable switch, flush or
+//! compaction), writes, `flush`, `wait_for_background_work` and `compact_all` fail with a copy of
+//! that first error, of the same kind (for example [`Error::Io`] with its OS code), until the
+//! database is reopened; reads keep working.
 
 use std::fmt;
 use std::io;
@@ -31,13 +37,23 @@ pub enum Error {
         /// A human-readable description of what was wrong.
         reason: String,
     },
-    /// The caller passed an argument that breaks a documented limit or contract.
+    /// The caller passed an argument that breaks a documented limit or contract: for example a
+    /// key, value or batch over its limit, invalid options, or `create_if_missing` /
+    /// `error_if_exists` refusing to open. Also returned when the database uses another
+    /// comparator, when sequence numbers are exhausted, and when an internal consistency check
+    /// fails (a version edit that would make files of a level overlap, "internal error (I4)"),
+    /// which is a bug in Riptide rather than in the caller.
     InvalidArgument(String),
     /// A resource is in use: the database directory is locked by another handle or process.
     Busy(String),
-    /// A transaction conflicted with a concurrent writer.
+    /// Reserved for transactions conflicting with a concurrent writer. Riptide has no
+    /// transactions yet, so nothing returns it today.
     Conflict(String),
-    /// The database was closed, or a previous background error put it into read-only mode.
+    /// The database is closed or closing: work that finds a shutdown under way stops with this
+    /// error (for example a compaction interrupted by close, which is not reported further).
+    ///
+    /// It does not signal a background failure: once one has happened, writes fail with a copy
+    /// of that first error, of its own kind (for example [`Error::Io`]), not with `Closed`.
     Closed(String),
 }
 

@@ -236,3 +236,49 @@ fn concurrent_writers_and_readers() {
         }
     }
 }
+
+/// Regression test. The story: `flush` queued an empty placeholder writer to obtain write
+/// leadership, but a leader forming a group took every queued writer, the placeholder
+/// included. The placeholder then got `Done` (or, in a parallel-insert group, `Insert`) instead
+/// of `Lead` and waited forever; in the parallel case the leader also waited forever for its
+/// insert, blocking every later write. Flushes racing writers of large batches reproduce it.
+#[test]
+fn flush_and_compaction_while_writers_write_large_batches() {
+    let memory = MemFileSystem::new();
+    let db = Arc::new(Db::open("/flush-race", small_options(Arc::new(memory.clone()))).expect("open"));
+    let (sender, receiver) = std::sync::mpsc::channel();
+    let writers: Vec<_> = (0..3u64)
+        .map(|thread| {
+            let db = Arc::clone(&db);
+            std::thread::spawn(move || {
+                for round in 0..150u64 {
+                    let mut batch = WriteBatch::new();
+                    for i in 0..80u64 {
+                        let n = thread * 1_000_000 + round * 100 + i;
+                        batch.put(&key(n), &value(n, 1, 20));
+                    }
+                    db.write(batch).expect("write");
+                }
+            })
+        })
+        .collect();
+    let flusher = {
+        let db = Arc::clone(&db);
+        std::thread::spawn(move || {
+            for i in 0..40 {
+                if i % 10 == 9 {
+                    db.compact_all().expect("compact");
+                } else {
+                    db.flush().expect("flush");
+                }
+            }
+            sender.send(()).expect("send");
+        })
+    };
+    receiver.recv_timeout(std::time::Duration::from_secs(120)).expect("flush hung while writers were writing");
+    flusher.join().expect("flusher");
+    for writer in writers {
+        writer.join().expect("writer");
+    }
+    assert_eq!(dump(&db, &ReadOptions::default()).len(), 3 * 150 * 80);
+}

@@ -2,10 +2,19 @@
 //!
 //! The policy here is leveled and deliberately simple (the full leveled compaction with dynamic
 //! level sizes and sub-compactions is later work): level 0 is compacted into level 1 when it
-//! holds `level0_compaction_trigger_files` files; level `n >= 1` is compacted into `n + 1` when
-//! its size passes its target (`memtable_size_bytes * level0_compaction_trigger_files * 10^(n-1)`),
-//! one file at a time, round robin through the key space. A file that overlaps nothing below
-//! is moved by editing the manifest only.
+//! holds `level0_compaction_trigger_files` files; level `n` from 1 to 5 is compacted into
+//! `n + 1` when its size reaches its target,
+//! `max(memtable_size_bytes * level0_compaction_trigger_files, 64 KiB) * 10^(n-1)` (the 64 KiB
+//! floor only matters for tiny memtables, as in tests), one file at a time, round robin through
+//! the key space; the last level is never compacted. When several levels are due, the one with
+//! the highest score (file count or size over its trigger or target) goes first. A file that
+//! overlaps nothing below is moved by editing the manifest only; it keeps its `TableFile`, so
+//! the move never deletes it.
+//!
+//! Outputs are removed when writing them or syncing the directory fails, or when close
+//! interrupts the compaction. Once the manifest update has been attempted they stay, even if it
+//! failed (its record may have reached the disk); the next open deletes them if no manifest
+//! names them.
 //!
 //! Invariant I6: a version of a key is dropped only when no snapshot or read can see it: when a
 //! newer version of the same key is at or below the smallest snapshot, or when it is a tombstone
@@ -108,6 +117,8 @@ impl Compaction {
     }
 }
 
+/// The size above which level `level >= 1` needs compaction:
+/// `max(memtable_size_bytes * level0_compaction_trigger_files, 64 KiB) * 10^(level-1)`.
 fn level_target_bytes(options: &crate::Options, level: usize) -> u64 {
     let base = (options.memtable_size_bytes as u64).saturating_mul(options.level0_compaction_trigger_files as u64);
     let mut target = base.max(64 << 10);
@@ -188,7 +199,8 @@ pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
     }
 }
 
-/// Runs one compaction and installs its result.
+/// Runs one compaction and installs its result. On error, outputs are removed only when no
+/// manifest update was attempted (see the module doc).
 fn run_compaction(inner: &Arc<DbInner>, compaction: &Compaction) -> Result<()> {
     let level = compaction.level;
     if compaction.is_trivial_move() {

@@ -3,11 +3,15 @@
 //! Writers queue up; the first in line becomes the leader. The leader takes every waiting
 //! writer (up to a byte budget) as one group, assigns the group a contiguous range of sequence
 //! numbers, appends one WAL record per batch with a single `write` (and a single sync when any
-//! member asked for one or the sync mode is `Full`), inserts the batches into the memtable,
-//! publishes the new visible sequence, and wakes the members with the shared result. Then it
-//! hands leadership to the next waiting writer. Only the leader touches the WAL writer, the
-//! sequence counter and the memtable switch, so they need no lock of their own beyond the
-//! queue discipline (the WAL sits behind a mutex only for the interval-sync thread and close).
+//! member asked for one or the sync mode is `Full`), has the batches inserted into the memtable
+//! (by itself for small groups; for groups of several writers with at least
+//! `PARALLEL_INSERT_MIN_ENTRIES` entries, each member inserts its own batch while the leader
+//! waits, so both cores work), publishes the new visible sequence, and wakes the members with
+//! the shared result. Then it hands leadership to the next waiting writer. Waiting writers spin
+//! briefly before they sleep. Only the leader touches the WAL writer, the sequence counter and
+//! the memtable switch, so they need no lock of their own beyond the queue discipline (the WAL
+//! sits behind a mutex only for the interval-sync thread and close). `flush` takes leadership
+//! through a token writer that no group ever absorbs.
 //!
 //! Invariant I8: sequence numbers are assigned in WAL order, and the visible sequence only
 //! moves forward, to the end of a group whose batches are all in the memtable.
@@ -79,10 +83,14 @@ impl GroupInsert {
 }
 
 struct Writer {
-    /// Locked only by the leader (to stamp the sequence), never contended.
+    /// Locked by the leader (to stamp the sequence and append it to the WAL) and, in a parallel
+    /// group, afterwards by its own writer to insert it; never by two at once.
     batch: Mutex<WriteBatch>,
     /// Encoded size, read without the lock when forming a group.
     size_bytes: usize,
+    /// True for the placeholder `flush` queues to obtain leadership; it carries no write and is
+    /// never taken into another leader's group.
+    is_flush_token: bool,
     sync: bool,
     status: Mutex<WriterStatus>,
     /// Set when `status` changes, so a waiter can spin on it without the mutex.
@@ -166,6 +174,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
     let writer = Arc::new(Writer {
         size_bytes: batch.size_bytes(),
+        is_flush_token: false,
         batch: Mutex::new(batch),
         sync,
         status: Mutex::new(WriterStatus::Waiting),
@@ -204,7 +213,8 @@ fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
         let mut group_bytes = 0;
         while let Some(front) = queue.pending.front() {
             let size = front.size_bytes;
-            if !group.is_empty() && group_bytes + size > MAX_GROUP_SIZE_BYTES {
+            // A flush token is no write: it must leave the queue only as a leader (see `flush`).
+            if !group.is_empty() && (front.is_flush_token || group_bytes + size > MAX_GROUP_SIZE_BYTES) {
                 break;
             }
             group_bytes += size;
@@ -399,6 +409,7 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
     let token = Arc::new(Writer {
         batch: Mutex::new(WriteBatch::new()),
         size_bytes: 0,
+        is_flush_token: true,
         sync: false,
         status: Mutex::new(WriterStatus::Waiting),
         has_news: AtomicBool::new(false),

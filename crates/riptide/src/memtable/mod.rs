@@ -17,7 +17,9 @@
 //! Invariants: entries are never removed or modified; each internal key appears at most once
 //! (the engine never inserts the same (user key, sequence) twice; debug builds check);
 //! `len` counts inserted entries and `largest_sequence` is the largest sequence inserted, both
-//! updated right after the entry is linked.
+//! updated right after the entry is linked (`insert`) or once after a whole batch is linked
+//! (`insert_uncounted` followed by `count_inserted`, the write path's way). Every inserted user
+//! key is in the key filter before its entry is linked, so the filter never hides an entry.
 
 mod arena;
 mod filter;
