@@ -17,7 +17,7 @@ use super::table_cache::TableCache;
 use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::db_iter::UserIterator;
-use crate::iterator::level::{FileRange, LevelIterator};
+use crate::iterator::level::LevelIterator;
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key, ValueKind};
@@ -148,22 +148,20 @@ pub(crate) fn new_iterator(inner: &DbInner, options: &ReadOptions) -> Result<DbI
         }
     }
     for level in 1..view.version.levels.len() {
-        let files: Vec<Arc<TableFile>> =
-            view.version.levels[level].iter().filter(|f| file_in_bounds(f, lower, upper)).cloned().collect();
-        if files.is_empty() {
+        let files = &view.version.levels[level];
+        // Levels whose files all lie outside the bounds are skipped; within a level the
+        // iterator opens only the files a seek or a step reaches.
+        if !files.iter().any(|f| file_in_bounds(f, lower, upper)) {
             continue;
         }
-        let ranges = files
-            .iter()
-            .map(|f| FileRange { smallest: f.meta.smallest.clone(), largest: f.meta.largest.clone() })
-            .collect();
         let table_cache = Arc::clone(&inner.table_cache);
+        let version = Arc::clone(&view.version);
         let opener = Arc::new(move |index: usize| -> Result<Box<dyn InternalIterator>> {
-            let file = &files[index];
+            let file = &version.levels[level][index];
             let table = table_cache.get(file.number(), file.meta.file_size_bytes)?;
             Ok(Box::new(table.iter(read_options)) as Box<dyn InternalIterator>)
         });
-        children.push(Box::new(LevelIterator::new(ranges, opener)));
+        children.push(Box::new(LevelIterator::new(Arc::clone(&view.version.level_ranges[level]), opener)));
     }
     let merged = MergingIterator::new(children);
     let user = UserIterator::new(Box::new(merged), sequence, options.lower_bound.clone(), options.upper_bound.clone());

@@ -35,7 +35,8 @@ pub(crate) type FileOpener = Arc<dyn Fn(usize) -> Result<Box<dyn InternalIterato
 
 /// Concatenates the files of one level, opening each lazily; see the module documentation.
 pub(crate) struct LevelIterator {
-    files: Vec<FileRange>,
+    /// Shared with the version the files belong to, so creating an iterator copies no keys.
+    files: Arc<[FileRange]>,
     opener: FileOpener,
     /// The index in `files` of the file `file_iterator` reads; meaningless when it is `None`.
     file_index: usize,
@@ -47,7 +48,7 @@ pub(crate) struct LevelIterator {
 impl LevelIterator {
     /// Creates an unpositioned iterator; `files` must be sorted and non-overlapping, and
     /// `opener(index)` must return an iterator over the entries of `files[index]`.
-    pub(crate) fn new(files: Vec<FileRange>, opener: FileOpener) -> LevelIterator {
+    pub(crate) fn new(files: Arc<[FileRange]>, opener: FileOpener) -> LevelIterator {
         debug_assert!(files.iter().all(|file| compare_internal_keys(&file.smallest, &file.largest).is_le()));
         debug_assert!(files.windows(2).all(|pair| compare_internal_keys(&pair[0].largest, &pair[1].smallest).is_lt()));
         LevelIterator { files, opener, file_index: 0, file_iterator: None, error: None }
@@ -231,7 +232,7 @@ mod tests {
         failing_file: Option<usize>,
     ) -> (LevelIterator, Arc<Mutex<Vec<usize>>>) {
         let mut empty_ranges = empty_ranges.into_iter();
-        let ranges = files
+        let ranges: Vec<FileRange> = files
             .iter()
             .map(|entries| match (entries.first(), entries.last()) {
                 (Some(first), Some(last)) => FileRange { smallest: first.0.clone(), largest: last.0.clone() },
@@ -247,7 +248,7 @@ mod tests {
             }
             Ok(Box::new(VecIterator::new(files[index].clone())) as Box<dyn InternalIterator>)
         });
-        (LevelIterator::new(ranges, opener), opened)
+        (LevelIterator::new(ranges.into(), opener), opened)
     }
 
     fn range(smallest: &[u8], largest: &[u8]) -> FileRange {
@@ -406,7 +407,7 @@ mod tests {
                 Ok(Box::new(FailingIterator::new(second.clone(), 1)) as Box<dyn InternalIterator>)
             }
         });
-        let mut level = LevelIterator::new(ranges, opener);
+        let mut level = LevelIterator::new(ranges.into(), opener);
         level.seek_to_first();
         level.next();
         level.next();

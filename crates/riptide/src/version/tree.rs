@@ -15,6 +15,7 @@ use std::sync::Arc;
 use crate::db::filename::table_path;
 use crate::db::table_cache::TableCache;
 use crate::fs::FileSystem;
+use crate::iterator::level::FileRange;
 use crate::key::{compare_internal_keys, user_key};
 use crate::version::edit::FileMetadata;
 
@@ -81,11 +82,14 @@ impl Drop for TableFile {
 #[derive(Clone, Default)]
 pub(crate) struct Version {
     pub(crate) levels: Vec<Vec<Arc<TableFile>>>,
+    /// Per level, the key ranges of its files in the same order, built once so that every
+    /// iterator over a level shares them instead of copying keys.
+    pub(crate) level_ranges: Vec<Arc<[FileRange]>>,
 }
 
 impl Version {
     pub(crate) fn empty() -> Version {
-        Version { levels: vec![Vec::new(); NUM_LEVELS] }
+        Version::from_files(vec![Vec::new(); NUM_LEVELS])
     }
 
     /// Builds a version from files, sorting each level as its invariant requires.
@@ -100,7 +104,17 @@ impl Version {
                 files.sort_by(|a, b| compare_internal_keys(&a.meta.smallest, &b.meta.smallest));
             }
         }
-        Version { levels }
+        let level_ranges = levels
+            .iter()
+            .map(|files| {
+                files
+                    .iter()
+                    .map(|f| FileRange { smallest: f.meta.smallest.clone(), largest: f.meta.largest.clone() })
+                    .collect::<Vec<_>>()
+                    .into()
+            })
+            .collect();
+        Version { levels, level_ranges }
     }
 
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
