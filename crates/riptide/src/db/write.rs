@@ -107,11 +107,14 @@ impl Writer {
         self.wake.notify_one();
     }
 
-    /// Waits for a status other than `Waiting` and takes it. Spins briefly first: the leader
-    /// usually finishes within microseconds, and a futex sleep plus wake-up costs more than
-    /// that (on two cores, a sleeping follower means a context switch per write).
-    fn wait_for_news(&self) -> WriterStatus {
-        for _ in 0..SPIN_ITERATIONS {
+    /// Waits for a status other than `Waiting` and takes it. With `spin`, it busy-waits briefly
+    /// first: the leader usually finishes within microseconds, and a futex sleep plus wake-up
+    /// costs more than that. Spinning only pays when the spinner does not take a core from the
+    /// leader, so callers spin only when few writers are queued (see `SPIN_MAX_QUEUED`): with
+    /// more writers than cores, spinners would starve the leader and throughput collapses.
+    fn wait_for_news(&self, spin: bool) -> WriterStatus {
+        let spin_iterations = if spin { SPIN_ITERATIONS } else { 0 };
+        for _ in 0..spin_iterations {
             if self.has_news.load(Ordering::Acquire) {
                 break;
             }
@@ -130,7 +133,11 @@ impl Writer {
 }
 
 /// Busy-wait iterations before a waiting writer sleeps (a few microseconds).
-const SPIN_ITERATIONS: usize = 2000;
+const SPIN_ITERATIONS: usize = 1000;
+
+/// A writer spins only if at most this many writers were queued ahead of it (so at most one
+/// writer spins beside the leader: on two cores, one more would take the leader's core).
+const SPIN_MAX_QUEUED: usize = 0;
 
 /// Writers waiting for the leader, and whether a leader is active.
 #[derive(Default)]
@@ -183,11 +190,13 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
     });
     {
         let mut queue = inner.write_queue.lock();
+        let queued_ahead = queue.pending.len();
         queue.pending.push_back(Arc::clone(&writer));
         if queue.leader_active {
             drop(queue);
+            let spin = queued_ahead <= SPIN_MAX_QUEUED;
             loop {
-                match writer.wait_for_news() {
+                match writer.wait_for_news(spin) {
                     WriterStatus::Waiting => {}
                     WriterStatus::Done(result) => return result,
                     WriterStatus::Lead => break,
@@ -316,16 +325,34 @@ fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, Writ
 }
 
 /// Inserts a batch whose sequence is set into a memtable.
+///
+/// Large batches are inserted in key order: each thread's skiplist insert starts its search
+/// from where its previous insert linked, so sorted keys skip most of the upper levels and their
+/// cache misses. The order of insertion does not matter for correctness: every entry has its
+/// own sequence number, and the memtable orders entries by (key, sequence).
 pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
-    let mut count = 0;
-    for ((kind, key, value), sequence) in batch.entries().zip(batch.sequence()..) {
+    let insert = |(kind, key, value): (ValueKind, &[u8], &[u8]), sequence: u64| {
         memtable.insert_uncounted(key, sequence, kind, if kind == ValueKind::Put { value } else { &[] });
-        count += 1;
+    };
+    let count = batch.len();
+    if count >= SORTED_INSERT_MIN_ENTRIES {
+        let mut entries: Vec<((ValueKind, &[u8], &[u8]), u64)> = batch.entries().zip(batch.sequence()..).collect();
+        entries.sort_unstable_by(|a, b| a.0 .1.cmp(b.0 .1));
+        for (entry, sequence) in entries {
+            insert(entry, sequence);
+        }
+    } else {
+        for (entry, sequence) in batch.entries().zip(batch.sequence()..) {
+            insert(entry, sequence);
+        }
     }
     if count > 0 {
         memtable.count_inserted(count, batch.sequence() + count as u64 - 1);
     }
 }
+
+/// Batches with at least this many entries are sorted before they are inserted.
+const SORTED_INSERT_MIN_ENTRIES: usize = 32;
 
 /// Makes sure the active memtable has room, switching to a new one (and a new WAL) when it is
 /// full, and stalls while flushes or level-0 compactions are too far behind. With `force`, the
@@ -420,7 +447,7 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
         queue.pending.push_back(Arc::clone(&token));
         if queue.leader_active {
             drop(queue);
-            while !matches!(token.wait_for_news(), WriterStatus::Lead) {}
+            while !matches!(token.wait_for_news(false), WriterStatus::Lead) {}
         } else {
             queue.leader_active = true;
         }
