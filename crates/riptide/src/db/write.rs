@@ -110,7 +110,7 @@ impl Writer {
     /// Waits for a status other than `Waiting` and takes it. With `spin`, it busy-waits briefly
     /// first: the leader usually finishes within microseconds, and a futex sleep plus wake-up
     /// costs more than that. Spinning only pays when the spinner does not take a core from the
-    /// leader, so callers spin only when few writers are queued (see `SPIN_MAX_QUEUED`): with
+    /// leader, so callers spin only when no other writer is queued ahead of them: with
     /// more writers than cores, spinners would starve the leader and throughput collapses.
     fn wait_for_news(&self, spin: bool) -> WriterStatus {
         let spin_iterations = if spin { SPIN_ITERATIONS } else { 0 };
@@ -134,10 +134,6 @@ impl Writer {
 
 /// Busy-wait iterations before a waiting writer sleeps (a few microseconds).
 const SPIN_ITERATIONS: usize = 1000;
-
-/// A writer spins only if at most this many writers were queued ahead of it (so at most one
-/// writer spins beside the leader: on two cores, one more would take the leader's core).
-const SPIN_MAX_QUEUED: usize = 0;
 
 /// Writers waiting for the leader, and whether a leader is active.
 #[derive(Default)]
@@ -194,7 +190,9 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
         queue.pending.push_back(Arc::clone(&writer));
         if queue.leader_active {
             drop(queue);
-            let spin = queued_ahead <= SPIN_MAX_QUEUED;
+            // Only a writer with nobody queued ahead spins, so at most one spins beside the
+            // leader: on two cores, a second spinner would take the leader's core.
+            let spin = queued_ahead == 0;
             loop {
                 match writer.wait_for_news(spin) {
                     WriterStatus::Waiting => {}
@@ -336,7 +334,7 @@ pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
     };
     let count = batch.len();
     if count >= SORTED_INSERT_MIN_ENTRIES {
-        let mut entries: Vec<((ValueKind, &[u8], &[u8]), u64)> = batch.entries().zip(batch.sequence()..).collect();
+        let mut entries: Vec<(BatchEntryRef<'_>, u64)> = batch.entries().zip(batch.sequence()..).collect();
         entries.sort_unstable_by(|a, b| a.0 .1.cmp(b.0 .1));
         for (entry, sequence) in entries {
             insert(entry, sequence);
@@ -350,6 +348,9 @@ pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
         memtable.count_inserted(count, batch.sequence() + count as u64 - 1);
     }
 }
+
+/// One decoded batch entry: kind, key and value.
+type BatchEntryRef<'a> = (ValueKind, &'a [u8], &'a [u8]);
 
 /// Batches with at least this many entries are sorted before they are inserted.
 const SORTED_INSERT_MIN_ENTRIES: usize = 32;
