@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test bench setup fmt lint unit bench-core clean
+.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-report bench-compare clean soak fuzz sanitize
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -15,12 +15,65 @@ test: setup
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
 
-## bench: the standard benchmark (for now the engine's own benches and loader; the benchtool
-## comparing against RocksDB replaces it). Results land in bench/results/<timestamp>/.
-bench: setup bench-core
+## bench: Riptide vs RocksDB side by side (the benchtool, crates/riptide-bench). Installs what it
+## needs (clang, libclang-dev, matplotlib), builds with RocksDB into target/bench (the first build
+## compiles RocksDB: ~40 min on 2 cores; later builds reuse it), runs the suite and writes
+## bench/results/<timestamp>/report.md (bench/results/latest points at it).
+## SUITE=quick (default, minutes) | standard (seed 004's 8-thread suite) | large (16 threads, 4x).
+## BENCH_ARGS passes more options, e.g. BENCH_ARGS="--filter range,seek" or "--engines riptide".
+SUITE ?= quick
+BENCH_ARGS ?=
+BENCH_DB_PATH ?= target/bench-db
+BENCH_TARGET_DIR := target/bench
+BENCH_RUSTFLAGS := -C target-cpu=native
+BENCH_BIN := $(BENCH_TARGET_DIR)/release/riptide-bench
 
+bench: setup bench-deps bench-build
+	$(BENCH_BIN) suite --suite $(SUITE) --db-path $(BENCH_DB_PATH) $(BENCH_ARGS)
+
+## bench-deps: install the benchmark's system and Python dependencies when missing.
+bench-deps:
+	bash bench/install-deps.sh
+
+## bench-build: build the benchtool with RocksDB (same target dir and flags every time, so the
+## compiled RocksDB is reused).
+bench-build:
+	CARGO_TARGET_DIR=$(BENCH_TARGET_DIR) RUSTFLAGS="$(BENCH_RUSTFLAGS)" $(CARGO) build --release -p riptide-bench --features rocksdb
+
+## bench-riptide: the suite on Riptide alone, without building RocksDB.
+bench-riptide: setup
+	CARGO_TARGET_DIR=target/bench-riptide RUSTFLAGS="$(BENCH_RUSTFLAGS)" $(CARGO) build --release -p riptide-bench
+	target/bench-riptide/release/riptide-bench suite --suite $(SUITE) --engines riptide --db-path $(BENCH_DB_PATH) $(BENCH_ARGS)
+
+## bench-report: redraw the charts and rewrite the report of the latest results.
+bench-report: bench-build
+	$(BENCH_BIN) report bench/results/latest
+
+## bench-compare: per-test ratios between two results files, e.g.
+## make bench-compare BEFORE=bench/results/A/results.csv AFTER=bench/results/latest/results.csv
+bench-compare: bench-build
+	$(BENCH_BIN) compare $(BEFORE) $(AFTER)
+
+## bench-core: the engine's own criterion benches and multi-threaded loader.
 bench-core:
 	bash bench/run-core.sh
+
+SOAK_MINUTES ?= 10
+FUZZ_SECONDS ?= 60
+
+## soak: the kill -9 loop, power-loss sweep and metamorphic tests for SOAK_MINUTES in total,
+## with fresh seeds (or SOAK_SEED); appends a line per harness to reliability/ledger.tsv.
+soak: setup
+	SOAK_MINUTES=$(SOAK_MINUTES) bash reliability/soak.sh
+
+## fuzz: every fuzz target for FUZZ_SECONDS each (needs nightly; installs cargo-fuzz if
+## missing); crashes are copied to fuzz/regressions/, one ledger line per target.
+fuzz: setup
+	FUZZ_SECONDS=$(FUZZ_SECONDS) bash reliability/fuzz.sh
+
+## sanitize: the stress driver under AddressSanitizer and ThreadSanitizer (nightly).
+sanitize: setup
+	bash reliability/sanitize.sh
 
 fmt:
 	$(CARGO) fmt --all

@@ -1,0 +1,207 @@
+#!/usr/bin/env python3
+"""Draws the charts of a benchtool results directory (results.csv, timeseries.csv).
+
+Usage: python3 bench/plot.py bench/results/latest
+
+Writes speedup.png, throughput.png, latency.png, amplification.png, resources.png and
+throughput_over_time.png next to the CSV files; `riptide-bench suite` runs this script and links
+the charts from report.md. Without matplotlib it prints how to install it and exits with status 3,
+and the report says the charts are missing.
+"""
+
+import csv
+import math
+import os
+import sys
+
+ENGINES = ["riptide", "rocksdb"]
+COLORS = {"riptide": "#1f77b4", "rocksdb": "#ff7f0e"}
+
+
+def number(row, name):
+    """The numeric field `name` of a row, or None when it is empty or absent."""
+    text = (row.get(name) or "").strip()
+    try:
+        value = float(text)
+    except ValueError:
+        return None
+    return value if math.isfinite(value) else None
+
+
+def read_csv(path):
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def latest_rows(rows):
+    """Test names in order, and the last row of each (test, engine)."""
+    tests = []
+    by_key = {}
+    for row in rows:
+        if row["test"] not in tests:
+            tests.append(row["test"])
+        by_key[(row["test"], row["engine"])] = row
+    return tests, by_key
+
+
+def grouped_bars(axis, tests, by_key, field, scale=1.0, log=False, label=""):
+    """Horizontal bars per test, one per engine; tests without the field are left blank."""
+    engines = [engine for engine in ENGINES if any((test, engine) in by_key for test in tests)]
+    height = 0.8 / max(len(engines), 1)
+    for index, engine in enumerate(engines):
+        positions, values = [], []
+        for position, test in enumerate(tests):
+            row = by_key.get((test, engine))
+            value = number(row, field) if row else None
+            if value is not None and (value > 0 or not log):
+                positions.append(position + index * height - 0.4 + height / 2)
+                values.append(value * scale)
+        axis.barh(positions, values, height=height, label=engine, color=COLORS.get(engine))
+    axis.set_yticks(range(len(tests)))
+    axis.set_yticklabels(tests, fontsize=7)
+    axis.invert_yaxis()
+    if log:
+        axis.set_xscale("log")
+    axis.set_xlabel(label)
+    axis.grid(axis="x", alpha=0.3)
+    axis.legend(fontsize=8)
+
+
+def plot_speedup(plt, directory, tests, by_key):
+    pairs = []
+    for test in tests:
+        riptide, rocksdb = by_key.get((test, "riptide")), by_key.get((test, "rocksdb"))
+        if riptide and rocksdb:
+            new, old = number(riptide, "ops_per_second"), number(rocksdb, "ops_per_second")
+            if new and old:
+                pairs.append((test, new / old))
+    if not pairs:
+        return
+    figure, axis = plt.subplots(figsize=(10, 0.3 * len(pairs) + 1.5))
+    names = [name for name, _ in pairs]
+    ratios = [ratio for _, ratio in pairs]
+    colors = ["#2ca02c" if ratio >= 1 else "#d62728" for ratio in ratios]
+    axis.barh(range(len(pairs)), ratios, color=colors)
+    axis.axvline(1.0, color="black", linewidth=1)
+    axis.set_xscale("log")
+    axis.set_yticks(range(len(pairs)))
+    axis.set_yticklabels(names, fontsize=7)
+    axis.invert_yaxis()
+    for position, ratio in enumerate(ratios):
+        axis.text(ratio, position, f" {ratio:.2f}x", va="center", fontsize=7)
+    geometric_mean = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios))
+    axis.set_title(f"Riptide ops/s / RocksDB ops/s (geometric mean {geometric_mean:.2f}x; right of 1 = Riptide faster)")
+    axis.grid(axis="x", alpha=0.3)
+    figure.tight_layout()
+    figure.savefig(os.path.join(directory, "speedup.png"), dpi=110)
+    plt.close(figure)
+
+
+def plot_throughput(plt, directory, tests, by_key):
+    figure, axis = plt.subplots(figsize=(10, 0.35 * len(tests) + 1.5))
+    grouped_bars(axis, tests, by_key, "ops_per_second", log=True, label="operations per second (log)")
+    axis.set_title("Throughput per test")
+    figure.tight_layout()
+    figure.savefig(os.path.join(directory, "throughput.png"), dpi=110)
+    plt.close(figure)
+
+
+def plot_latency(plt, directory, tests, by_key):
+    fields = [("latency_p50_us", "p50"), ("latency_p99_us", "p99"), ("latency_p999_us", "p99.9")]
+    figure, axes = plt.subplots(1, 3, figsize=(16, 0.35 * len(tests) + 1.5), sharey=True)
+    for axis, (field, title) in zip(axes, fields):
+        grouped_bars(axis, tests, by_key, field, log=True, label="µs per op or batch (log)")
+        axis.set_title(f"{title} latency")
+    figure.tight_layout()
+    figure.savefig(os.path.join(directory, "latency.png"), dpi=110)
+    plt.close(figure)
+
+
+def plot_amplification(plt, directory, tests, by_key):
+    figure, axes = plt.subplots(1, 2, figsize=(14, 0.35 * len(tests) + 1.5))
+    for axis, (field, title) in zip(axes, [("write_amplification", "Write amplification"),
+                                           ("space_amplification", "Space amplification")]):
+        with_field = [test for test in tests
+                      if any(number(by_key.get((test, engine)) or {}, field) is not None for engine in ENGINES)]
+        grouped_bars(axis, with_field, by_key, field, label="ratio (lower is better)")
+        axis.set_title(title)
+    figure.tight_layout()
+    figure.savefig(os.path.join(directory, "amplification.png"), dpi=110)
+    plt.close(figure)
+
+
+def plot_resources(plt, directory, tests, by_key):
+    figure, axes = plt.subplots(1, 2, figsize=(14, 0.35 * len(tests) + 1.5))
+    grouped_bars(axes[0], tests, by_key, "peak_rss_bytes", scale=1 / (1024 * 1024), label="MiB")
+    axes[0].set_title("Peak RSS of the measured phase")
+    grouped_bars(axes[1], tests, by_key, "cpu_percent", label="% of one core (200 = both cores)")
+    axes[1].set_title("CPU use")
+    figure.tight_layout()
+    figure.savefig(os.path.join(directory, "resources.png"), dpi=110)
+    plt.close(figure)
+
+
+def plot_over_time(plt, directory, rows, by_key):
+    samples = read_csv(os.path.join(directory, "timeseries.csv"))
+    if not samples:
+        return
+    # The longest of the main write runs (named write_*), up to four; any write run otherwise.
+    durations = {}
+    for (test, _engine), row in by_key.items():
+        if row.get("workload") == "write" and row.get("sync") != "true":
+            durations[test] = max(durations.get(test, 0.0), number(row, "duration_seconds") or 0.0)
+    main_writes = [test for test in durations if test.startswith("write_")]
+    candidates = main_writes if main_writes else list(durations)
+    longest = sorted(candidates, key=durations.get, reverse=True)[:4]
+    if not longest:
+        return
+    figure, axes = plt.subplots(len(longest), 1, figsize=(10, 2.8 * len(longest)), squeeze=False)
+    for axis, test in zip(axes[:, 0], longest):
+        for engine in ENGINES:
+            points = [(number(sample, "elapsed_seconds"), number(sample, "ops_per_second"))
+                      for sample in samples if sample["test"] == test and sample["engine"] == engine]
+            points = [(x, y) for x, y in points if x is not None and y is not None]
+            if points:
+                axis.plot([x for x, _ in points], [y for _, y in points], marker=".", label=engine,
+                          color=COLORS.get(engine))
+        axis.set_title(test, fontsize=9)
+        axis.set_xlabel("seconds")
+        axis.set_ylabel("ops/s")
+        axis.set_ylim(bottom=0)
+        axis.grid(alpha=0.3)
+        axis.legend(fontsize=8)
+    figure.tight_layout()
+    figure.savefig(os.path.join(directory, "throughput_over_time.png"), dpi=110)
+    plt.close(figure)
+
+
+def main():
+    if len(sys.argv) != 2:
+        print(__doc__, file=sys.stderr)
+        return 2
+    directory = sys.argv[1]
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        print("matplotlib is not installed (python3 -m pip install matplotlib)", file=sys.stderr)
+        return 3
+    rows = read_csv(os.path.join(directory, "results.csv"))
+    if not rows:
+        print(f"no results.csv rows in {directory}", file=sys.stderr)
+        return 1
+    tests, by_key = latest_rows(rows)
+    plot_speedup(plt, directory, tests, by_key)
+    plot_throughput(plt, directory, tests, by_key)
+    plot_latency(plt, directory, tests, by_key)
+    plot_amplification(plt, directory, tests, by_key)
+    plot_resources(plt, directory, tests, by_key)
+    plot_over_time(plt, directory, rows, by_key)
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,195 @@
+//! The engines under test, behind one interface, configured alike.
+//!
+//! [`Engine`] is what a run needs from a database: per-thread [`Session`]s that put, delete,
+//! write batches, get and scan, plus `settle` (flush memtables and wait for background work,
+//! the same for every engine before sizes are measured) and `close`. Both implementations take
+//! one [`EngineSettings`] so that the comparison is like for like: LZ4, bloom filters at 10
+//! bits per key, the same block cache size, 4 KiB blocks, 64 MiB memtables / write buffers,
+//! WAL on and synced per write only with `--sync`, and a write batch per batch.
+
+pub mod riptide_engine;
+#[cfg(feature = "rocksdb")]
+pub mod rocksdb_engine;
+
+use std::path::Path;
+
+use clap::ValueEnum;
+
+use crate::error::Result;
+
+/// Which engine a run uses.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
+pub enum EngineKind {
+    /// Riptide, this repository's engine.
+    Riptide,
+    /// RocksDB through the `rocksdb` crate (needs the `rocksdb` cargo feature).
+    Rocksdb,
+}
+
+impl EngineKind {
+    /// The name used on the command line and in result files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            EngineKind::Riptide => "riptide",
+            EngineKind::Rocksdb => "rocksdb",
+        }
+    }
+
+    /// Parses a name written by [`EngineKind::as_str`].
+    pub fn parse(name: &str) -> Option<EngineKind> {
+        match name {
+            "riptide" => Some(EngineKind::Riptide),
+            "rocksdb" => Some(EngineKind::Rocksdb),
+            _ => None,
+        }
+    }
+
+    /// True when this binary was built with the engine.
+    pub fn is_available(self) -> bool {
+        match self {
+            EngineKind::Riptide => true,
+            EngineKind::Rocksdb => cfg!(feature = "rocksdb"),
+        }
+    }
+
+    /// Every engine compiled into this binary, Riptide first.
+    pub fn available() -> Vec<EngineKind> {
+        [EngineKind::Riptide, EngineKind::Rocksdb].into_iter().filter(|kind| kind.is_available()).collect()
+    }
+}
+
+/// The settings both engines are configured from.
+#[derive(Clone, Debug, PartialEq)]
+pub struct EngineSettings {
+    /// Memtable (write buffer) size.
+    pub memtable_size_bytes: usize,
+    /// Block cache capacity.
+    pub block_cache_size_bytes: usize,
+    /// Bloom filters on (10 bits per key) or off.
+    pub bloom: bool,
+    /// Sync the WAL on every write.
+    pub sync: bool,
+}
+
+/// Bloom filter bits per key when filters are on (about 1 % false positives).
+pub const BLOOM_BITS_PER_KEY: u32 = 10;
+/// Uncompressed data block size for both engines.
+pub const BLOCK_SIZE_BYTES: usize = 4096;
+/// Background threads RocksDB may use for flushes and compactions (the machine has 2 cores).
+pub const ROCKSDB_BACKGROUND_JOBS: i32 = 2;
+
+impl Default for EngineSettings {
+    fn default() -> EngineSettings {
+        EngineSettings { memtable_size_bytes: 64 << 20, block_cache_size_bytes: 64 << 20, bloom: true, sync: false }
+    }
+}
+
+/// What a scan saw.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct ScanOutcome {
+    /// Entries visited.
+    pub entries: u64,
+    /// Key plus value bytes of those entries.
+    pub bytes: u64,
+}
+
+/// A database opened for a run.
+pub trait Engine: Sync + Sized {
+    /// A per-thread handle (owns the thread's reusable buffers and options).
+    type Session<'a>: Session
+    where
+        Self: 'a;
+
+    /// A session for the calling thread.
+    fn session(&self) -> Result<Self::Session<'_>>;
+
+    /// Flushes memtables and waits until no flush or compaction is pending or running.
+    fn settle(&self) -> Result<()>;
+
+    /// The engine's full effective configuration, for the report.
+    fn configuration(&self) -> String;
+
+    /// The engine's own statistics dump (levels, flushes, compactions, stalls), for diagnosis.
+    fn statistics(&self) -> String;
+
+    /// Closes the database, reporting errors.
+    fn close(self) -> Result<()>;
+}
+
+/// The operations a worker thread issues.
+pub trait Session {
+    /// Stores one key (a batch of one, as the engine's own `put` does).
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()>;
+    /// Deletes one key.
+    fn delete(&mut self, key: &[u8]) -> Result<()>;
+    /// Adds a put to the pending batch.
+    fn batch_put(&mut self, key: &[u8], value: &[u8]);
+    /// Adds a delete to the pending batch.
+    fn batch_delete(&mut self, key: &[u8]);
+    /// Writes the pending batch atomically and starts a new one.
+    fn commit_batch(&mut self) -> Result<()>;
+    /// Reads a key; returns the value length when found.
+    fn get(&mut self, key: &[u8]) -> Result<Option<usize>>;
+    /// Positions an iterator at the first key `>= start` and reads up to `limit` entries.
+    fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome>;
+}
+
+/// The settings an engine is opened with, as the report prints them (the engine's own dump
+/// follows when a run has written it).
+pub fn describe_settings(kind: EngineKind, settings: &EngineSettings) -> String {
+    match kind {
+        EngineKind::Riptide => format!("{:#?}", riptide_engine::options(settings)),
+        EngineKind::Rocksdb => rocksdb_settings_text(settings),
+    }
+}
+
+/// The RocksDB options the benchtool sets (everything else is RocksDB's default).
+pub fn rocksdb_settings_text(settings: &EngineSettings) -> String {
+    let bloom = if settings.bloom {
+        format!("bloom filter {BLOOM_BITS_PER_KEY} bits/key (full filter)")
+    } else {
+        "no filter".to_string()
+    };
+    let lines = [
+        "create_if_missing = true".to_string(),
+        format!("increase_parallelism({ROCKSDB_BACKGROUND_JOBS})"),
+        format!("max_background_jobs = {ROCKSDB_BACKGROUND_JOBS}"),
+        "level_compaction_dynamic_level_bytes = true".to_string(),
+        format!("write_buffer_size = {} bytes", settings.memtable_size_bytes),
+        "max_write_buffer_number = 3 (one active and two immutable, like Riptide's max_immutable_memtables = 2)"
+            .to_string(),
+        "compression = LZ4 (all levels)".to_string(),
+        "max_open_files = 1000 (Riptide's max_open_tables)".to_string(),
+        format!("block_based_table: block_size = {BLOCK_SIZE_BYTES} bytes, {bloom}"),
+        format!("block_based_table: block_cache = LRU cache of {} bytes", settings.block_cache_size_bytes),
+        "write options: WAL on; WriteOptions.sync = true only in --sync runs (the sync_* tests)".to_string(),
+        "reads: get_pinned_opt with one ReadOptions per thread; scans: a raw iterator per scan".to_string(),
+    ];
+    lines.join("\n")
+}
+
+/// Opens `kind` in `path` and calls `body` with it (dispatching to the concrete type).
+pub fn with_engine<T>(
+    kind: EngineKind,
+    path: &Path,
+    settings: &EngineSettings,
+    body: impl EngineUser<Output = T>,
+) -> Result<T> {
+    match kind {
+        EngineKind::Riptide => body.run(riptide_engine::RiptideEngine::open(path, settings)?),
+        #[cfg(feature = "rocksdb")]
+        EngineKind::Rocksdb => body.run(rocksdb_engine::RocksDbEngine::open(path, settings)?),
+        #[cfg(not(feature = "rocksdb"))]
+        EngineKind::Rocksdb => crate::bail!(
+            "this binary was built without RocksDB; rebuild with `--features rocksdb` (as `make bench` does)"
+        ),
+    }
+}
+
+/// Code that runs against any engine (a generic closure, which Rust closures cannot be).
+pub trait EngineUser {
+    /// What the code returns.
+    type Output;
+    /// Runs against the opened engine, which it must close.
+    fn run<E: Engine>(self, engine: E) -> Result<Self::Output>;
+}

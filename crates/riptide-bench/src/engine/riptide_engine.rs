@@ -1,0 +1,127 @@
+//! Riptide behind the [`Engine`] interface.
+//!
+//! Options: the memtable and block cache sizes of the run, LZ4, 10 bloom bits per key (or no
+//! filter), 4 KiB blocks, WAL without background sync ([`SyncMode::None`]); `--sync` makes every
+//! write a synced write (`WriteOptions { sync: true }`), shared by group commit.
+
+use std::path::Path;
+
+use riptide::{Compression, Db, DbIterator, Options, ReadOptions, SyncMode, WriteBatch, WriteOptions};
+
+use super::{Engine, EngineSettings, ScanOutcome, Session, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY};
+use crate::error::{Context, Result};
+
+/// The Riptide options for `settings`.
+pub fn options(settings: &EngineSettings) -> Options {
+    Options {
+        memtable_size_bytes: settings.memtable_size_bytes,
+        block_cache_size_bytes: settings.block_cache_size_bytes,
+        bloom_bits_per_key: if settings.bloom { BLOOM_BITS_PER_KEY } else { 0 },
+        block_size_bytes: BLOCK_SIZE_BYTES,
+        compression: Compression::Lz4,
+        wal_sync_mode: SyncMode::None,
+        ..Options::default()
+    }
+}
+
+/// An open Riptide database.
+pub struct RiptideEngine {
+    db: Db,
+    options: Options,
+    write_options: WriteOptions,
+}
+
+impl RiptideEngine {
+    /// Opens (creating) the database in `path`.
+    pub fn open(path: &Path, settings: &EngineSettings) -> Result<RiptideEngine> {
+        let options = options(settings);
+        let db = Db::open(path, options.clone()).with_context(|| format!("opening Riptide in {}", path.display()))?;
+        Ok(RiptideEngine { db, options, write_options: WriteOptions { sync: settings.sync } })
+    }
+
+    /// The underlying database (for tests).
+    pub fn db(&self) -> &Db {
+        &self.db
+    }
+}
+
+impl Engine for RiptideEngine {
+    type Session<'a> = RiptideSession<'a>;
+
+    fn session(&self) -> Result<RiptideSession<'_>> {
+        Ok(RiptideSession { engine: self, batch: WriteBatch::new(), read_options: ReadOptions::default() })
+    }
+
+    fn settle(&self) -> Result<()> {
+        self.db.flush().context("flushing Riptide")?;
+        self.db.wait_for_background_work().context("waiting for Riptide's background work")?;
+        Ok(())
+    }
+
+    fn configuration(&self) -> String {
+        format!(
+            "riptide {}\n{:#?}\nwrite options: WAL on; WriteOptions {{ sync: true }} only in --sync runs (the sync_* \
+             tests); one WriteBatch per batch, put/delete for batches of one",
+            env!("CARGO_PKG_VERSION"),
+            self.options
+        )
+    }
+
+    fn statistics(&self) -> String {
+        self.db.stats().to_string()
+    }
+
+    fn close(self) -> Result<()> {
+        self.db.close().context("closing Riptide")
+    }
+}
+
+/// A thread's handle on a [`RiptideEngine`].
+pub struct RiptideSession<'a> {
+    engine: &'a RiptideEngine,
+    batch: WriteBatch,
+    read_options: ReadOptions,
+}
+
+impl Session for RiptideSession<'_> {
+    fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
+        Ok(self.engine.db.put_opt(key, value, &self.engine.write_options)?)
+    }
+
+    fn delete(&mut self, key: &[u8]) -> Result<()> {
+        Ok(self.engine.db.delete_opt(key, &self.engine.write_options)?)
+    }
+
+    fn batch_put(&mut self, key: &[u8], value: &[u8]) {
+        self.batch.put(key, value);
+    }
+
+    fn batch_delete(&mut self, key: &[u8]) {
+        self.batch.delete(key);
+    }
+
+    fn commit_batch(&mut self) -> Result<()> {
+        let batch = std::mem::take(&mut self.batch);
+        Ok(self.engine.db.write_opt(batch, &self.engine.write_options)?)
+    }
+
+    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
+        Ok(self.engine.db.get_opt(key, &self.read_options)?.map(|value| value.len()))
+    }
+
+    fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome> {
+        let mut iterator: DbIterator = self.engine.db.iter(&self.read_options)?;
+        iterator.seek(start);
+        let mut outcome = ScanOutcome::default();
+        while iterator.valid() {
+            outcome.entries += 1;
+            outcome.bytes += (iterator.key().len() + iterator.value().len()) as u64;
+            if outcome.entries >= limit as u64 {
+                break;
+            }
+            iterator.next();
+        }
+        iterator.status()?;
+        Ok(outcome)
+    }
+}

@@ -1,0 +1,19 @@
+//! Riptide's benchtool: Riptide and RocksDB side by side, with CSV results, reports and charts.
+//!
+//! The binary `riptide-bench` runs one workload on one engine (`run`), a whole suite on every
+//! engine (`suite`, each run in a child process of its own), regenerates a suite's report
+//! (`report`), or compares two result files (`compare`). The library holds the pieces so that
+//! tests can drive them: key and value generation ([`keys`]), the engines ([`engine`]), one
+//! measured run ([`workload`]), metric arithmetic and `/proc` counters ([`metrics`]), result
+//! files ([`csv`]), reports ([`report`]), suites ([`suite`]) and comparisons ([`compare`]).
+
+pub mod compare;
+pub mod csv;
+pub mod engine;
+pub mod error;
+pub mod keys;
+pub mod metrics;
+pub mod report;
+pub mod suite;
+pub mod system;
+pub mod workload;

@@ -1,0 +1,606 @@
+//! Markdown reports: the speedup table and the detail tables of a suite, or one run's summary.
+//!
+//! Speedup is Riptide's ops/s over RocksDB's for the same test (above 1: Riptide is faster),
+//! summarized by the geometric mean. The other tables show every engine's throughput, latency
+//! percentiles, write/read/space amplification and resource use, then the engines' full
+//! configurations and the machine, build and commit the numbers belong to.
+
+use std::fmt::Write as _;
+use std::time::{SystemTime, UNIX_EPOCH};
+
+use crate::csv::Row;
+use crate::metrics::geometric_mean;
+use crate::system::MachineInfo;
+use crate::workload::group_thousands;
+
+/// Everything around the rows that a suite report shows.
+#[derive(Clone, Debug, Default)]
+pub struct ReportContext {
+    /// Suite name (quick, standard, large, or custom).
+    pub suite: String,
+    /// When the suite started, readable.
+    pub started: String,
+    /// Wall time of the whole suite.
+    pub wall_seconds: f64,
+    /// The commit measured.
+    pub commit: String,
+    /// The machine.
+    pub machine: MachineInfo,
+    /// How the benchtool (and RocksDB) were built, when known.
+    pub build: Option<String>,
+    /// The Rust compiler.
+    pub rustc: Option<String>,
+    /// Per engine, its full configuration text.
+    pub engine_configurations: Vec<(String, String)>,
+    /// Charts present next to the report: (file name, title).
+    pub charts: Vec<(String, String)>,
+    /// Why charts are missing, when they are.
+    pub chart_note: Option<String>,
+    /// Runs that failed: (test, engine, reason).
+    pub failures: Vec<(String, String, String)>,
+    /// One-minute load average at the start and the highest seen before a run.
+    pub load: Option<(String, String)>,
+}
+
+/// One test's speedup of Riptide over RocksDB.
+#[derive(Clone, Debug, PartialEq)]
+pub struct Speedup {
+    /// The test name.
+    pub test: String,
+    /// Riptide's ops/s.
+    pub riptide_ops_per_second: f64,
+    /// RocksDB's ops/s.
+    pub rocksdb_ops_per_second: f64,
+    /// Riptide over RocksDB.
+    pub ratio: f64,
+    /// Riptide's peak RSS over RocksDB's.
+    pub rss_ratio: Option<f64>,
+    /// Riptide's write amplification over RocksDB's.
+    pub write_amplification_ratio: Option<f64>,
+    /// Riptide's database size over RocksDB's.
+    pub size_ratio: Option<f64>,
+}
+
+/// Test names in order of first appearance.
+pub fn test_names(rows: &[Row]) -> Vec<String> {
+    let mut names: Vec<String> = Vec::new();
+    for row in rows {
+        let test = row.text("test");
+        if !names.iter().any(|name| name == test) {
+            names.push(test.to_string());
+        }
+    }
+    names
+}
+
+/// The last row of `test` on `engine` (a rerun replaces an earlier one).
+pub fn find_row<'a>(rows: &'a [Row], test: &str, engine: &str) -> Option<&'a Row> {
+    rows.iter().rev().find(|row| row.text("test") == test && row.text("engine") == engine)
+}
+
+fn field_ratio(riptide: &Row, rocksdb: &Row, field: &str) -> Option<f64> {
+    let numerator = riptide.number(field)?;
+    let denominator = rocksdb.number(field)?;
+    (denominator > 0.0).then(|| numerator / denominator)
+}
+
+/// The speedup of every test that both engines ran.
+pub fn speedups(rows: &[Row]) -> Vec<Speedup> {
+    test_names(rows)
+        .into_iter()
+        .filter_map(|test| {
+            let riptide = find_row(rows, &test, "riptide")?;
+            let rocksdb = find_row(rows, &test, "rocksdb")?;
+            let riptide_ops_per_second = riptide.number("ops_per_second")?;
+            let rocksdb_ops_per_second = rocksdb.number("ops_per_second")?;
+            if rocksdb_ops_per_second <= 0.0 {
+                return None;
+            }
+            Some(Speedup {
+                ratio: riptide_ops_per_second / rocksdb_ops_per_second,
+                rss_ratio: field_ratio(riptide, rocksdb, "peak_rss_bytes"),
+                write_amplification_ratio: field_ratio(riptide, rocksdb, "write_amplification"),
+                size_ratio: field_ratio(riptide, rocksdb, "db_size_bytes"),
+                test,
+                riptide_ops_per_second,
+                rocksdb_ops_per_second,
+            })
+        })
+        .collect()
+}
+
+fn rate(value: Option<f64>) -> String {
+    value.map(|value| group_thousands(value.round() as u64)).unwrap_or_else(|| "-".to_string())
+}
+
+fn decimals(value: Option<f64>, places: usize) -> String {
+    value.map(|value| format!("{value:.places$}")).unwrap_or_else(|| "-".to_string())
+}
+
+fn mebibytes(value: Option<f64>) -> String {
+    value.map(|value| format!("{:.1}", value / (1024.0 * 1024.0))).unwrap_or_else(|| "-".to_string())
+}
+
+fn times(value: Option<f64>) -> String {
+    value.map(|value| format!("{value:.2}x")).unwrap_or_else(|| "-".to_string())
+}
+
+/// Latencies with a precision that suits their size.
+fn micros(value: Option<f64>) -> String {
+    match value {
+        None => "-".to_string(),
+        Some(value) if value < 10.0 => format!("{value:.2}"),
+        Some(value) if value < 1000.0 => format!("{value:.1}"),
+        Some(value) => group_thousands(value.round() as u64),
+    }
+}
+
+/// The speedup section: table, geometric mean and the weakest tests.
+fn speedup_section(out: &mut String, rows: &[Row]) {
+    let speedups = speedups(rows);
+    let _ = writeln!(out, "## Speedup: Riptide / RocksDB\n");
+    if speedups.is_empty() {
+        let _ = writeln!(out, "No test ran on both engines, so there is no speedup to show.\n");
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "Throughput ratio per test (above 1: Riptide is faster). The last three columns compare peak RSS, write \
+         amplification and database size (below 1: Riptide uses less).\n"
+    );
+    let _ =
+        writeln!(out, "| Test | Riptide ops/s | RocksDB ops/s | Speedup | RSS ratio | Write amp ratio | Size ratio |");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    for speedup in &speedups {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | **{}** | {} | {} | {} |",
+            speedup.test,
+            rate(Some(speedup.riptide_ops_per_second)),
+            rate(Some(speedup.rocksdb_ops_per_second)),
+            times(Some(speedup.ratio)),
+            times(speedup.rss_ratio),
+            times(speedup.write_amplification_ratio),
+            times(speedup.size_ratio),
+        );
+    }
+    let ratios: Vec<f64> = speedups.iter().map(|speedup| speedup.ratio).collect();
+    let _ = writeln!(
+        out,
+        "| **Geometric mean** ({} tests) | | | **{}** | {} | {} | {} |\n",
+        speedups.len(),
+        times(geometric_mean(&ratios)),
+        times(geometric_mean(&speedups.iter().filter_map(|speedup| speedup.rss_ratio).collect::<Vec<_>>())),
+        times(geometric_mean(
+            &speedups.iter().filter_map(|speedup| speedup.write_amplification_ratio).collect::<Vec<_>>()
+        )),
+        times(geometric_mean(&speedups.iter().filter_map(|speedup| speedup.size_ratio).collect::<Vec<_>>())),
+    );
+    let mut weakest: Vec<&Speedup> = speedups.iter().collect();
+    weakest.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+    let listed: Vec<String> =
+        weakest.iter().take(3).map(|speedup| format!("`{}` ({})", speedup.test, times(Some(speedup.ratio)))).collect();
+    let _ = writeln!(out, "Weakest for Riptide: {}.\n", listed.join(", "));
+    let losses = speedups.iter().filter(|speedup| speedup.ratio < 1.0).count();
+    let _ = writeln!(out, "RocksDB is faster on {losses} of {} tests.\n", speedups.len());
+    let capped: Vec<&str> =
+        rows.iter().filter(|row| row.text("capped") == "true").map(|row| row.text("test")).collect();
+    if !capped.is_empty() {
+        let _ = writeln!(
+            out,
+            "Stopped by the time limit (ops/s is over the operations done): {}.\n",
+            capped.iter().map(|test| format!("`{test}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    let mut sides = String::new();
+    for test in test_names(rows) {
+        let (Some(riptide), Some(rocksdb)) = (find_row(rows, &test, "riptide"), find_row(rows, &test, "rocksdb"))
+        else {
+            continue;
+        };
+        if riptide.text("workload") != "mixed" {
+            continue;
+        }
+        for (side, field) in [("puts", "put_ops_per_second"), ("gets", "get_ops_per_second")] {
+            let _ = writeln!(
+                sides,
+                "| {test} | {side} | {} | {} | {} |",
+                rate(riptide.number(field)),
+                rate(rocksdb.number(field)),
+                times(field_ratio(riptide, rocksdb, field)),
+            );
+        }
+    }
+    if !sides.is_empty() {
+        let _ = writeln!(
+            out,
+            "Mixed runs, each side (operations per second of time spent in puts or in gets; not in the geometric \
+             mean):\n\n| Test | Side | Riptide ops/s | RocksDB ops/s | Speedup |\n|---|---|---:|---:|---:|\n{sides}"
+        );
+    }
+}
+
+fn engine_rows(rows: &[Row]) -> Vec<(String, &Row)> {
+    let mut ordered = Vec::new();
+    for test in test_names(rows) {
+        for engine in ["riptide", "rocksdb"] {
+            if let Some(row) = find_row(rows, &test, engine) {
+                ordered.push((test.clone(), row));
+            }
+        }
+        for row in rows.iter().filter(|row| row.text("test") == test) {
+            let engine = row.text("engine");
+            if engine != "riptide" && engine != "rocksdb" && find_row(rows, &test, engine) == Some(row) {
+                ordered.push((test.clone(), row));
+            }
+        }
+    }
+    ordered
+}
+
+fn throughput_section(out: &mut String, rows: &[Row]) {
+    let _ = writeln!(out, "## Throughput\n");
+    let _ = writeln!(
+        out,
+        "Ops/s of the measured phase. Mixed runs also show puts and gets per second of time spent in each. \
+         Populate (before reads, seeks, scans, deletes) and settle (flush and wait for compactions after the phase) \
+         are not part of ops/s. \"capped\" marks a phase stopped by the time limit.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Test | Engine | ops/s | put ops/s | get ops/s | found % | duration s | ops done | populate s | settle s |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (test, row) in engine_rows(rows) {
+        let done = row.number("operations_done");
+        let reads = match row.text("workload") {
+            "read" | "seek" | "range" => done,
+            "mixed" => row.number("latency_count").and(row.number("get_latency_count")),
+            _ => None,
+        };
+        let found = match (row.number("found"), reads) {
+            (Some(found), Some(reads)) if reads > 0.0 => Some(found / reads * 100.0),
+            _ => None,
+        };
+        let capped = if row.text("capped") == "true" { " (capped)" } else { "" };
+        let _ = writeln!(
+            out,
+            "| {test} | {} | {}{capped} | {} | {} | {} | {} | {} | {} | {} |",
+            row.text("engine"),
+            rate(row.number("ops_per_second")),
+            rate(row.number("put_ops_per_second")),
+            rate(row.number("get_ops_per_second")),
+            decimals(found, 1),
+            decimals(row.number("duration_seconds"), 2),
+            rate(done),
+            if matches!(row.text("workload"), "read" | "seek" | "range" | "delete") {
+                decimals(row.number("populate_seconds"), 1)
+            } else {
+                "-".to_string()
+            },
+            decimals(row.number("settle_seconds"), 1),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn latency_section(out: &mut String, rows: &[Row]) {
+    let _ = writeln!(out, "## Latency (µs)\n");
+    let _ = writeln!(
+        out,
+        "From HDR histograms merged over threads. \"batch\" rows time a whole write batch (`batch_size` operations); \
+         mixed runs show their puts and their gets separately. CV is stddev / mean.\n"
+    );
+    let _ = writeln!(out, "| Test | Engine | Unit | avg | p50 | p95 | p99 | p99.9 | min | max | CV % |");
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (test, row) in engine_rows(rows) {
+        let mixed = row.text("workload") == "mixed";
+        let unit = row.text("latency_unit");
+        let prefixes: Vec<(&str, String)> = if mixed {
+            vec![("latency", format!("put {unit}")), ("get_latency", "get".to_string())]
+        } else {
+            vec![("latency", unit.to_string())]
+        };
+        for (prefix, unit) in prefixes {
+            let field = |suffix: &str| row.number(&format!("{prefix}_{suffix}"));
+            let _ = writeln!(
+                out,
+                "| {test} | {} | {unit} | {} | {} | {} | {} | {} | {} | {} | {} |",
+                row.text("engine"),
+                micros(field("avg_us")),
+                micros(field("p50_us")),
+                micros(field("p95_us")),
+                micros(field("p99_us")),
+                micros(field("p999_us")),
+                micros(field("min_us")),
+                micros(field("max_us")),
+                decimals(field("cv_percent"), 0),
+            );
+        }
+    }
+    let _ = writeln!(out);
+}
+
+fn amplification_section(out: &mut String, rows: &[Row]) {
+    let _ = writeln!(out, "## Write, read and space amplification\n");
+    let _ = writeln!(
+        out,
+        "Write amp = bytes the process wrote to storage (`/proc/self/io` write_bytes over the phase, the final flush \
+         and compactions and the close) / logical bytes written (key + value; key only for deletes). Read amp = \
+         storage bytes read / key + value bytes returned (page-cache hits read nothing). Space amp = database \
+         directory size after the run / key + value bytes of the live keys. \"-\": undefined (nothing written, \
+         read, or left).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Test | Engine | Write amp | Read amp | Space amp | DB size MiB | Live MiB | Disk written MiB | Disk read MiB |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    for (test, row) in engine_rows(rows) {
+        let _ = writeln!(
+            out,
+            "| {test} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.text("engine"),
+            decimals(row.number("write_amplification"), 2),
+            decimals(row.number("read_amplification"), 3),
+            decimals(row.number("space_amplification"), 2),
+            mebibytes(row.number("db_size_bytes")),
+            mebibytes(row.number("live_logical_bytes")),
+            mebibytes(row.number("disk_write_bytes")),
+            mebibytes(row.number("disk_read_bytes")),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn resource_section(out: &mut String, rows: &[Row]) {
+    let _ = writeln!(out, "## Memory and CPU\n");
+    let _ = writeln!(
+        out,
+        "Peak RSS is `VmHWM` of the run's own process, reset after populating so it covers the measured phase. CPU is \
+         user + system time of all the process's threads over the phase, settle and close; CPU % is per wall \
+         second of that window (200 % = both cores busy). CPU µs/op divides the CPU time by the phase's \
+         operations.\n"
+    );
+    let _ = writeln!(out, "| Test | Engine | Peak RSS MiB | CPU user s | CPU sys s | CPU % | CPU µs/op |");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|");
+    for (test, row) in engine_rows(rows) {
+        let cpu_seconds = match (row.number("cpu_user_seconds"), row.number("cpu_system_seconds")) {
+            (Some(user), Some(system)) => Some(user + system),
+            _ => None,
+        };
+        let per_operation = match (cpu_seconds, row.number("operations_done")) {
+            (Some(cpu), Some(done)) if done > 0.0 => Some(cpu / done * 1e6),
+            _ => None,
+        };
+        let reset = if row.text("peak_rss_reset") == "false" { " (incl. populate)" } else { "" };
+        let _ = writeln!(
+            out,
+            "| {test} | {} | {}{reset} | {} | {} | {} | {} |",
+            row.text("engine"),
+            mebibytes(row.number("peak_rss_bytes")),
+            decimals(row.number("cpu_user_seconds"), 2),
+            decimals(row.number("cpu_system_seconds"), 2),
+            decimals(row.number("cpu_percent"), 0),
+            decimals(per_operation, 2),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn parameters_section(out: &mut String, rows: &[Row]) {
+    let _ = writeln!(out, "## Test parameters\n");
+    let _ = writeln!(
+        out,
+        "| Test | Workload | Pattern | Operations | Threads | Batch | Key B | Value B | Range | Sync | Time cap s |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---|---:|");
+    for test in test_names(rows) {
+        let Some(row) = rows.iter().find(|row| row.text("test") == test) else {
+            continue;
+        };
+        let range = if row.text("workload") == "range" { row.text("range_size") } else { "-" };
+        let _ = writeln!(
+            out,
+            "| {test} | {} | {} | {} | {} | {} | {} | {} | {range} | {} | {} |",
+            row.text("workload"),
+            row.text("pattern"),
+            rate(row.number("operations")),
+            row.text("threads"),
+            row.text("batch_size"),
+            row.text("key_size_bytes"),
+            row.text("value_size_bytes"),
+            row.text("sync"),
+            row.text("max_seconds"),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+fn methodology_section(out: &mut String) {
+    let _ = writeln!(out, "## Method\n");
+    let lines = [
+        "Each (test, engine) ran in its own child process, on a fresh database directory, one after another; the \
+         directory was deleted after its size was measured.",
+        "Keys are fixed-width hexadecimal key numbers. `random` is a pseudo-random permutation of the key space \
+         (each key once, uniformly spread); `zipfian` is YCSB's generator with skew 0.99, ranks scattered by the \
+         same permutation; `uniform` draws with replacement; each thread takes a disjoint share of the operation \
+         indexes.",
+        "Values are random bytes that LZ4 compresses to about half (each 100-byte chunk repeats a random half), \
+         unless the compressibility column says otherwise.",
+        "Reads, seeks, scans and deletes populate first with batches of 1,000 (not measured), then flush and wait \
+         for compactions before the measured phase. Random reads use another permutation than the populate, so \
+         the order differs; zipfian reads draw from the same hot keys.",
+        "Mixed runs alternate a batch of puts and as many gets (of keys the thread already wrote, or fresh zipfian \
+         draws): the operation count is puts plus gets.",
+        "Seeks and scans create an iterator per operation, position it with `seek`, and read one (seek) or \
+         `range_size` (range) entries.",
+        "Each engine's own statistics after each run (levels, flushes, compactions, stalls) are in \
+         `engine-stats/<test>-<engine>.txt` next to this report.",
+    ];
+    for line in lines {
+        let _ = writeln!(out, "- {line}");
+    }
+    let _ = writeln!(out);
+}
+
+/// The Markdown report of a suite.
+pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Riptide vs RocksDB: `{}` suite\n", context.suite);
+    let machine = &context.machine;
+    let _ = writeln!(out, "- Started: {} (suite wall time {:.1} min)", context.started, context.wall_seconds / 60.0);
+    let _ = writeln!(out, "- Commit: `{}`", context.commit);
+    let _ = writeln!(
+        out,
+        "- Machine: {} logical CPUs, {}, {:.1} GiB RAM, kernel {}; databases on {}",
+        machine.logical_cpus,
+        machine.cpu_model,
+        machine.memory_total_bytes as f64 / (1u64 << 30) as f64,
+        machine.kernel,
+        machine.filesystem
+    );
+    if let Some(build) = &context.build {
+        let _ = writeln!(out, "- Build: {build}");
+    }
+    if let Some((start, highest)) = &context.load {
+        let busy = highest.parse::<f64>().unwrap_or(0.0) > machine.logical_cpus as f64;
+        let warning = if busy {
+            " (above the CPU count: other processes competed with the runs, so absolute numbers are low and noisy; \
+             both engines ran under it, one after the other, case by case)"
+        } else {
+            ""
+        };
+        let _ = writeln!(out, "- Load average (1 min): {start} at the start, at most {highest} before a run{warning}");
+    }
+    if let Some(rustc) = &context.rustc {
+        let _ = writeln!(out, "- Compiler: {rustc}; RocksDB 11.8.1 through the `rocksdb` crate 0.25");
+    }
+    let _ = writeln!(out, "- Runs: {} rows, {} failed\n", rows.len(), context.failures.len());
+    if !context.failures.is_empty() {
+        let _ = writeln!(out, "## Failed runs\n");
+        for (test, engine, reason) in &context.failures {
+            let _ = writeln!(out, "- `{test}` on {engine}: {reason}");
+        }
+        let _ = writeln!(out);
+    }
+    speedup_section(&mut out, rows);
+    if !context.charts.is_empty() || context.chart_note.is_some() {
+        let _ = writeln!(out, "## Charts\n");
+        for (file, title) in &context.charts {
+            let _ = writeln!(out, "### {title}\n\n![{title}]({file})\n");
+        }
+        if let Some(note) = &context.chart_note {
+            let _ = writeln!(out, "{note}\n");
+        }
+    }
+    throughput_section(&mut out, rows);
+    latency_section(&mut out, rows);
+    amplification_section(&mut out, rows);
+    resource_section(&mut out, rows);
+    parameters_section(&mut out, rows);
+    methodology_section(&mut out);
+    let _ = writeln!(out, "## Engine configurations\n");
+    if context.engine_configurations.is_empty() {
+        let _ = writeln!(out, "Not recorded.\n");
+    }
+    for (engine, text) in &context.engine_configurations {
+        let _ = writeln!(out, "### {engine}\n\n```text\n{}\n```\n", text.trim_end());
+    }
+    out
+}
+
+/// The Markdown report of single runs (the `run --report` option).
+pub fn single_run_report(rows: &[Row]) -> String {
+    let mut out = String::new();
+    let _ = writeln!(out, "# Riptide benchtool run\n");
+    throughput_section(&mut out, rows);
+    latency_section(&mut out, rows);
+    amplification_section(&mut out, rows);
+    resource_section(&mut out, rows);
+    parameters_section(&mut out, rows);
+    out
+}
+
+/// Converts days since 1970-01-01 to a (year, month, day) civil date (Howard Hinnant's algorithm).
+fn civil_from_days(days: i64) -> (i64, u32, u32) {
+    let shifted = days + 719_468;
+    let era = shifted.div_euclid(146_097);
+    let day_of_era = shifted.rem_euclid(146_097);
+    let year_of_era = (day_of_era - day_of_era / 1460 + day_of_era / 36_524 - day_of_era / 146_096) / 365;
+    let day_of_year = day_of_era - (365 * year_of_era + year_of_era / 4 - year_of_era / 100);
+    let month_index = (5 * day_of_year + 2) / 153;
+    let day = (day_of_year - (153 * month_index + 2) / 5 + 1) as u32;
+    let month = if month_index < 10 { month_index + 3 } else { month_index - 9 } as u32;
+    let year = year_of_era + era * 400 + i64::from(month <= 2);
+    (year, month, day)
+}
+
+/// UTC time as (`20261123T021000Z` for directory names, `2026-11-23 02:10:00 UTC`).
+pub fn utc_timestamps(time: SystemTime) -> (String, String) {
+    let seconds = time.duration_since(UNIX_EPOCH).map(|duration| duration.as_secs()).unwrap_or(0) as i64;
+    let (year, month, day) = civil_from_days(seconds.div_euclid(86_400));
+    let second_of_day = seconds.rem_euclid(86_400);
+    let (hour, minute, second) = (second_of_day / 3600, second_of_day % 3600 / 60, second_of_day % 60);
+    (
+        format!("{year:04}{month:02}{day:02}T{hour:02}{minute:02}{second:02}Z"),
+        format!("{year:04}-{month:02}-{day:02} {hour:02}:{minute:02}:{second:02} UTC"),
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    fn row(test: &str, engine: &str, ops_per_second: f64, rss: f64) -> Row {
+        let mut row = Row::new();
+        row.push("test", test);
+        row.push("engine", engine);
+        row.push("workload", "write");
+        row.push("ops_per_second", ops_per_second.to_string());
+        row.push("peak_rss_bytes", rss.to_string());
+        row.push("write_amplification", "");
+        row
+    }
+
+    #[test]
+    fn speedups_and_geometric_mean() {
+        let rows = vec![
+            row("a", "riptide", 200.0, 100.0),
+            row("a", "rocksdb", 100.0, 50.0),
+            row("b", "riptide", 50.0, 100.0),
+            row("b", "rocksdb", 100.0, 100.0),
+            row("c", "riptide", 10.0, 1.0),
+        ];
+        let speedups = speedups(&rows);
+        assert_eq!(speedups.len(), 2, "a test without RocksDB has no speedup");
+        assert_eq!(speedups[0].ratio, 2.0);
+        assert_eq!(speedups[0].rss_ratio, Some(2.0));
+        assert_eq!(speedups[0].write_amplification_ratio, None);
+        assert_eq!(speedups[1].ratio, 0.5);
+        let report = suite_report(&ReportContext { suite: "unit".to_string(), ..Default::default() }, &rows);
+        assert!(report.contains("| a | 200 | 100 | **2.00x** | 2.00x | - | - |"), "{report}");
+        assert!(report.contains("**Geometric mean** (2 tests) | | | **1.00x**"), "{report}");
+        assert!(report.contains("Weakest for Riptide: `b` (0.50x), `a` (2.00x)."));
+        assert!(report.contains("RocksDB is faster on 1 of 2 tests."));
+        assert!(report.contains("## Latency (µs)"));
+        assert!(report.contains("## Memory and CPU"));
+    }
+
+    #[test]
+    fn a_rerun_replaces_the_earlier_row() {
+        let rows = vec![row("a", "riptide", 1.0, 1.0), row("a", "riptide", 3.0, 1.0), row("a", "rocksdb", 1.0, 1.0)];
+        assert_eq!(speedups(&rows)[0].ratio, 3.0);
+    }
+
+    #[test]
+    fn timestamps_are_utc() {
+        let (compact, readable) = utc_timestamps(UNIX_EPOCH + Duration::from_secs(1_795_400_000));
+        assert_eq!(compact, "20261123T021320Z");
+        assert_eq!(readable, "2026-11-23 02:13:20 UTC");
+        assert_eq!(utc_timestamps(UNIX_EPOCH).0, "19700101T000000Z");
+        // A leap day.
+        assert_eq!(utc_timestamps(UNIX_EPOCH + Duration::from_secs(951_782_400)).1, "2000-02-29 00:00:00 UTC");
+    }
+}

@@ -1,0 +1,571 @@
+//! Suites: seed 004's benchmark cases, each run on every engine in a child process, then reports.
+//!
+//! `standard` reproduces seed 004's 8-thread suite case by case (writes, reads, mixed, deletes,
+//! value sizes, batch sizes, seeks, range scans) plus synced random writes at 1, 4, 8 and 16
+//! threads; `large` runs the same cases at 16 threads with 4x the operations; `quick` runs the
+//! standard cases with a tenth of the operations. Every (case, engine) pair runs in a fresh
+//! child process of this binary (`riptide-bench run ...`) on a fresh directory, one after
+//! another, so that peak RSS, CPU time and I/O counters belong to that run alone. The children
+//! append their rows to `results.csv`; the suite then draws charts with `bench/plot.py` (when
+//! Python and matplotlib are there) and writes `report.md` into `bench/results/<timestamp>/`,
+//! pointing `bench/results/latest` at it.
+
+use std::path::{Path, PathBuf};
+use std::process::{Command, Stdio};
+use std::time::{Instant, SystemTime};
+
+use clap::{Args, ValueEnum};
+
+use crate::bail;
+use crate::csv::{parse_records, read_rows, Row};
+use crate::engine::{describe_settings, EngineKind};
+use crate::error::{Context, Result};
+use crate::keys::KeyPattern;
+use crate::report::{suite_report, utc_timestamps, ReportContext};
+use crate::system::{commit_description, load_average, rustc_version, BuildInfo, MachineInfo};
+use crate::workload::{operations_label, RunParameters, Workload};
+
+/// The predefined suites.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum SuiteName {
+    /// The standard cases with a tenth of the operations (minutes on 2 cores).
+    Quick,
+    /// Seed 004's 8-thread suite, case by case.
+    Standard,
+    /// The standard cases at 16 threads with 4x the operations.
+    Large,
+}
+
+impl SuiteName {
+    /// The name used on the command line and in reports.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            SuiteName::Quick => "quick",
+            SuiteName::Standard => "standard",
+            SuiteName::Large => "large",
+        }
+    }
+
+    /// The default time limit of one measured phase, in seconds (0: none).
+    pub fn default_max_seconds(self) -> f64 {
+        match self {
+            SuiteName::Quick => 60.0,
+            SuiteName::Standard => 600.0,
+            SuiteName::Large => 0.0,
+        }
+    }
+}
+
+/// Options of `riptide-bench suite`.
+#[derive(Args, Clone, Debug)]
+pub struct SuiteOptions {
+    /// Which suite to run.
+    #[arg(long, value_enum, default_value = "quick")]
+    pub suite: SuiteName,
+    /// Engines to run, comma-separated (default: every engine compiled in).
+    #[arg(long, value_delimiter = ',')]
+    pub engines: Vec<EngineKind>,
+    /// Where result directories are created.
+    #[arg(long = "results-dir", default_value = "bench/results")]
+    pub results_dir: PathBuf,
+    /// Directory under which each run creates (and deletes) its database directory.
+    #[arg(short = 'd', long = "db-path")]
+    pub db_path: Option<PathBuf>,
+    /// Run only the tests whose name contains one of these strings (comma-separated).
+    #[arg(long, value_delimiter = ',')]
+    pub filter: Vec<String>,
+    /// Time limit of each measured phase in seconds (default: 60 quick, 600 standard, none large).
+    #[arg(long = "max-seconds")]
+    pub max_seconds: Option<f64>,
+    /// The chart script (default: bench/plot.py of this source tree).
+    #[arg(long = "plot-script")]
+    pub plot_script: Option<PathBuf>,
+    /// Skip the charts.
+    #[arg(long = "no-plots")]
+    pub no_plots: bool,
+    /// Seconds between progress lines of the runs (0: none).
+    #[arg(long = "progress-seconds", default_value_t = 5.0)]
+    pub progress_seconds: f64,
+    /// Print the cases and exit without running them.
+    #[arg(long = "list")]
+    pub list: bool,
+}
+
+/// The cases of a suite (engine-independent: the engine field is set per run).
+pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
+    let (numerator, denominator, threads) = match suite {
+        SuiteName::Quick => (1, 10, 8),
+        SuiteName::Standard => (1, 1, 8),
+        SuiteName::Large => (4, 1, 16),
+    };
+    let scaled = |base: u64| base * numerator / denominator;
+    let case =
+        |name: String, workload: Workload, pattern: KeyPattern, operations: u64, batch_size: usize| RunParameters {
+            test_name: Some(name),
+            workload,
+            pattern,
+            operations,
+            threads,
+            batch_size,
+            ..RunParameters::default()
+        };
+    let mut cases = Vec::new();
+    let ten = scaled(10_000_000);
+    let five = scaled(5_000_000);
+    let label = |operations: u64| operations_label(operations);
+    // Writes, reads and mixed (seed 004, sections 1 to 5).
+    cases.push(case(format!("write_seq_{}_t{threads}_b1000", label(ten)), Workload::Write, KeyPattern::Seq, ten, 1000));
+    cases.push(case(
+        format!("write_random_{}_t{threads}_b1000", label(ten)),
+        Workload::Write,
+        KeyPattern::Random,
+        ten,
+        1000,
+    ));
+    cases.push(case(format!("read_random_{}_t{threads}", label(ten)), Workload::Read, KeyPattern::Random, ten, 1));
+    cases.push(case(
+        format!("mixed_random_{}_t{threads}_b1000", label(five)),
+        Workload::Mixed,
+        KeyPattern::Random,
+        five,
+        1000,
+    ));
+    cases.push(case(
+        format!("write_zipfian_{}_t{threads}_b1000", label(five)),
+        Workload::Write,
+        KeyPattern::Zipfian,
+        five,
+        1000,
+    ));
+    cases.push(case(
+        format!("mixed_zipfian_{}_t{threads}_b1000", label(five)),
+        Workload::Mixed,
+        KeyPattern::Zipfian,
+        five,
+        1000,
+    ));
+    // Deletes (section 6).
+    cases.push(case(
+        format!("delete_random_{}_t{threads}_b1000", label(five)),
+        Workload::Delete,
+        KeyPattern::Random,
+        five,
+        1000,
+    ));
+    // Value sizes (sections 7 and 8).
+    let large_values = scaled(1_000_000);
+    cases.push(RunParameters {
+        key_size_bytes: 256,
+        value_size_bytes: 4096,
+        ..case(
+            format!("write_large_values_{}_k256_v4096_t{threads}_b1000", label(large_values)),
+            Workload::Write,
+            KeyPattern::Random,
+            large_values,
+            1000,
+        )
+    });
+    let small_values = scaled(50_000_000);
+    cases.push(RunParameters {
+        value_size_bytes: 64,
+        ..case(
+            format!("write_small_values_{}_k16_v64_t{threads}_b1000", label(small_values)),
+            Workload::Write,
+            KeyPattern::Random,
+            small_values,
+            1000,
+        )
+    });
+    // Batch sizes (section 9).
+    for batch in [1usize, 10, 100, 1000, 10_000] {
+        cases.push(case(
+            format!("batch_{batch}_{}_t{threads}", label(ten)),
+            Workload::Write,
+            KeyPattern::Random,
+            ten,
+            batch,
+        ));
+    }
+    // Delete batch sizes (section 10).
+    for batch in [1usize, 100, 1000] {
+        cases.push(case(
+            format!("delete_batch_{batch}_{}_t{threads}", label(five)),
+            Workload::Delete,
+            KeyPattern::Random,
+            five,
+            batch,
+        ));
+    }
+    // Seeks (section 11).
+    for pattern in [KeyPattern::Random, KeyPattern::Seq, KeyPattern::Zipfian] {
+        cases.push(case(
+            format!("seek_{}_{}_t{threads}", pattern.as_str(), label(five)),
+            Workload::Seek,
+            pattern,
+            five,
+            1,
+        ));
+    }
+    // Range scans (section 12).
+    for (pattern, range_size, base) in [
+        (KeyPattern::Random, 100usize, 1_000_000u64),
+        (KeyPattern::Random, 1000, 500_000),
+        (KeyPattern::Seq, 100, 1_000_000),
+    ] {
+        let operations = scaled(base);
+        cases.push(RunParameters {
+            range_size,
+            ..case(
+                format!("range_{}_{range_size}_{}_t{threads}", pattern.as_str(), label(operations)),
+                Workload::Range,
+                pattern,
+                operations,
+                1,
+            )
+        });
+    }
+    // Synced random writes (one put per write, each synced) at 1, 4, 8 and 16 threads.
+    let synced = scaled(200_000);
+    for sync_threads in [1usize, 4, 8, 16] {
+        cases.push(RunParameters {
+            threads: sync_threads,
+            sync: true,
+            ..case(
+                format!("sync_write_random_{}_t{sync_threads}_b1", label(synced)),
+                Workload::Write,
+                KeyPattern::Random,
+                synced,
+                1,
+            )
+        });
+    }
+    cases
+}
+
+/// Chart files the plot script writes, with their titles.
+pub const CHARTS: [(&str, &str); 6] = [
+    ("speedup.png", "Speedup, Riptide / RocksDB"),
+    ("throughput.png", "Throughput per test"),
+    ("latency.png", "Latency percentiles"),
+    ("amplification.png", "Write and space amplification"),
+    ("resources.png", "Peak RSS and CPU"),
+    ("throughput_over_time.png", "Throughput over time (longest write runs)"),
+];
+
+/// Runs a suite and writes its results directory; returns that directory.
+pub fn run_suite(options: &SuiteOptions) -> Result<PathBuf> {
+    let engines = if options.engines.is_empty() { EngineKind::available() } else { options.engines.clone() };
+    for engine in &engines {
+        if !engine.is_available() {
+            bail!(
+                "engine {} is not compiled into this binary; build with `--features rocksdb` (make bench does)",
+                engine.as_str()
+            );
+        }
+    }
+    let max_seconds = options.max_seconds.unwrap_or_else(|| options.suite.default_max_seconds());
+    let cases: Vec<RunParameters> = suite_cases(options.suite)
+        .into_iter()
+        .map(|case| RunParameters { max_seconds, progress_seconds: options.progress_seconds, ..case })
+        .filter(|case| {
+            let name = case.effective_test_name();
+            options.filter.is_empty() || options.filter.iter().any(|part| name.contains(part.as_str()))
+        })
+        .collect();
+    if options.list {
+        for case in &cases {
+            println!("{}  riptide-bench run {}", case.effective_test_name(), case.to_arguments().join(" "));
+        }
+        return Ok(options.results_dir.clone());
+    }
+    if cases.is_empty() {
+        bail!("no test of the {} suite matches the filter {:?}", options.suite.as_str(), options.filter);
+    }
+    let started_at = SystemTime::now();
+    let started = Instant::now();
+    let (stamp, readable_start) = utc_timestamps(started_at);
+    let directory = options.results_dir.join(&stamp);
+    std::fs::create_dir_all(&directory).with_context(|| format!("creating {}", directory.display()))?;
+    point_latest_at(&options.results_dir, &stamp)?;
+    let db_path = options.db_path.clone().unwrap_or_else(std::env::temp_dir);
+    std::fs::create_dir_all(&db_path).with_context(|| format!("creating {}", db_path.display()))?;
+    let executable = std::env::current_exe().context("finding this executable")?;
+    let statistics_directory = directory.join("engine-stats");
+    std::fs::create_dir_all(&statistics_directory)
+        .with_context(|| format!("creating {}", statistics_directory.display()))?;
+    let total_runs = cases.len() * engines.len();
+    println!(
+        "Suite {}: {} tests x {} engines = {total_runs} runs; results in {}; databases under {}",
+        options.suite.as_str(),
+        cases.len(),
+        engines.len(),
+        directory.display(),
+        db_path.display()
+    );
+    let mut failures: Vec<(String, String, String)> = Vec::new();
+    let mut run_number = 0;
+    // The load average before each run: above the CPU count, other processes competed with it.
+    let load_at_start = load_average().unwrap_or(0.0);
+    let mut load_highest = load_at_start;
+    for case in &cases {
+        for &engine in &engines {
+            run_number += 1;
+            let parameters = RunParameters {
+                engine,
+                db_path: Some(db_path.clone()),
+                csv: Some(directory.join("results.csv")),
+                timeseries: Some(directory.join("timeseries.csv")),
+                config_dump: Some(directory.join(format!("config-{}.txt", engine.as_str()))),
+                stats_dump: Some(statistics_directory.join(format!(
+                    "{}-{}.txt",
+                    case.effective_test_name(),
+                    engine.as_str()
+                ))),
+                ..case.clone()
+            };
+            let test = parameters.effective_test_name();
+            load_highest = load_highest.max(load_average().unwrap_or(0.0));
+            println!(
+                "[{run_number}/{total_runs}] {test} on {} ({:.1} min elapsed)",
+                engine.as_str(),
+                started.elapsed().as_secs_f64() / 60.0
+            );
+            let status = Command::new(&executable)
+                .arg("run")
+                .args(parameters.to_arguments())
+                .stdin(Stdio::null())
+                .status()
+                .with_context(|| format!("starting {}", executable.display()))?;
+            if !status.success() {
+                let reason = format!("the run exited with {status}");
+                eprintln!("  FAILED: {reason}");
+                failures.push((test, engine.as_str().to_string(), reason));
+            }
+        }
+    }
+    let wall_seconds = started.elapsed().as_secs_f64();
+    let metadata = [
+        ("suite", options.suite.as_str().to_string()),
+        ("started", readable_start),
+        ("wall_seconds", format!("{wall_seconds:.1}")),
+        ("commit", commit_description(Path::new("."))),
+        ("db_path", db_path.display().to_string()),
+        ("build", BuildInfo::current().describe()),
+        ("load_at_start", format!("{load_at_start:.2}")),
+        ("load_highest", format!("{:.2}", load_highest.max(load_average().unwrap_or(0.0)))),
+        ("rustc", rustc_version().unwrap_or_else(|| "unknown".to_string())),
+    ];
+    let metadata_text: String = metadata.iter().map(|(key, value)| format!("{key}={value}\n")).collect();
+    std::fs::write(directory.join("suite.txt"), metadata_text).context("writing suite.txt")?;
+    let failure_text: String = std::iter::once("test,engine,reason\n".to_string())
+        .chain(failures.iter().map(|(test, engine, reason)| {
+            crate::csv::format_line([test.as_str(), engine.as_str(), reason.as_str()].into_iter()) + "\n"
+        }))
+        .collect();
+    std::fs::write(directory.join("failures.csv"), failure_text).context("writing failures.csv")?;
+    let plot_script =
+        if options.no_plots { None } else { Some(options.plot_script.clone().unwrap_or_else(default_plot_script)) };
+    write_report(&directory, plot_script.as_deref())?;
+    point_latest_at(&options.results_dir, &stamp)?;
+    if !failures.is_empty() {
+        bail!("{} of {total_runs} runs failed (see {})", failures.len(), directory.join("report.md").display());
+    }
+    Ok(directory)
+}
+
+/// bench/plot.py of the source tree this binary was built from.
+pub fn default_plot_script() -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../bench/plot.py")
+}
+
+/// Points `results_dir/latest` at `stamp` (a relative symbolic link).
+fn point_latest_at(results_dir: &Path, stamp: &str) -> Result<()> {
+    let link = results_dir.join("latest");
+    if std::fs::symlink_metadata(&link).is_ok() {
+        std::fs::remove_file(&link).with_context(|| format!("replacing {}", link.display()))?;
+    }
+    std::os::unix::fs::symlink(stamp, &link).with_context(|| format!("creating {}", link.display()))
+}
+
+/// Reads `key=value` lines.
+fn read_metadata(path: &Path) -> Vec<(String, String)> {
+    std::fs::read_to_string(path)
+        .unwrap_or_default()
+        .lines()
+        .filter_map(|line| line.split_once('=').map(|(key, value)| (key.to_string(), value.to_string())))
+        .collect()
+}
+
+/// Draws the charts (when a script is given) and writes `report.md` of a results directory.
+pub fn write_report(directory: &Path, plot_script: Option<&Path>) -> Result<PathBuf> {
+    let results = directory.join("results.csv");
+    let rows: Vec<Row> = if results.exists() { read_rows(&results)? } else { Vec::new() };
+    let metadata = read_metadata(&directory.join("suite.txt"));
+    let lookup = |key: &str| metadata.iter().find(|(name, _)| name == key).map(|(_, value)| value.clone());
+    let chart_note = match plot_script {
+        Some(script) if !rows.is_empty() => draw_charts(script, directory).err(),
+        Some(_) => None,
+        None => Some("Charts skipped (`--no-plots`).".to_string()),
+    };
+    let charts = CHARTS
+        .iter()
+        .filter(|(file, _)| directory.join(file).exists())
+        .map(|(file, title)| (file.to_string(), title.to_string()))
+        .collect();
+    let mut engine_configurations = Vec::new();
+    for engine in [EngineKind::Riptide, EngineKind::Rocksdb] {
+        let dumped = std::fs::read_to_string(directory.join(format!("config-{}.txt", engine.as_str()))).ok();
+        let ran = rows.iter().any(|row| row.text("engine") == engine.as_str());
+        let text = match dumped {
+            Some(text) => Some(text),
+            None if ran => Some(describe_settings(engine, &RunParameters::default().engine_settings()?)),
+            None => None,
+        };
+        if let Some(text) = text {
+            engine_configurations.push((engine.as_str().to_string(), text));
+        }
+    }
+    let failures = std::fs::read_to_string(directory.join("failures.csv"))
+        .ok()
+        .and_then(|text| parse_records(&text).ok())
+        .map(|records| {
+            records
+                .into_iter()
+                .skip(1)
+                .filter(|record| record.len() == 3)
+                .map(|record| (record[0].clone(), record[1].clone(), record[2].clone()))
+                .collect()
+        })
+        .unwrap_or_default();
+    let db_path = lookup("db_path").map(PathBuf::from).unwrap_or_else(std::env::temp_dir);
+    let context = ReportContext {
+        suite: lookup("suite").unwrap_or_else(|| "custom".to_string()),
+        started: lookup("started").unwrap_or_else(|| "unknown".to_string()),
+        wall_seconds: lookup("wall_seconds").and_then(|text| text.parse().ok()).unwrap_or(0.0),
+        commit: lookup("commit").unwrap_or_else(|| "unknown".to_string()),
+        machine: MachineInfo::collect(&db_path),
+        build: lookup("build"),
+        rustc: lookup("rustc"),
+        engine_configurations,
+        charts,
+        chart_note,
+        failures,
+        load: lookup("load_at_start").zip(lookup("load_highest")),
+    };
+    let report = suite_report(&context, &rows);
+    let path = directory.join("report.md");
+    std::fs::write(&path, report).with_context(|| format!("writing {}", path.display()))?;
+    println!("Report: {}", path.display());
+    Ok(path)
+}
+
+/// Runs the chart script; on failure returns the note the report prints instead of charts.
+fn draw_charts(script: &Path, directory: &Path) -> std::result::Result<(), String> {
+    let rerun = format!(
+        "then `python3 {} {}` and `riptide-bench report {}` redraw them",
+        script.display(),
+        directory.display(),
+        directory.display()
+    );
+    if !script.exists() {
+        return Err(format!("Charts not drawn: {} is missing.", script.display()));
+    }
+    let output = Command::new("python3").arg(script).arg(directory).output();
+    match output {
+        Err(error) => Err(format!(
+            "Charts not drawn: python3 could not be started ({error}); install Python 3 and matplotlib, {rerun}."
+        )),
+        Ok(output) if output.status.success() => Ok(()),
+        Ok(output) => {
+            let stderr = String::from_utf8_lossy(&output.stderr);
+            let reason = stderr.lines().last().unwrap_or("unknown error").to_string();
+            eprintln!("{stderr}");
+            Err(format!("Charts not drawn: {reason} (install with `python3 -m pip install matplotlib`, {rerun})."))
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn standard_suite_matches_seed_004() {
+        let cases = suite_cases(SuiteName::Standard);
+        let names: Vec<String> = cases.iter().map(RunParameters::effective_test_name).collect();
+        for expected in [
+            "write_seq_10M_t8_b1000",
+            "write_random_10M_t8_b1000",
+            "read_random_10M_t8",
+            "mixed_random_5M_t8_b1000",
+            "write_zipfian_5M_t8_b1000",
+            "mixed_zipfian_5M_t8_b1000",
+            "delete_random_5M_t8_b1000",
+            "write_large_values_1M_k256_v4096_t8_b1000",
+            "write_small_values_50M_k16_v64_t8_b1000",
+            "batch_1_10M_t8",
+            "batch_10000_10M_t8",
+            "delete_batch_1_5M_t8",
+            "delete_batch_1000_5M_t8",
+            "seek_random_5M_t8",
+            "seek_seq_5M_t8",
+            "seek_zipfian_5M_t8",
+            "range_random_100_1M_t8",
+            "range_random_1000_500K_t8",
+            "range_seq_100_1M_t8",
+            "sync_write_random_200K_t1_b1",
+            "sync_write_random_200K_t16_b1",
+        ] {
+            assert!(names.iter().any(|name| name == expected), "missing {expected}");
+        }
+        assert_eq!(cases.len(), 27);
+        let mut unique = names.clone();
+        unique.sort();
+        unique.dedup();
+        assert_eq!(unique.len(), names.len(), "test names must be unique");
+        let large_values = cases.iter().find(|case| case.key_size_bytes == 256).unwrap();
+        assert_eq!(large_values.value_size_bytes, 4096);
+        let range = cases.iter().find(|case| case.effective_test_name() == "range_random_1000_500K_t8").unwrap();
+        assert_eq!((range.range_size, range.operations), (1000, 500_000));
+        assert!(cases.iter().filter(|case| case.sync).all(|case| case.batch_size == 1));
+    }
+
+    #[test]
+    fn quick_is_a_tenth_and_large_is_four_times_at_16_threads() {
+        let standard = suite_cases(SuiteName::Standard);
+        let quick = suite_cases(SuiteName::Quick);
+        let large = suite_cases(SuiteName::Large);
+        assert_eq!(quick.len(), standard.len());
+        assert_eq!(large.len(), standard.len());
+        for ((standard, quick), large) in standard.iter().zip(&quick).zip(&large) {
+            assert_eq!(quick.operations * 10, standard.operations);
+            assert_eq!(large.operations, standard.operations * 4);
+            assert_eq!(quick.threads, standard.threads);
+            if !standard.sync {
+                assert_eq!(large.threads, 16);
+            }
+            assert_eq!(
+                (quick.workload, quick.pattern, quick.batch_size),
+                (standard.workload, standard.pattern, standard.batch_size)
+            );
+        }
+        assert!(quick.iter().any(|case| case.effective_test_name() == "write_seq_1M_t8_b1000"));
+        assert!(large.iter().any(|case| case.effective_test_name() == "write_seq_40M_t16_b1000"));
+    }
+
+    #[test]
+    fn case_arguments_parse_back() {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            parameters: RunParameters,
+        }
+        for case in suite_cases(SuiteName::Quick) {
+            let arguments = case.to_arguments();
+            let parsed = Wrapper::try_parse_from(std::iter::once("run".to_string()).chain(arguments)).unwrap();
+            let expected = RunParameters { test_name: Some(case.effective_test_name()), ..case.clone() };
+            assert_eq!(parsed.parameters, expected);
+        }
+    }
+}

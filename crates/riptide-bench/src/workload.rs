@@ -1,0 +1,1109 @@
+//! One run: a workload on one engine, measured, in this process.
+//!
+//! A run opens the engine on a fresh directory, populates it first when the workload reads or
+//! deletes (batched, timed separately, not part of the measurement), waits for background work,
+//! then measures its own phase with every thread on a disjoint share of the operation indexes.
+//! After the phase it settles the engine (flushes memtables and waits for flushes and
+//! compactions, the same for every engine) and closes it; CPU time and disk bytes cover the
+//! phase plus that settling, so deferred work is charged to the run that caused it, while
+//! ops/s and latencies cover the phase only. Peak RSS is reset after populating, so it is the
+//! peak of the measured part. The database size is taken after close, then the directory is
+//! deleted; live logical bytes are counted by replaying the key streams into a bitmap, after
+//! every measurement, so the bitmap does not inflate the peak RSS.
+
+use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Barrier;
+use std::time::{Duration, Instant};
+
+use clap::{Args, ValueEnum};
+use hdrhistogram::Histogram;
+
+use crate::bail;
+use crate::engine::{with_engine, Engine, EngineKind, EngineSettings, EngineUser, Session};
+use crate::error::{BenchError, Context, Result};
+use crate::keys::{check_key_size, encode_key, KeyPattern, KeySpace, SplitMix64, ValuePool};
+use crate::metrics::{
+    directory_size_bytes, merge_histogram, new_histogram, peak_rss_bytes, ratio, reset_peak_rss, LatencySummary,
+    ProcessSnapshot, ResourceUse,
+};
+
+/// What the measured phase does.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
+pub enum Workload {
+    /// Puts (in batches of `--batch-size`).
+    Write,
+    /// Point gets of populated keys.
+    Read,
+    /// Half puts, half gets of keys the thread already wrote, alternating batch by batch.
+    Mixed,
+    /// Deletes of populated keys (in batches).
+    Delete,
+    /// An iterator per operation, positioned with `seek` and read once.
+    Seek,
+    /// An iterator per operation, positioned with `seek` and read for `--range-size` entries.
+    Range,
+}
+
+impl Workload {
+    /// The name used on the command line and in result files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            Workload::Write => "write",
+            Workload::Read => "read",
+            Workload::Mixed => "mixed",
+            Workload::Delete => "delete",
+            Workload::Seek => "seek",
+            Workload::Range => "range",
+        }
+    }
+
+    /// True when the database is populated before the measured phase.
+    pub fn populates(self) -> bool {
+        matches!(self, Workload::Read | Workload::Delete | Workload::Seek | Workload::Range)
+    }
+}
+
+/// Batch size of the populate phase (not measured).
+pub const POPULATE_BATCH_SIZE: usize = 1000;
+/// Seed of the key streams; fixed so that every engine sees the same keys.
+pub const DEFAULT_SEED: u64 = 0x7269_7074_6964_6521;
+
+/// The parameters of one run (the options of `riptide-bench run`).
+#[derive(Args, Clone, Debug, PartialEq)]
+pub struct RunParameters {
+    /// Engine to run.
+    #[arg(short = 'e', long, value_enum, default_value = "riptide")]
+    pub engine: EngineKind,
+    /// Operations in the measured phase (for range: scans; also the number of populated keys).
+    #[arg(short = 'o', long, default_value_t = 100_000)]
+    pub operations: u64,
+    /// Key size in bytes (fixed-width hexadecimal key numbers).
+    #[arg(short = 'k', long = "key-size", default_value_t = 16)]
+    pub key_size_bytes: usize,
+    /// Value size in bytes.
+    #[arg(short = 'v', long = "value-size", default_value_t = 100)]
+    pub value_size_bytes: usize,
+    /// Worker threads.
+    #[arg(short = 't', long, default_value_t = 1)]
+    pub threads: usize,
+    /// Operations per write batch (1: single puts or deletes).
+    #[arg(short = 'b', long = "batch-size", default_value_t = 1)]
+    pub batch_size: usize,
+    /// Directory under which a fresh database directory is created (default: the temp dir).
+    #[arg(short = 'd', long = "db-path")]
+    pub db_path: Option<PathBuf>,
+    /// Key pattern.
+    #[arg(short = 'p', long, value_enum, default_value = "random")]
+    pub pattern: KeyPattern,
+    /// Workload of the measured phase.
+    #[arg(short = 'w', long, value_enum, default_value = "write")]
+    pub workload: Workload,
+    /// Entries read per range scan.
+    #[arg(long = "range-size", default_value_t = 100)]
+    pub range_size: usize,
+    /// Sync the WAL on every write (durable writes).
+    #[arg(long)]
+    pub sync: bool,
+    /// Memtable (write buffer) size, e.g. 64M.
+    #[arg(long = "memtable-size", value_parser = parse_size_bytes, default_value = "64M")]
+    pub memtable_size_bytes: u64,
+    /// Block cache size, e.g. 64M.
+    #[arg(long = "block-cache-size", value_parser = parse_size_bytes, default_value = "64M")]
+    pub block_cache_size_bytes: u64,
+    /// Turn bloom filters off (on by default, 10 bits per key).
+    #[arg(long = "no-bloom")]
+    pub no_bloom: bool,
+    /// Fraction of each value's bytes that is random (0.5 compresses to about half).
+    #[arg(long = "value-compressibility", default_value_t = 0.5)]
+    pub value_compressibility: f64,
+    /// Stop the measured phase after this many seconds (0: never); the row says when it did.
+    #[arg(long = "max-seconds", default_value_t = 0.0)]
+    pub max_seconds: f64,
+    /// Seed of the key streams.
+    #[arg(long, default_value_t = DEFAULT_SEED)]
+    pub seed: u64,
+    /// Test name for the CSV row (default: derived from the parameters).
+    #[arg(long = "test-name")]
+    pub test_name: Option<String>,
+    /// Append the result row to this CSV file (header written when the file is new).
+    #[arg(long)]
+    pub csv: Option<PathBuf>,
+    /// Write a Markdown report of this run to this file.
+    #[arg(short = 'r', long)]
+    pub report: Option<PathBuf>,
+    /// Append throughput-over-time samples (one per second) to this CSV file.
+    #[arg(long)]
+    pub timeseries: Option<PathBuf>,
+    /// Write the engine's full configuration to this file.
+    #[arg(long = "config-dump")]
+    pub config_dump: Option<PathBuf>,
+    /// Write the engine's own statistics (after the run settled) to this file.
+    #[arg(long = "stats-dump")]
+    pub stats_dump: Option<PathBuf>,
+    /// Keep the database directory after the run.
+    #[arg(long = "keep-db")]
+    pub keep_db: bool,
+    /// Seconds between progress lines on stderr (0: none).
+    #[arg(long = "progress-seconds", default_value_t = 5.0)]
+    pub progress_seconds: f64,
+}
+
+impl Default for RunParameters {
+    fn default() -> RunParameters {
+        RunParameters {
+            engine: EngineKind::Riptide,
+            operations: 100_000,
+            key_size_bytes: 16,
+            value_size_bytes: 100,
+            threads: 1,
+            batch_size: 1,
+            db_path: None,
+            pattern: KeyPattern::Random,
+            workload: Workload::Write,
+            range_size: 100,
+            sync: false,
+            memtable_size_bytes: 64 << 20,
+            block_cache_size_bytes: 64 << 20,
+            no_bloom: false,
+            value_compressibility: 0.5,
+            max_seconds: 0.0,
+            seed: DEFAULT_SEED,
+            test_name: None,
+            csv: None,
+            report: None,
+            timeseries: None,
+            config_dump: None,
+            stats_dump: None,
+            keep_db: false,
+            progress_seconds: 5.0,
+        }
+    }
+}
+
+impl RunParameters {
+    /// The test name: the one given, or one derived from the parameters.
+    pub fn effective_test_name(&self) -> String {
+        if let Some(name) = &self.test_name {
+            return name.clone();
+        }
+        let mut name = format!(
+            "{}_{}_{}_t{}",
+            self.workload.as_str(),
+            self.pattern.as_str(),
+            operations_label(self.operations),
+            self.threads
+        );
+        if self.workload == Workload::Range {
+            name.push_str(&format!("_r{}", self.range_size));
+        }
+        if matches!(self.workload, Workload::Write | Workload::Mixed | Workload::Delete) {
+            name.push_str(&format!("_b{}", self.batch_size));
+        }
+        if self.key_size_bytes != 16 || self.value_size_bytes != 100 {
+            name.push_str(&format!("_k{}_v{}", self.key_size_bytes, self.value_size_bytes));
+        }
+        if self.sync {
+            name.push_str("_sync");
+        }
+        name
+    }
+
+    /// The engine settings these parameters describe.
+    pub fn engine_settings(&self) -> Result<EngineSettings> {
+        Ok(EngineSettings {
+            memtable_size_bytes: usize::try_from(self.memtable_size_bytes).context("memtable size")?,
+            block_cache_size_bytes: usize::try_from(self.block_cache_size_bytes).context("block cache size")?,
+            bloom: !self.no_bloom,
+            sync: self.sync,
+        })
+    }
+
+    /// Checks the parameters before anything is opened.
+    pub fn validate(&self) -> Result<()> {
+        if self.operations == 0 {
+            bail!("--operations must be positive");
+        }
+        if self.threads == 0 || self.batch_size == 0 || self.range_size == 0 {
+            bail!("--threads, --batch-size and --range-size must be positive");
+        }
+        if self.value_size_bytes == 0 {
+            bail!("--value-size must be positive");
+        }
+        if !self.max_seconds.is_finite() || self.max_seconds < 0.0 {
+            bail!("--max-seconds must be 0 or positive");
+        }
+        if !self.engine.is_available() {
+            bail!("engine {} is not compiled into this binary (build with `--features rocksdb`)", self.engine.as_str());
+        }
+        let space = KeySpace::new(self.pattern, self.operations, self.seed);
+        check_key_size(self.key_size_bytes, space.key_number_bound())?;
+        Ok(())
+    }
+
+    /// These parameters as `riptide-bench run` arguments (what the suite passes to a child).
+    pub fn to_arguments(&self) -> Vec<String> {
+        let mut arguments = vec![
+            "--engine".to_string(),
+            self.engine.as_str().to_string(),
+            "--operations".to_string(),
+            self.operations.to_string(),
+            "--key-size".to_string(),
+            self.key_size_bytes.to_string(),
+            "--value-size".to_string(),
+            self.value_size_bytes.to_string(),
+            "--threads".to_string(),
+            self.threads.to_string(),
+            "--batch-size".to_string(),
+            self.batch_size.to_string(),
+            "--pattern".to_string(),
+            self.pattern.as_str().to_string(),
+            "--workload".to_string(),
+            self.workload.as_str().to_string(),
+            "--range-size".to_string(),
+            self.range_size.to_string(),
+            "--memtable-size".to_string(),
+            self.memtable_size_bytes.to_string(),
+            "--block-cache-size".to_string(),
+            self.block_cache_size_bytes.to_string(),
+            "--value-compressibility".to_string(),
+            self.value_compressibility.to_string(),
+            "--max-seconds".to_string(),
+            self.max_seconds.to_string(),
+            "--seed".to_string(),
+            self.seed.to_string(),
+            "--progress-seconds".to_string(),
+            self.progress_seconds.to_string(),
+            "--test-name".to_string(),
+            self.effective_test_name(),
+        ];
+        let flags = [(self.sync, "--sync"), (self.no_bloom, "--no-bloom"), (self.keep_db, "--keep-db")];
+        arguments.extend(flags.iter().filter(|(on, _)| *on).map(|(_, flag)| flag.to_string()));
+        let paths = [
+            ("--db-path", &self.db_path),
+            ("--csv", &self.csv),
+            ("--report", &self.report),
+            ("--timeseries", &self.timeseries),
+            ("--config-dump", &self.config_dump),
+            ("--stats-dump", &self.stats_dump),
+        ];
+        for (flag, path) in paths {
+            if let Some(path) = path {
+                arguments.push(flag.to_string());
+                arguments.push(path.display().to_string());
+            }
+        }
+        arguments
+    }
+}
+
+/// "10M", "500K" or the plain number: the operation counts in test names.
+pub fn operations_label(operations: u64) -> String {
+    if operations >= 1_000_000 && operations.is_multiple_of(1_000_000) {
+        format!("{}M", operations / 1_000_000)
+    } else if operations >= 1_000_000 && operations.is_multiple_of(100_000) {
+        format!("{:.1}M", operations as f64 / 1e6)
+    } else if operations >= 1000 && operations.is_multiple_of(1000) {
+        format!("{}K", operations / 1000)
+    } else {
+        operations.to_string()
+    }
+}
+
+/// Parses a byte size with an optional K, M or G suffix (powers of 1024).
+pub fn parse_size_bytes(text: &str) -> std::result::Result<u64, String> {
+    let trimmed = text.trim();
+    let (digits, multiplier) = match trimmed.char_indices().last() {
+        Some((index, 'K' | 'k')) => (&trimmed[..index], 1u64 << 10),
+        Some((index, 'M' | 'm')) => (&trimmed[..index], 1u64 << 20),
+        Some((index, 'G' | 'g')) => (&trimmed[..index], 1u64 << 30),
+        _ => (trimmed, 1),
+    };
+    let number: u64 = digits.parse().map_err(|_| format!("not a size: {text:?} (use e.g. 65536, 64K, 64M, 1G)"))?;
+    number.checked_mul(multiplier).ok_or_else(|| format!("size too large: {text}"))
+}
+
+/// Everything a run measured.
+#[derive(Clone, Debug, Default)]
+pub struct RunResult {
+    /// The test name.
+    pub test: String,
+    /// The engine's name.
+    pub engine: String,
+    /// The parameters of the run.
+    pub parameters: RunParameters,
+    /// Operations completed in the measured phase.
+    pub operations_done: u64,
+    /// True when `--max-seconds` stopped the phase early.
+    pub capped: bool,
+    /// Wall time of the measured phase.
+    pub duration_seconds: f64,
+    /// Operations per second of the measured phase.
+    pub ops_per_second: f64,
+    /// Mixed runs: puts per second of put time.
+    pub put_ops_per_second: Option<f64>,
+    /// Mixed runs: gets per second of get time.
+    pub get_ops_per_second: Option<f64>,
+    /// "op" or "batch": what one latency sample covers.
+    pub latency_unit: String,
+    /// Latencies of the phase's writes (mixed) or of its operations.
+    pub latency: LatencySummary,
+    /// Mixed runs: latencies of the gets.
+    pub get_latency: Option<LatencySummary>,
+    /// Reads, seeks and scans that found a key.
+    pub found: u64,
+    /// Populate phase wall time (0 when there was none).
+    pub populate_seconds: f64,
+    /// Time to flush and wait for background work after the phase.
+    pub settle_seconds: f64,
+    /// Resources over the phase, the settling and the close.
+    pub resources: ResourceUse,
+    /// True peak RSS of the measured part.
+    pub peak_rss_bytes: u64,
+    /// False when the peak could not be reset after populating (then it includes populating).
+    pub peak_rss_reset: bool,
+    /// Key plus value bytes written in the phase (key bytes for deletes).
+    pub logical_write_bytes: u64,
+    /// Key plus value bytes returned by the phase's reads.
+    pub logical_read_bytes: u64,
+    /// Database size on disk after the run.
+    pub db_size_bytes: u64,
+    /// Key plus value bytes of the live keys after the run.
+    pub live_logical_bytes: u64,
+    /// Live keys after the run.
+    pub live_keys: u64,
+}
+
+impl RunResult {
+    /// Disk bytes written per logical byte written.
+    pub fn write_amplification(&self) -> Option<f64> {
+        ratio(self.resources.write_bytes, self.logical_write_bytes)
+    }
+
+    /// Disk bytes read per logical byte read.
+    pub fn read_amplification(&self) -> Option<f64> {
+        ratio(self.resources.read_bytes, self.logical_read_bytes)
+    }
+
+    /// Database size per live logical byte.
+    pub fn space_amplification(&self) -> Option<f64> {
+        ratio(self.db_size_bytes, self.live_logical_bytes)
+    }
+}
+
+/// A run's result and its throughput samples.
+#[derive(Clone, Debug)]
+pub struct RunOutput {
+    /// Everything the run measured.
+    pub result: RunResult,
+    /// Operations per one-second interval of the measured phase.
+    pub samples: Vec<Sample>,
+}
+
+/// Runs the workload described by `parameters` and returns what it measured.
+pub fn run(parameters: &RunParameters) -> Result<RunOutput> {
+    parameters.validate()?;
+    let base = match &parameters.db_path {
+        Some(path) => path.clone(),
+        None => std::env::temp_dir(),
+    };
+    std::fs::create_dir_all(&base).with_context(|| format!("creating {}", base.display()))?;
+    let test = parameters.effective_test_name();
+    let directory = base.join(format!("{}-{}-{}", test, parameters.engine.as_str(), std::process::id()));
+    if directory.exists() {
+        bail!("{} already exists; a run needs a fresh directory", directory.display());
+    }
+    std::fs::create_dir_all(&directory).with_context(|| format!("creating {}", directory.display()))?;
+    let outcome = run_in_directory(parameters, &test, &directory);
+    if !parameters.keep_db {
+        if let Err(error) = std::fs::remove_dir_all(&directory) {
+            eprintln!("warning: could not delete {}: {error}", directory.display());
+        }
+    }
+    outcome
+}
+
+fn run_in_directory(parameters: &RunParameters, test: &str, directory: &Path) -> Result<RunOutput> {
+    let settings = parameters.engine_settings()?;
+    let pool = ValuePool::new(parameters.value_size_bytes, parameters.value_compressibility, parameters.seed)?;
+    let measured = with_engine(parameters.engine, directory, &settings, MeasuredRun { parameters, test, pool: &pool })?;
+    let db_size_bytes = directory_size_bytes(directory)?;
+    let (live_keys, live_logical_bytes) = count_live(parameters, &measured);
+    let phase = &measured.phase;
+    let puts_or_ops = if parameters.workload == Workload::Mixed { phase.puts } else { phase.operations_done };
+    let logical_write_bytes = match parameters.workload {
+        Workload::Write | Workload::Mixed => {
+            puts_or_ops * (parameters.key_size_bytes + parameters.value_size_bytes) as u64
+        }
+        Workload::Delete => puts_or_ops * parameters.key_size_bytes as u64,
+        Workload::Read | Workload::Seek | Workload::Range => 0,
+    };
+    let duration_seconds = phase.duration_seconds;
+    let rate = |count: u64, busy_seconds: f64| {
+        (busy_seconds > 0.0).then(|| count as f64 / (busy_seconds / parameters.threads as f64))
+    };
+    let mixed = parameters.workload == Workload::Mixed;
+    let result = RunResult {
+        test: test.to_string(),
+        engine: parameters.engine.as_str().to_string(),
+        parameters: parameters.clone(),
+        operations_done: phase.operations_done,
+        capped: phase.capped,
+        duration_seconds,
+        ops_per_second: if duration_seconds > 0.0 { phase.operations_done as f64 / duration_seconds } else { 0.0 },
+        put_ops_per_second: if mixed { rate(phase.puts, phase.put_busy_seconds) } else { None },
+        get_ops_per_second: if mixed { rate(phase.gets, phase.get_busy_seconds) } else { None },
+        latency_unit: latency_unit(parameters).to_string(),
+        latency: LatencySummary::from_histogram(&phase.histogram),
+        get_latency: mixed.then(|| LatencySummary::from_histogram(&phase.get_histogram)),
+        found: phase.found,
+        populate_seconds: measured.populate_seconds,
+        settle_seconds: measured.settle_seconds,
+        resources: measured.resources,
+        peak_rss_bytes: measured.peak_rss_bytes,
+        peak_rss_reset: measured.peak_rss_reset,
+        logical_write_bytes,
+        logical_read_bytes: phase.logical_read_bytes,
+        db_size_bytes,
+        live_logical_bytes,
+        live_keys,
+    };
+    Ok(RunOutput { result, samples: measured.samples })
+}
+
+/// What one latency sample covers in this run.
+fn latency_unit(parameters: &RunParameters) -> &'static str {
+    match parameters.workload {
+        Workload::Write | Workload::Mixed | Workload::Delete if parameters.batch_size > 1 => "batch",
+        _ => "op",
+    }
+}
+
+/// What the measured part of a run produced, before the database size and live bytes.
+struct Measured {
+    phase: PhaseOutcome,
+    populate: Option<PhaseOutcome>,
+    populate_seconds: f64,
+    settle_seconds: f64,
+    resources: ResourceUse,
+    peak_rss_bytes: u64,
+    peak_rss_reset: bool,
+    samples: Vec<Sample>,
+}
+
+struct MeasuredRun<'a> {
+    parameters: &'a RunParameters,
+    test: &'a str,
+    pool: &'a ValuePool,
+}
+
+impl EngineUser for MeasuredRun<'_> {
+    type Output = Measured;
+
+    fn run<E: Engine>(self, engine: E) -> Result<Measured> {
+        let parameters = self.parameters;
+        let label = format!("{} {}", self.test, parameters.engine.as_str());
+        let mut populate = None;
+        let mut populate_seconds = 0.0;
+        if parameters.workload.populates() {
+            let started = Instant::now();
+            let spec = PhaseSpec {
+                kind: PhaseKind::Write,
+                space: populate_space(parameters),
+                stream_base: POPULATE_STREAM,
+                batch_size: POPULATE_BATCH_SIZE,
+                deadline: None,
+                label: format!("{label} populate"),
+            };
+            populate = Some(run_phase(&engine, parameters, self.pool, &spec)?);
+            engine.settle()?;
+            populate_seconds = started.elapsed().as_secs_f64();
+        }
+        let peak_rss_reset = reset_peak_rss();
+        let before = ProcessSnapshot::now()?;
+        let phase_space = measured_space(parameters);
+        let spec = PhaseSpec {
+            kind: match parameters.workload {
+                Workload::Write => PhaseKind::Write,
+                Workload::Read => PhaseKind::Read,
+                Workload::Mixed => PhaseKind::Mixed,
+                Workload::Delete => PhaseKind::Delete,
+                Workload::Seek => PhaseKind::Scan { limit: 1 },
+                Workload::Range => PhaseKind::Scan { limit: parameters.range_size },
+            },
+            space: phase_space,
+            stream_base: MEASURED_STREAM,
+            batch_size: parameters.batch_size,
+            deadline: (parameters.max_seconds > 0.0)
+                .then(|| Instant::now() + Duration::from_secs_f64(parameters.max_seconds)),
+            label: label.clone(),
+        };
+        let phase = run_phase(&engine, parameters, self.pool, &spec)?;
+        let settle_started = Instant::now();
+        engine.settle()?;
+        let settle_seconds = settle_started.elapsed().as_secs_f64();
+        let configuration = engine.configuration();
+        let statistics = engine.statistics();
+        engine.close()?;
+        let after = ProcessSnapshot::now()?;
+        let peak_rss_bytes = peak_rss_bytes()?;
+        if let Some(path) = &parameters.config_dump {
+            std::fs::write(path, &configuration).with_context(|| format!("writing {}", path.display()))?;
+        }
+        if let Some(path) = &parameters.stats_dump {
+            std::fs::write(path, &statistics).with_context(|| format!("writing {}", path.display()))?;
+        }
+        let samples = phase.samples.clone();
+        Ok(Measured {
+            phase,
+            populate,
+            populate_seconds,
+            settle_seconds,
+            resources: after.since(&before),
+            peak_rss_bytes,
+            peak_rss_reset,
+            samples,
+        })
+    }
+}
+
+/// Cursor streams: populate threads use `POPULATE_STREAM + thread`, measured threads
+/// `MEASURED_STREAM + thread`, and mixed-run gets `GET_STREAM + thread`.
+const POPULATE_STREAM: u64 = 0;
+const MEASURED_STREAM: u64 = 1 << 20;
+const GET_STREAM: u64 = 2 << 20;
+
+/// The keys written by the populate phase.
+fn populate_space(parameters: &RunParameters) -> KeySpace {
+    KeySpace::new(parameters.pattern, parameters.operations, parameters.seed)
+}
+
+/// The keys of the measured phase: for reads, seeks, scans and deletes after a `random`
+/// populate, another permutation (same keys, another order); otherwise the populate space,
+/// so that `zipfian` reads find the same hot keys with fresh draws.
+fn measured_space(parameters: &RunParameters) -> KeySpace {
+    if parameters.workload.populates() && parameters.pattern == KeyPattern::Random {
+        KeySpace::new(parameters.pattern, parameters.operations, parameters.seed ^ 0x9e37_79b9_7f4a_7c15)
+    } else {
+        populate_space(parameters)
+    }
+}
+
+/// The operation indexes `[start, end)` of thread `thread` out of `threads`.
+pub fn thread_share(operations: u64, threads: usize, thread: usize) -> (u64, u64) {
+    let threads = threads as u128;
+    let start = (operations as u128 * thread as u128 / threads) as u64;
+    let end = (operations as u128 * (thread as u128 + 1) / threads) as u64;
+    (start, end)
+}
+
+/// Counts the live keys after the run by replaying every key stream into a bitmap.
+fn count_live(parameters: &RunParameters, measured: &Measured) -> (u64, u64) {
+    let phase_space = measured_space(parameters);
+    let bound = populate_space(parameters).key_number_bound().max(phase_space.key_number_bound());
+    let mut bitmap = vec![0u64; bound.div_ceil(64) as usize];
+    let mut apply = |space: &KeySpace, stream_base: u64, done: &[u64], set: bool| {
+        for (thread, &count) in done.iter().enumerate() {
+            let (start, _) = thread_share(space.operations(), done.len(), thread);
+            let mut cursor = space.cursor(stream_base + thread as u64);
+            for offset in 0..count {
+                let number = cursor.key_number(start + offset);
+                let (word, bit) = ((number / 64) as usize, number % 64);
+                if set {
+                    bitmap[word] |= 1 << bit;
+                } else {
+                    bitmap[word] &= !(1 << bit);
+                }
+            }
+        }
+    };
+    if let Some(populate) = &measured.populate {
+        apply(&populate_space(parameters), POPULATE_STREAM, &populate.written_per_thread, true);
+    }
+    match parameters.workload {
+        Workload::Write | Workload::Mixed => {
+            apply(&phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, true)
+        }
+        Workload::Delete => apply(&phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, false),
+        Workload::Read | Workload::Seek | Workload::Range => {}
+    }
+    let live_keys: u64 = bitmap.iter().map(|word| u64::from(word.count_ones())).sum();
+    (live_keys, live_keys * (parameters.key_size_bytes + parameters.value_size_bytes) as u64)
+}
+
+/// The operations of a phase.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+enum PhaseKind {
+    Write,
+    Delete,
+    Read,
+    Mixed,
+    Scan { limit: usize },
+}
+
+struct PhaseSpec {
+    kind: PhaseKind,
+    space: KeySpace,
+    stream_base: u64,
+    batch_size: usize,
+    deadline: Option<Instant>,
+    label: String,
+}
+
+/// One throughput sample: operations completed in the interval ending at `elapsed_seconds`.
+#[derive(Clone, Copy, Debug, PartialEq)]
+pub struct Sample {
+    /// Seconds since the phase started, at the end of the interval.
+    pub elapsed_seconds: f64,
+    /// Length of the interval (1 s except for the last).
+    pub interval_seconds: f64,
+    /// Operations completed in the interval.
+    pub operations: u64,
+}
+
+/// What a phase produced.
+struct PhaseOutcome {
+    duration_seconds: f64,
+    operations_done: u64,
+    /// Per thread: how many keys of its write (put or delete) stream it consumed.
+    written_per_thread: Vec<u64>,
+    capped: bool,
+    histogram: Histogram<u64>,
+    get_histogram: Histogram<u64>,
+    puts: u64,
+    gets: u64,
+    put_busy_seconds: f64,
+    get_busy_seconds: f64,
+    found: u64,
+    logical_read_bytes: u64,
+    samples: Vec<Sample>,
+}
+
+/// What one worker thread produced.
+struct WorkerOutcome {
+    operations_done: u64,
+    written: u64,
+    capped: bool,
+    histogram: Histogram<u64>,
+    get_histogram: Histogram<u64>,
+    puts: u64,
+    gets: u64,
+    put_busy_seconds: f64,
+    get_busy_seconds: f64,
+    found: u64,
+    logical_read_bytes: u64,
+}
+
+/// A progress counter on its own cache line, written by one thread and read by the sampler.
+#[repr(align(128))]
+#[derive(Default)]
+struct PaddedCounter(AtomicU64);
+
+fn run_phase<E: Engine>(
+    engine: &E,
+    parameters: &RunParameters,
+    pool: &ValuePool,
+    spec: &PhaseSpec,
+) -> Result<PhaseOutcome> {
+    let threads = parameters.threads;
+    let counters: Vec<PaddedCounter> = (0..threads).map(|_| PaddedCounter::default()).collect();
+    let stop = AtomicBool::new(false);
+    let finished = AtomicBool::new(false);
+    let barrier = Barrier::new(threads + 1);
+    let total = spec.space.operations();
+    let (duration_seconds, outcomes, samples) = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let context =
+                    WorkerContext { engine, parameters, pool, spec, thread, counter: &counters[thread].0, stop: &stop };
+                let barrier = &barrier;
+                scope.spawn(move || {
+                    barrier.wait();
+                    let outcome = run_worker(&context);
+                    if outcome.is_err() {
+                        context.stop.store(true, Ordering::Relaxed);
+                    }
+                    outcome
+                })
+            })
+            .collect();
+        barrier.wait();
+        let started = Instant::now();
+        let (counters, finished) = (&counters, &finished);
+        let sampler = scope.spawn(move || {
+            sample_progress(counters, finished, started, total, &spec.label, parameters.progress_seconds)
+        });
+        let outcomes: Vec<Result<WorkerOutcome>> = workers
+            .into_iter()
+            .map(|worker| worker.join().unwrap_or_else(|_| Err(BenchError::new("a worker thread panicked"))))
+            .collect();
+        let duration_seconds = started.elapsed().as_secs_f64();
+        finished.store(true, Ordering::Release);
+        let mut samples = sampler.join().unwrap_or_default();
+        // The last interval ends when the last worker ended.
+        let sampled_operations: u64 = samples.iter().map(|sample| sample.operations).sum();
+        let sampled_seconds = samples.last().map_or(0.0, |sample| sample.elapsed_seconds);
+        let total_done: u64 = counters.iter().map(|counter| counter.0.load(Ordering::Relaxed)).sum();
+        if duration_seconds > sampled_seconds {
+            samples.push(Sample {
+                elapsed_seconds: duration_seconds,
+                interval_seconds: duration_seconds - sampled_seconds,
+                operations: total_done.saturating_sub(sampled_operations),
+            });
+        }
+        (duration_seconds, outcomes, samples)
+    });
+    let mut histogram = new_histogram()?;
+    let mut get_histogram = new_histogram()?;
+    let mut phase = PhaseOutcome {
+        duration_seconds,
+        operations_done: 0,
+        written_per_thread: Vec::with_capacity(threads),
+        capped: false,
+        histogram: new_histogram()?,
+        get_histogram: new_histogram()?,
+        puts: 0,
+        gets: 0,
+        put_busy_seconds: 0.0,
+        get_busy_seconds: 0.0,
+        found: 0,
+        logical_read_bytes: 0,
+        samples,
+    };
+    for outcome in outcomes {
+        let outcome = outcome?;
+        merge_histogram(&mut histogram, &outcome.histogram)?;
+        merge_histogram(&mut get_histogram, &outcome.get_histogram)?;
+        phase.operations_done += outcome.operations_done;
+        phase.written_per_thread.push(outcome.written);
+        phase.capped |= outcome.capped;
+        phase.puts += outcome.puts;
+        phase.gets += outcome.gets;
+        phase.put_busy_seconds += outcome.put_busy_seconds;
+        phase.get_busy_seconds += outcome.get_busy_seconds;
+        phase.found += outcome.found;
+        phase.logical_read_bytes += outcome.logical_read_bytes;
+    }
+    phase.histogram = histogram;
+    phase.get_histogram = get_histogram;
+    Ok(phase)
+}
+
+/// Records throughput once a second and prints progress every `progress_seconds`, until the
+/// workers finish; returns the full one-second samples (the caller adds the last partial one).
+fn sample_progress(
+    counters: &[PaddedCounter],
+    finished: &AtomicBool,
+    started: Instant,
+    total: u64,
+    label: &str,
+    progress_seconds: f64,
+) -> Vec<Sample> {
+    let sum = || counters.iter().map(|counter| counter.0.load(Ordering::Relaxed)).sum::<u64>();
+    let mut samples = Vec::new();
+    let mut last_count = 0u64;
+    let mut last_elapsed = 0.0f64;
+    let mut next_sample = 1.0f64;
+    let mut next_progress = if progress_seconds > 0.0 { progress_seconds } else { f64::INFINITY };
+    let mut progress_base = (0.0f64, 0u64);
+    loop {
+        if finished.load(Ordering::Acquire) {
+            return samples;
+        }
+        let elapsed = started.elapsed().as_secs_f64();
+        if elapsed >= next_sample {
+            let count = sum();
+            samples.push(Sample {
+                elapsed_seconds: elapsed,
+                interval_seconds: elapsed - last_elapsed,
+                operations: count.saturating_sub(last_count),
+            });
+            last_count = count;
+            last_elapsed = elapsed;
+            next_sample += 1.0;
+        }
+        if elapsed >= next_progress {
+            let count = sum();
+            let recent_rate = (count - progress_base.1) as f64 / (elapsed - progress_base.0).max(1e-9);
+            eprintln!(
+                "  [{label}] {:.0} s: {count}/{total} ops ({:.1} %), {} ops/s recently",
+                elapsed,
+                count as f64 * 100.0 / total.max(1) as f64,
+                format_rate(recent_rate)
+            );
+            progress_base = (elapsed, count);
+            next_progress += progress_seconds;
+        }
+        std::thread::sleep(Duration::from_millis(20));
+    }
+}
+
+/// A rate with thousands separators and no decimals.
+pub fn format_rate(rate: f64) -> String {
+    group_thousands(rate.round() as u64)
+}
+
+/// `1234567` as `1,234,567`.
+pub fn group_thousands(value: u64) -> String {
+    let digits = value.to_string();
+    let mut grouped = String::with_capacity(digits.len() + digits.len() / 3);
+    for (position, character) in digits.chars().enumerate() {
+        if position > 0 && (digits.len() - position).is_multiple_of(3) {
+            grouped.push(',');
+        }
+        grouped.push(character);
+    }
+    grouped
+}
+
+struct WorkerContext<'a, E> {
+    engine: &'a E,
+    parameters: &'a RunParameters,
+    pool: &'a ValuePool,
+    spec: &'a PhaseSpec,
+    thread: usize,
+    counter: &'a AtomicU64,
+    stop: &'a AtomicBool,
+}
+
+fn nanos_since(start: Instant, end: Instant) -> u64 {
+    (end.duration_since(start).as_nanos() as u64).max(1)
+}
+
+fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome> {
+    let parameters = context.parameters;
+    let spec = context.spec;
+    let mut session = context.engine.session()?;
+    let (start, end) = thread_share(spec.space.operations(), parameters.threads, context.thread);
+    let mut cursor = spec.space.cursor(spec.stream_base + context.thread as u64);
+    let mut get_cursor = spec.space.cursor(GET_STREAM + context.thread as u64);
+    let mut choice = SplitMix64::new(parameters.seed ^ ((context.thread as u64) << 32));
+    let mut value_offset = context.pool.start_offset(context.thread);
+    let mut key = vec![0u8; parameters.key_size_bytes];
+    let value_size = parameters.value_size_bytes;
+    let batch_size = spec.batch_size as u64;
+    let mut outcome = WorkerOutcome {
+        operations_done: 0,
+        written: 0,
+        capped: false,
+        histogram: new_histogram()?,
+        get_histogram: new_histogram()?,
+        puts: 0,
+        gets: 0,
+        put_busy_seconds: 0.0,
+        get_busy_seconds: 0.0,
+        found: 0,
+        logical_read_bytes: 0,
+    };
+    let mut index = start;
+    // Mixed runs alternate a batch of puts (consuming write indexes) and a batch of gets.
+    let mut mixed_turn_is_put = true;
+    let mut last_check = Instant::now();
+    while index < end {
+        if context.stop.load(Ordering::Relaxed) {
+            break;
+        }
+        if let Some(deadline) = spec.deadline {
+            if last_check >= deadline {
+                outcome.capped = true;
+                break;
+            }
+        }
+        let chunk = batch_size.min(end - index);
+        match spec.kind {
+            PhaseKind::Write | PhaseKind::Delete => {
+                let is_write = spec.kind == PhaseKind::Write;
+                let began = Instant::now();
+                if chunk == 1 && batch_size == 1 {
+                    encode_key(cursor.key_number(index), &mut key);
+                    if is_write {
+                        session.put(&key, context.pool.next_value(&mut value_offset, value_size))?;
+                    } else {
+                        session.delete(&key)?;
+                    }
+                } else {
+                    for offset in 0..chunk {
+                        encode_key(cursor.key_number(index + offset), &mut key);
+                        if is_write {
+                            session.batch_put(&key, context.pool.next_value(&mut value_offset, value_size));
+                        } else {
+                            session.batch_delete(&key);
+                        }
+                    }
+                    session.commit_batch()?;
+                }
+                let ended = Instant::now();
+                outcome.histogram.saturating_record(nanos_since(began, ended));
+                last_check = ended;
+                index += chunk;
+                outcome.operations_done += chunk;
+                outcome.written += chunk;
+            }
+            PhaseKind::Read | PhaseKind::Scan { .. } => {
+                encode_key(cursor.key_number(index), &mut key);
+                let began = Instant::now();
+                let (found, bytes) = match spec.kind {
+                    PhaseKind::Scan { limit } => {
+                        let scan = session.scan(&key, limit)?;
+                        (scan.entries > 0, scan.bytes)
+                    }
+                    _ => match session.get(&key)? {
+                        Some(length) => (true, (key.len() + length) as u64),
+                        None => (false, 0),
+                    },
+                };
+                let ended = Instant::now();
+                outcome.histogram.saturating_record(nanos_since(began, ended));
+                last_check = ended;
+                outcome.found += u64::from(found);
+                outcome.logical_read_bytes += bytes;
+                index += 1;
+                outcome.operations_done += 1;
+            }
+            PhaseKind::Mixed => {
+                if mixed_turn_is_put {
+                    // Puts take the next write indexes of this thread's share.
+                    let write_index = start + outcome.written;
+                    let puts = chunk.min(end - write_index);
+                    let began = Instant::now();
+                    if puts == 1 && batch_size == 1 {
+                        encode_key(cursor.key_number(write_index), &mut key);
+                        session.put(&key, context.pool.next_value(&mut value_offset, value_size))?;
+                    } else {
+                        for offset in 0..puts {
+                            encode_key(cursor.key_number(write_index + offset), &mut key);
+                            session.batch_put(&key, context.pool.next_value(&mut value_offset, value_size));
+                        }
+                        session.commit_batch()?;
+                    }
+                    let ended = Instant::now();
+                    outcome.histogram.saturating_record(nanos_since(began, ended));
+                    outcome.put_busy_seconds += ended.duration_since(began).as_secs_f64();
+                    last_check = ended;
+                    outcome.written += puts;
+                    outcome.puts += puts;
+                    outcome.operations_done += puts;
+                    index += puts;
+                } else {
+                    let gets = chunk;
+                    let began_all = Instant::now();
+                    for _ in 0..gets {
+                        // Injective patterns read a key this thread already wrote; zipfian and
+                        // uniform take a fresh draw of their distribution.
+                        let number = if spec.space.pattern().is_injective() {
+                            cursor.key_number(start + choice.next_below(outcome.written.max(1)))
+                        } else {
+                            get_cursor.key_number(0)
+                        };
+                        encode_key(number, &mut key);
+                        let began = Instant::now();
+                        let found = session.get(&key)?;
+                        let ended = Instant::now();
+                        outcome.get_histogram.saturating_record(nanos_since(began, ended));
+                        if let Some(length) = found {
+                            outcome.found += 1;
+                            outcome.logical_read_bytes += (key.len() + length) as u64;
+                        }
+                    }
+                    let ended = Instant::now();
+                    outcome.get_busy_seconds += ended.duration_since(began_all).as_secs_f64();
+                    last_check = ended;
+                    outcome.gets += gets;
+                    outcome.operations_done += gets;
+                    index += gets;
+                }
+                mixed_turn_is_put = !mixed_turn_is_put;
+            }
+        }
+        context.counter.store(outcome.operations_done, Ordering::Relaxed);
+    }
+    Ok(outcome)
+}
+
+/// Appends the throughput samples of a run to a CSV file (header when new).
+pub fn append_timeseries(path: &Path, test: &str, engine: &str, samples: &[Sample]) -> Result<()> {
+    use std::io::Write;
+    let is_new = std::fs::metadata(path).map(|metadata| metadata.len() == 0).unwrap_or(true);
+    let mut file = std::fs::OpenOptions::new()
+        .create(true)
+        .append(true)
+        .open(path)
+        .with_context(|| format!("opening {}", path.display()))?;
+    let mut text = String::new();
+    if is_new {
+        text.push_str("test,engine,elapsed_seconds,interval_seconds,operations,ops_per_second\n");
+    }
+    for sample in samples {
+        let rate = if sample.interval_seconds > 0.0 { sample.operations as f64 / sample.interval_seconds } else { 0.0 };
+        text.push_str(&format!(
+            "{test},{engine},{:.3},{:.3},{},{:.1}\n",
+            sample.elapsed_seconds, sample.interval_seconds, sample.operations, rate
+        ));
+    }
+    file.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
+    Ok(())
+}
+
+/// Runs `parameters` and writes the outputs it asks for (CSV row, samples, report).
+pub fn run_and_record(parameters: &RunParameters) -> Result<RunOutput> {
+    let output = run(parameters)?;
+    if let Some(path) = &parameters.csv {
+        crate::csv::append_result(path, &output.result)?;
+    }
+    if let Some(path) = &parameters.timeseries {
+        append_timeseries(path, &output.result.test, &output.result.engine, &output.samples)?;
+    }
+    if let Some(path) = &parameters.report {
+        let rows = vec![crate::csv::Row::from_result(&output.result)];
+        let text = crate::report::single_run_report(&rows);
+        std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    Ok(output)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn thread_shares_are_disjoint_and_cover_everything() {
+        for (operations, threads) in [(10u64, 3usize), (1_000_003, 8), (5, 8)] {
+            let mut next = 0;
+            for thread in 0..threads {
+                let (start, end) = thread_share(operations, threads, thread);
+                assert_eq!(start, next);
+                assert!(end >= start);
+                next = end;
+            }
+            assert_eq!(next, operations);
+        }
+    }
+
+    #[test]
+    fn labels_and_sizes() {
+        assert_eq!(operations_label(10_000_000), "10M");
+        assert_eq!(operations_label(2_500_000), "2.5M");
+        assert_eq!(operations_label(500_000), "500K");
+        assert_eq!(operations_label(1234), "1234");
+        assert_eq!(parse_size_bytes("64M"), Ok(64 << 20));
+        assert_eq!(parse_size_bytes("4096"), Ok(4096));
+        assert_eq!(parse_size_bytes("1g"), Ok(1 << 30));
+        assert!(parse_size_bytes("lots").is_err());
+        assert_eq!(group_thousands(1_234_567), "1,234,567");
+        assert_eq!(group_thousands(999), "999");
+    }
+
+    #[test]
+    fn derived_test_names() {
+        let parameters = RunParameters {
+            operations: 10_000_000,
+            threads: 8,
+            batch_size: 1000,
+            pattern: KeyPattern::Seq,
+            ..RunParameters::default()
+        };
+        assert_eq!(parameters.effective_test_name(), "write_seq_10M_t8_b1000");
+        let range = RunParameters { workload: Workload::Range, operations: 500_000, ..RunParameters::default() };
+        assert_eq!(range.effective_test_name(), "range_random_500K_t1_r100");
+    }
+}

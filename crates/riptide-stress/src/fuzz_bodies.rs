@@ -1,0 +1,329 @@
+//! The bodies of the fuzz targets in `fuzz/fuzz_targets/`, one function per target, so that the
+//! stable test `tests/fuzz_replay.rs` runs exactly the same code over the committed corpora and
+//! regression inputs without nightly or cargo-fuzz.
+//!
+//! A body feeds its bytes to an engine decoder through `riptide::internals::decode` and panics
+//! only when the decoder breaks a promise: a panic inside the decoder itself, a round trip that
+//! changes the data, or an accounting identity that does not hold. An `Err` from a decoder is
+//! the expected answer to bad bytes.
+//!
+//! [`TARGETS`] lists every target with its body; [`seed_corpus`] builds small valid inputs for
+//! each, from which the committed corpora were made (`riptide-stress seed-corpus`).
+//!
+//! Concurrency contract: bodies are independent and may run on any threads.
+//!
+//! Invariants: every target in `fuzz/Cargo.toml` appears in [`TARGETS`] under the same name.
+
+use std::path::Path;
+use std::sync::Arc;
+
+use riptide::fs::{FileSystem, MemFileSystem};
+use riptide::internals::decode;
+use riptide::internals::encode::{self, EditFile};
+use riptide::{BatchOp, Compression, Db, Options, WalRecovery, WriteBatch, WriteOptions};
+
+/// A fuzz target's body.
+pub type Body = fn(&[u8]);
+
+/// Every fuzz target, by name.
+pub const TARGETS: &[(&str, Body)] = &[
+    ("wal_record", wal_record),
+    ("write_batch", write_batch),
+    ("version_edit", version_edit),
+    ("manifest", manifest),
+    ("current", current),
+    ("table", table),
+    ("block", block),
+    ("compressed_block", compressed_block),
+    ("bloom_filter", bloom_filter),
+    ("footer_properties", footer_properties),
+    ("api_sequence", api_sequence),
+];
+
+/// Looks up a target's body by name.
+pub fn body(name: &str) -> Option<Body> {
+    TARGETS.iter().find(|(target, _)| *target == name).map(|(_, body)| *body)
+}
+
+const POLICIES: [WalRecovery; 3] = [WalRecovery::TolerateTornTail, WalRecovery::Absolute, WalRecovery::SkipCorrupt];
+
+/// WAL (and manifest) record framing: the first byte picks the policy and whether this is the
+/// newest log; the rest is the file.
+pub fn wal_record(data: &[u8]) {
+    let Some((&selector, log)) = data.split_first() else { return };
+    let policy = POLICIES[usize::from(selector % 3)];
+    let is_last_log = selector & 4 != 0;
+    let Ok(contents) = decode::log_records(log, policy, is_last_log) else { return };
+    let mut accounted = contents.dropped_tail_bytes + contents.skipped_bytes;
+    let mut previous_end = 0u64;
+    for (offset, payload) in &contents.records {
+        assert!(!payload.is_empty(), "an empty record was returned at offset {offset}");
+        assert!(*offset >= previous_end, "record at {offset} overlaps the previous one ending at {previous_end}");
+        previous_end = offset + (decode::LOG_RECORD_HEADER_SIZE_BYTES + payload.len()) as u64;
+        accounted += (decode::LOG_RECORD_HEADER_SIZE_BYTES + payload.len()) as u64;
+    }
+    assert_eq!(accounted, log.len() as u64, "records, skipped bytes and dropped tail do not add up to the file");
+    // The records found, written again, read back exactly under the strictest policy.
+    let payloads: Vec<Vec<u8>> = contents.records.iter().map(|(_, payload)| payload.clone()).collect();
+    let rewritten = match encode::log(&payloads) {
+        Ok(bytes) => bytes,
+        Err(error) => panic!("re-encoding valid records failed: {error}"),
+    };
+    match decode::log_records(&rewritten, WalRecovery::Absolute, false) {
+        Ok(again) => {
+            let again: Vec<Vec<u8>> = again.records.into_iter().map(|(_, payload)| payload).collect();
+            assert_eq!(again, payloads, "a rewritten log reads back differently");
+        }
+        Err(error) => panic!("a rewritten log does not read back: {error}"),
+    }
+}
+
+/// Write batches as recovery decodes them; a batch that decodes re-encodes to the same bytes.
+pub fn write_batch(data: &[u8]) {
+    let Ok(batch) = decode::write_batch(data) else { return };
+    let mut rebuilt = WriteBatch::new();
+    for entry in batch.iter() {
+        match entry.kind() {
+            BatchOp::Put => rebuilt.put(entry.key(), entry.value()),
+            BatchOp::Delete => rebuilt.delete(entry.key()),
+        }
+    }
+    assert_eq!(rebuilt.len(), batch.len(), "the entry count changed");
+    let original = decode::write_batch_bytes(&batch);
+    let again = decode::write_batch_bytes(&rebuilt);
+    // The header's sequence is stamped at write time; everything after it must match.
+    assert_eq!(original.get(8..), again.get(8..), "a decoded batch re-encodes differently");
+}
+
+/// Version edits: a decoded edit's canonical encoding decodes to itself.
+pub fn version_edit(data: &[u8]) {
+    let Ok(canonical) = decode::version_edit(data) else { return };
+    match decode::version_edit(&canonical) {
+        Ok(again) => assert_eq!(again, canonical, "a canonical edit re-encodes differently"),
+        Err(error) => panic!("a canonical edit does not decode: {error}"),
+    }
+}
+
+/// The manifest replayed by recovery, with `CURRENT` naming it.
+pub fn manifest(data: &[u8]) {
+    let _ = decode::recover_manifest(b"MANIFEST-000001\n", &[(1, data)]);
+}
+
+/// A valid manifest, for the `current` target.
+fn valid_manifest() -> Vec<u8> {
+    let snapshot = encode::version_edit(
+        Some("riptide.bytewise"),
+        Some((4, 9, 100)),
+        &[],
+        &[EditFile { level: 1, number: 3, smallest_user_key: b"a".to_vec(), largest_user_key: b"m".to_vec() }],
+    );
+    encode::log(&[snapshot]).unwrap_or_default()
+}
+
+/// `CURRENT` parsing: arbitrary contents, with manifests 1 and 5 present.
+pub fn current(data: &[u8]) {
+    let manifest = valid_manifest();
+    if let Ok(recovered) = decode::recover_manifest(data, &[(1, &manifest), (5, &manifest)]) {
+        assert!(
+            recovered.manifest_number == 1 || recovered.manifest_number == 5,
+            "CURRENT {data:?} named manifest {}",
+            recovered.manifest_number
+        );
+        assert_eq!(recovered.last_sequence, 100);
+    }
+}
+
+/// Whole tables through `Table::open`: footer, properties, index, filter and data blocks. The
+/// first byte turns checksum verification of data blocks off when odd.
+pub fn table(data: &[u8]) {
+    let Some((&selector, file)) = data.split_first() else { return };
+    let Ok(contents) = decode::table(file, selector & 1 == 0) else { return };
+    assert_eq!(contents.backward_count, contents.entries.len(), "a table walks differently forward and backward");
+}
+
+/// Uncompressed data and index blocks: decoding and cursor movement.
+pub fn block(data: &[u8]) {
+    let _ = decode::block_entries(data);
+}
+
+/// Stored blocks: trailer, checksum and decompression; and every compression's round trip of
+/// the input as raw contents.
+pub fn compressed_block(data: &[u8]) {
+    if let Some((&selector, stored)) = data.split_first() {
+        let _ = decode::stored_block(stored, selector & 1 == 0);
+    }
+    for compression in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+        let stored = encode::stored_block(data, compression);
+        match decode::stored_block(&stored, true) {
+            Ok(raw) => assert_eq!(raw, data, "{compression:?} round trip changed the block"),
+            Err(error) => panic!("{compression:?}: a freshly stored block does not decode: {error}"),
+        }
+    }
+}
+
+/// Bloom filter blocks: decoding arbitrary bytes, and no false negative for keys a filter was
+/// built from.
+pub fn bloom_filter(data: &[u8]) {
+    let probes: Vec<&[u8]> = data.chunks(3).take(64).collect();
+    let _ = decode::bloom_filter(data, &probes);
+    let keys: Vec<Vec<u8>> = data.chunks(5).map(<[u8]>::to_vec).collect();
+    if keys.is_empty() {
+        return;
+    }
+    let bits_per_key = 1 + u32::from(data[0] % 20);
+    let filter = riptide::internals::sstable::Bloom::build(&keys, bits_per_key);
+    for key in &keys {
+        assert!(filter.may_contain(key), "bloom filter false negative for {key:?}");
+    }
+}
+
+/// Table footers (first 64 bytes) and properties blocks (the rest).
+pub fn footer_properties(data: &[u8]) {
+    let split = data.len().min(decode::TABLE_FOOTER_SIZE_BYTES);
+    let _ = decode::footer(&data[..split]);
+    let _ = decode::table_properties(&data[split..]);
+    let _ = decode::table_properties(data);
+}
+
+/// The API call-sequence fuzzer (see `api_sequence`).
+pub fn api_sequence(data: &[u8]) {
+    if let Err(failure) = crate::api_sequence::run(data) {
+        panic!("API sequence diverged from the model: {failure}");
+    }
+}
+
+/// The files of a small real database on a `MemFileSystem`: (name, bytes).
+fn sample_database_files() -> Vec<(String, Vec<u8>)> {
+    let memory = MemFileSystem::new();
+    let options = Options {
+        file_system: Arc::new(memory.clone()),
+        memtable_size_bytes: 4096,
+        block_size_bytes: 256,
+        target_file_size_bytes: 4096,
+        level0_compaction_trigger_files: 2,
+        compression: Compression::Lz4,
+        ..Options::default()
+    };
+    let path = Path::new("/seed");
+    let Ok(db) = Db::open(path, options) else { return Vec::new() };
+    for number in 0..120u32 {
+        let key = format!("key{number:04}");
+        let _ = db.put(key.as_bytes(), format!("value-{number}-{}", "x".repeat((number % 50) as usize)).as_bytes());
+        if number % 7 == 0 {
+            let _ = db.delete(format!("key{:04}", number / 2).as_bytes());
+        }
+    }
+    let _ = db.flush();
+    let mut batch = WriteBatch::new();
+    batch.put(b"batch-a", b"1");
+    batch.delete(b"key0003");
+    let _ = db.write_opt(batch, &WriteOptions { sync: true });
+    drop(db);
+    let mut files = Vec::new();
+    for name in memory.file_names(path) {
+        if let Ok(bytes) = memory.read_all(&path.join(&name)) {
+            files.push((name, bytes));
+        }
+    }
+    files
+}
+
+/// Small valid inputs for every target: (target, file name, bytes).
+pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
+    let mut seeds: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
+    let files = sample_database_files();
+    for (name, bytes) in &files {
+        if name.ends_with(".log") && !bytes.is_empty() {
+            for selector in [0u8, 4] {
+                let mut input = vec![selector];
+                input.extend_from_slice(bytes);
+                seeds.push(("wal_record", format!("{name}-{selector}"), input));
+            }
+            if let Ok(contents) = decode::log_records(bytes, WalRecovery::TolerateTornTail, true) {
+                for (index, (_, payload)) in contents.records.iter().enumerate().take(4) {
+                    seeds.push(("write_batch", format!("{name}-record{index}"), payload.clone()));
+                }
+            }
+        }
+        if name.starts_with("MANIFEST-") {
+            seeds.push(("manifest", name.clone(), bytes.clone()));
+            if let Ok(contents) = decode::log_records(bytes, WalRecovery::TolerateTornTail, true) {
+                for (index, (_, payload)) in contents.records.iter().enumerate().take(4) {
+                    seeds.push(("version_edit", format!("{name}-record{index}"), payload.clone()));
+                }
+            }
+        }
+        if name == "CURRENT" {
+            seeds.push(("current", name.clone(), bytes.clone()));
+        }
+        if name.ends_with(".sst") && seeds.iter().filter(|(target, _, _)| *target == "table").count() < 2 {
+            let mut input = vec![0u8];
+            input.extend_from_slice(bytes);
+            seeds.push(("table", name.clone(), input));
+            let footer_start = bytes.len().saturating_sub(decode::TABLE_FOOTER_SIZE_BYTES);
+            seeds.push(("footer_properties", format!("{name}-footer"), bytes[footer_start..].to_vec()));
+        }
+    }
+    seeds.push(("current", "manifest-5".to_string(), b"MANIFEST-000005\n".to_vec()));
+    let payloads: Vec<Vec<u8>> = (1..12usize).map(|length| vec![length as u8; length * 9]).collect();
+    if let Ok(log) = encode::log(&payloads) {
+        for (selector, cut) in [(4u8, 0usize), (0, 0), (6, 5), (2, 30)] {
+            let mut input = vec![selector];
+            input.extend_from_slice(&log[..log.len() - cut]);
+            seeds.push(("wal_record", format!("built-{selector}-cut{cut}"), input));
+        }
+    }
+    let entries: Vec<(Vec<u8>, u64, Option<Vec<u8>>)> = (0..40u64)
+        .map(|number| {
+            let value = (number % 5 != 0).then(|| format!("value{number}").repeat(3).into_bytes());
+            (format!("k{number:03}").into_bytes(), 1000 - number, value)
+        })
+        .collect();
+    for (index, compression) in [Compression::None, Compression::Zstd, Compression::Snappy].into_iter().enumerate() {
+        if let Ok(bytes) = encode::table(&entries, compression, 256, 1 + index * 3, if index == 1 { 0 } else { 10 }) {
+            let mut input = vec![index as u8];
+            input.extend_from_slice(&bytes);
+            seeds.push(("table", format!("built-{compression:?}"), input));
+        }
+    }
+    let raw_entries: Vec<(Vec<u8>, Vec<u8>)> = entries
+        .iter()
+        .take(12)
+        .map(|(key, sequence, value)| {
+            (riptide::internals::sstable::internal_key(key, *sequence), value.clone().unwrap_or_default())
+        })
+        .collect();
+    for restart_interval in [1, 4, 16] {
+        let raw = riptide::internals::sstable::build_block(&raw_entries, restart_interval);
+        seeds.push(("block", format!("restart-{restart_interval}"), raw.clone()));
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+            let mut input = vec![0u8];
+            input.extend_from_slice(&encode::stored_block(&raw, compression));
+            seeds.push(("compressed_block", format!("restart-{restart_interval}-{compression:?}"), input));
+        }
+    }
+    let filter_keys: Vec<Vec<u8>> = (0..50u32).map(|number| format!("key{number}").into_bytes()).collect();
+    seeds.push(("bloom_filter", "keys".to_string(), filter_keys.concat()));
+    seeds.push((
+        "version_edit",
+        "built".to_string(),
+        encode::version_edit(
+            Some("riptide.bytewise"),
+            Some((2, 10, 77)),
+            &[(0, 4)],
+            &[EditFile { level: 2, number: 8, smallest_user_key: b"b".to_vec(), largest_user_key: b"q".to_vec() }],
+        ),
+    ));
+    seeds.push(("manifest", "built".to_string(), valid_manifest()));
+    for (index, program) in [
+        &b"\x01\x00\x05\x20\x07\x01\x09\x04\x00\x03\x03\x05\x01\x07\x06\x00\x0f\x03\x09\x8b\x04\x05"[..],
+        &b"\x02\x00\x41\x30\x01\x80\x42\x31\x02\x07\x01\x09\x07\x8a\x0b\x86\x00\x00\x07\x85\x41"[..],
+        &b"\x03\x03\x04\x00\x00\x11\x12\x01\x00\x13\x14\x00\x0b\x81\x05\x30\x30\x0a\x8b\x04\x05"[..],
+    ]
+    .into_iter()
+    .enumerate()
+    {
+        seeds.push(("api_sequence", format!("program-{index}"), program.to_vec()));
+    }
+    seeds
+}

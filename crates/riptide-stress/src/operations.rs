@@ -1,0 +1,550 @@
+//! The operations the stress driver runs, and the context they run in.
+//!
+//! Each operation kind is a type implementing [`Operation`]; [`default_mix`] lists them with
+//! their weights. A new kind (a transaction, a write to a column family) plugs in by
+//! implementing `Operation` (usually a few lines on top of [`ThreadContext::write`] and
+//! [`ThreadContext::check_read`]) and adding one line to `default_mix`. Every write goes
+//! through the journal, so the expected state, a killed driver's parent and a recorded history
+//! all learn about it the same way.
+//!
+//! Concurrency contract: operations run on many threads at once against one [`Shared`]; the
+//! database handle sits in a read-write lock so that `reopen` can take it exclusively, while
+//! every other operation holds a read guard for its whole duration (so a reopen never races a
+//! write in flight).
+//!
+//! Invariants checked: every value read is one the key may legally hold at the time of the
+//! read; members of an atomic group are seen with one value; an iterator returns keys of the
+//! key space, in order, inside its bounds, and leaves out only keys that may legally be absent;
+//! two reads of one snapshot agree; no operation fails on a healthy file system.
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64};
+use std::sync::{RwLock, RwLockReadGuard};
+
+use rand::rngs::SmallRng;
+use rand::Rng;
+use riptide::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+
+use crate::journal::Journal;
+use crate::model::{describe, parse_value, value_id, ExpectedState, Tick, ValueId};
+
+/// A violated expectation or an unexpected error, described for the report.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Failure(pub String);
+
+impl std::fmt::Display for Failure {
+    fn fmt(&self, formatter: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        formatter.write_str(&self.0)
+    }
+}
+
+impl From<riptide::Error> for Failure {
+    fn from(error: riptide::Error) -> Failure {
+        Failure(format!("unexpected error: {error}"))
+    }
+}
+
+/// Everything the driver's threads share.
+pub struct Shared {
+    /// The open database; `None` only for the moment of a reopen.
+    pub db: RwLock<Option<Db>>,
+    /// Where the database lives.
+    pub path: PathBuf,
+    /// The options it is opened with.
+    pub options: Options,
+    /// The legal values of every key.
+    pub state: ExpectedState,
+    /// The journal every write passes through.
+    pub journal: Journal,
+    /// This driver's generation, part of every value id.
+    pub cycle: u64,
+    /// Set to stop every thread.
+    pub stop: AtomicBool,
+    /// Operations completed, for the hang watchdog.
+    pub progress: AtomicU64,
+    /// Fraction (per thousand) of writes that ask for a sync.
+    pub sync_per_thousand: u32,
+}
+
+/// One thread's view: the shared state, its random generator and its value-id counter.
+pub struct ThreadContext<'a> {
+    /// The shared state.
+    pub shared: &'a Shared,
+    /// This thread's generator, seeded from the run's seed and the thread number.
+    pub rng: SmallRng,
+    /// The thread number, part of every value id it writes.
+    pub thread: u64,
+    counter: u64,
+}
+
+impl<'a> ThreadContext<'a> {
+    /// A context for thread `thread`.
+    pub fn new(shared: &'a Shared, rng: SmallRng, thread: u64) -> ThreadContext<'a> {
+        ThreadContext { shared, rng, thread, counter: 0 }
+    }
+
+    /// A value id nobody has used.
+    pub fn next_value_id(&mut self) -> ValueId {
+        self.counter += 1;
+        value_id(self.shared.cycle, self.thread, self.counter)
+    }
+
+    /// A random plain key index.
+    pub fn random_plain_key(&mut self) -> usize {
+        let plain = self.shared.state.space().plain_keys;
+        // Half of the draws go to a small hot set, so keys see concurrent writers often.
+        if self.rng.gen_bool(0.5) {
+            self.rng.gen_range(0..plain.min(64))
+        } else {
+            self.rng.gen_range(0..plain)
+        }
+    }
+
+    /// A read guard on the database handle.
+    pub fn db(&self) -> Result<RwLockReadGuard<'a, Option<Db>>, Failure> {
+        self.shared.db.read().map_err(|_| Failure("another thread panicked holding the database".to_string()))
+    }
+
+    /// Writes `(key index, value)` pairs atomically in one batch (each key at most once),
+    /// journaling its begin and end. Any error is a failure: the file system is healthy.
+    pub fn write(&mut self, kind: &str, writes: &[(usize, Option<ValueId>)]) -> Result<(), Failure> {
+        let space = self.shared.state.space();
+        let mut batch = WriteBatch::new();
+        for &(index, value) in writes {
+            match value {
+                Some(id) => batch.put(&space.key(index), &crate::model::value_bytes(index, id)),
+                None => batch.delete(&space.key(index)),
+            }
+        }
+        let sync = self.rng.gen_range(0..1000) < self.shared.sync_per_thousand;
+        let guard = self.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let begin = self.shared.journal.begin_write(&self.shared.state, kind, writes).map_err(journal_failure)?;
+        let result = db.write_opt(batch, &WriteOptions { sync });
+        let keys: Vec<usize> = writes.iter().map(|(index, _)| *index).collect();
+        self.shared.journal.end_write(&self.shared.state, begin, &keys, result.is_ok()).map_err(journal_failure)?;
+        result.map_err(|error| Failure(format!("{kind} of {} keys failed: {error}", writes.len())))
+    }
+
+    /// Checks that `value` (bytes read for key `index`, or absence) was legal for a read that
+    /// ran between `start` and `end`, and returns its id.
+    pub fn check_read(
+        &self,
+        what: &str,
+        index: usize,
+        value: Option<&[u8]>,
+        start: Tick,
+        end: Tick,
+    ) -> Result<Option<ValueId>, Failure> {
+        let observed = match value {
+            Some(bytes) => Some(
+                parse_value(index, bytes)
+                    .map_err(|reason| Failure(format!("{what}: key {index}: never-written value: {reason}")))?,
+            ),
+            None => None,
+        };
+        let legal = self.shared.state.legal_values(index, start, end);
+        if !legal.contains(&observed) {
+            let legal: Vec<String> = legal.into_iter().map(describe).collect();
+            return Err(Failure(format!(
+                "{what}: key {index} read {} between ticks {start} and {end}; legal: [{}]",
+                describe(observed),
+                legal.join(", ")
+            )));
+        }
+        self.shared.journal.read(start, end, index, observed).map_err(journal_failure)?;
+        Ok(observed)
+    }
+}
+
+fn journal_failure(error: std::io::Error) -> Failure {
+    Failure(format!("journal write failed (parent gone?): {error}"))
+}
+
+/// One kind of operation.
+pub trait Operation: Send + Sync {
+    /// A short name, used in the journal and in counts.
+    fn name(&self) -> &'static str;
+    /// Runs the operation once.
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure>;
+}
+
+/// Operation kinds with their relative weights.
+pub type OperationMix = Vec<(u32, Box<dyn Operation>)>;
+
+/// The default mix. Add a kind here with its weight.
+pub fn default_mix() -> OperationMix {
+    vec![
+        (30, Box::new(Put)),
+        (8, Box::new(Delete)),
+        (10, Box::new(Batch)),
+        (6, Box::new(GroupWrite)),
+        (25, Box::new(Get)),
+        (8, Box::new(Scan)),
+        (4, Box::new(SnapshotReads)),
+        (1, Box::new(Flush)),
+        (1, Box::new(CompactAll { per_thousand: 150 })),
+        (1, Box::new(Reopen { per_thousand: 60 })),
+    ]
+}
+
+/// Replaces weights by name (`put=10,reopen=0`); unknown names are an error.
+pub fn apply_weights(mix: &mut OperationMix, spec: &str) -> Result<(), String> {
+    for part in spec.split(',').filter(|part| !part.is_empty()) {
+        let (name, weight) = part.split_once('=').ok_or_else(|| format!("bad weight {part:?}"))?;
+        let weight: u32 = weight.parse().map_err(|_| format!("bad weight {part:?}"))?;
+        let entry = mix
+            .iter_mut()
+            .find(|(_, operation)| operation.name() == name)
+            .ok_or_else(|| format!("unknown operation {name:?}"))?;
+        entry.0 = weight;
+    }
+    Ok(())
+}
+
+/// Picks an operation by weight; returns its position in `mix`.
+pub fn choose(mix: &OperationMix, rng: &mut SmallRng) -> Option<usize> {
+    let total: u32 = mix.iter().map(|(weight, _)| weight).sum();
+    if total == 0 {
+        return None;
+    }
+    let mut draw = rng.gen_range(0..total);
+    for (position, (weight, _)) in mix.iter().enumerate() {
+        if draw < *weight {
+            return Some(position);
+        }
+        draw -= weight;
+    }
+    None
+}
+
+struct Put;
+
+impl Operation for Put {
+    fn name(&self) -> &'static str {
+        "put"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let index = context.random_plain_key();
+        let id = context.next_value_id();
+        context.write("put", &[(index, Some(id))])
+    }
+}
+
+struct Delete;
+
+impl Operation for Delete {
+    fn name(&self) -> &'static str {
+        "delete"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let index = context.random_plain_key();
+        context.write("delete", &[(index, None)])
+    }
+}
+
+/// A batch of puts and deletes of distinct plain keys.
+struct Batch;
+
+impl Operation for Batch {
+    fn name(&self) -> &'static str {
+        "batch"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let mut writes: BTreeMap<usize, Option<ValueId>> = BTreeMap::new();
+        for _ in 0..context.rng.gen_range(2..12) {
+            let index = context.random_plain_key();
+            let value = if context.rng.gen_bool(0.8) { Some(context.next_value_id()) } else { None };
+            writes.insert(index, value);
+        }
+        let writes: Vec<(usize, Option<ValueId>)> = writes.into_iter().collect();
+        context.write("batch", &writes)
+    }
+}
+
+/// Writes (or deletes) every member of one atomic group with one value.
+struct GroupWrite;
+
+impl Operation for GroupWrite {
+    fn name(&self) -> &'static str {
+        "group"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let space = context.shared.state.space();
+        if space.groups == 0 {
+            return Ok(());
+        }
+        let group = context.rng.gen_range(0..space.groups);
+        let value = if context.rng.gen_bool(0.85) { Some(context.next_value_id()) } else { None };
+        // Every member gets the same id; values still differ since they name their key.
+        let writes: Vec<(usize, Option<ValueId>)> =
+            (0..space.group_size).map(|member| (space.group_member(group, member), value)).collect();
+        context.write("group", &writes)
+    }
+}
+
+struct Get;
+
+impl Operation for Get {
+    fn name(&self) -> &'static str {
+        "get"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let space = context.shared.state.space();
+        let index = if context.rng.gen_bool(0.9) {
+            context.random_plain_key()
+        } else {
+            context.rng.gen_range(0..space.total_keys())
+        };
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let read = context.shared.state.begin_read();
+        let value = db.get(&space.key(index))?;
+        let end = context.shared.state.now();
+        context.check_read("get", index, value.as_deref(), read.start(), end)?;
+        Ok(())
+    }
+}
+
+/// Checks one iterator pass over key indices `[low, high)` (as bounds, or with a bound left
+/// open when the window touches that end of the key space), forward or backward, optionally at
+/// a snapshot whose point lies between `start` and `end` (otherwise the iterator's own creation
+/// decides the point, and `start` and `end` are taken around it).
+fn check_window(
+    context: &mut ThreadContext<'_>,
+    db: &Db,
+    snapshot: Option<(&Snapshot, Tick, Tick)>,
+    low: usize,
+    high: usize,
+) -> Result<(), Failure> {
+    let space = context.shared.state.space();
+    let total = space.total_keys();
+    let lower_bound = (low > 0 || context.rng.gen_bool(0.8)).then(|| space.key(low));
+    let upper_bound = (high < total || context.rng.gen_bool(0.8)).then(|| space.key(high.min(total - 1)));
+    // Without an upper bound, the window runs to the end of the key space.
+    let high = if upper_bound.is_some() { high.min(total - 1) } else { total };
+    let options = ReadOptions {
+        snapshot: snapshot.map(|(snapshot, _, _)| snapshot.clone()),
+        lower_bound,
+        upper_bound,
+        fill_cache: context.rng.gen_bool(0.8),
+        ..ReadOptions::default()
+    };
+    let read = context.shared.state.begin_read();
+    let mut iterator = db.iter(&options)?;
+    let (start, end) = match snapshot {
+        Some((_, start, end)) => (start, end),
+        None => (read.start(), context.shared.state.now()),
+    };
+    let forward = context.rng.gen_bool(0.6);
+    let mut seen: Vec<(usize, Option<ValueId>)> = Vec::new();
+    if forward {
+        iterator.seek_to_first();
+    } else {
+        iterator.seek_to_last();
+    }
+    while iterator.valid() {
+        let key = iterator.key().to_vec();
+        let index = space.parse_key(&key).ok_or_else(|| {
+            Failure(format!("scan: key {:?} is not one the driver writes", String::from_utf8_lossy(&key)))
+        })?;
+        if index < low || index >= high {
+            return Err(Failure(format!("scan: key {index} is outside the bounds [{low}, {high})")));
+        }
+        if let Some(&(previous, _)) = seen.last() {
+            let ordered = if forward { previous < index } else { previous > index };
+            if !ordered {
+                return Err(Failure(format!("scan: key {index} follows key {previous} going {}", direction(forward))));
+            }
+        }
+        let observed = context.check_read("scan", index, Some(iterator.value()), start, end)?;
+        seen.push((index, observed));
+        if forward {
+            iterator.next();
+        } else {
+            iterator.prev();
+        }
+    }
+    iterator.status()?;
+    // Keys of the window the iterator skipped must be allowed to be absent.
+    let returned: BTreeMap<usize, Option<ValueId>> = seen.iter().copied().collect();
+    for index in low..high {
+        if !returned.contains_key(&index) {
+            context.check_read("scan (absent key)", index, None, start, end)?;
+        }
+    }
+    // An iterator reads one point in time: the members of a group it returned agree.
+    let mut group_values: BTreeMap<usize, Option<ValueId>> = BTreeMap::new();
+    for index in low..high {
+        if let Some(group) = space.group_of(index) {
+            let first = space.group_member(group, 0);
+            let last = space.group_member(group, space.group_size - 1);
+            if first < low || last >= high {
+                continue;
+            }
+            let value = returned.get(&index).copied().flatten();
+            if let Some(previous) = group_values.insert(group, value) {
+                if previous != value {
+                    return Err(Failure(format!(
+                        "scan: group {group} is torn: members read {} and {}",
+                        describe(previous),
+                        describe(value)
+                    )));
+                }
+            }
+        }
+    }
+    drop(read);
+    Ok(())
+}
+
+fn direction(forward: bool) -> &'static str {
+    if forward {
+        "forward"
+    } else {
+        "backward"
+    }
+}
+
+/// A random window of key indices, at most 200 wide, sometimes touching an end of the space.
+fn random_window(context: &mut ThreadContext<'_>) -> (usize, usize) {
+    let total = context.shared.state.space().total_keys();
+    let width = context.rng.gen_range(1..200).min(total);
+    let low = match context.rng.gen_range(0..10) {
+        0 => 0,
+        1 => total - width,
+        _ => context.rng.gen_range(0..=total - width),
+    };
+    (low, low + width)
+}
+
+struct Scan;
+
+impl Operation for Scan {
+    fn name(&self) -> &'static str {
+        "scan"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let (low, high) = random_window(context);
+        check_window(context, db, None, low, high)
+    }
+}
+
+/// Takes a snapshot, reads keys and a group through it, lets other threads write, reads again
+/// and scans: everything must be one point in time.
+struct SnapshotReads;
+
+impl Operation for SnapshotReads {
+    fn name(&self) -> &'static str {
+        "snapshot"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let space = context.shared.state.space();
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let read = context.shared.state.begin_read();
+        let snapshot = db.snapshot();
+        let (start, end) = (read.start(), context.shared.state.now());
+        let options = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
+        let keys: Vec<usize> = (0..8).map(|_| context.random_plain_key()).collect();
+        let mut first_reads = Vec::new();
+        for &index in &keys {
+            let value = db.get_opt(&space.key(index), &options)?;
+            first_reads.push(context.check_read("snapshot get", index, value.as_deref(), start, end)?);
+        }
+        if space.groups > 0 {
+            let group = context.rng.gen_range(0..space.groups);
+            let mut seen = None;
+            for member in 0..space.group_size {
+                let index = space.group_member(group, member);
+                let value = db.get_opt(&space.key(index), &options)?;
+                let observed = context.check_read("snapshot group get", index, value.as_deref(), start, end)?;
+                if seen.is_some_and(|previous| previous != observed) {
+                    return Err(Failure(format!("snapshot: group {group} is torn")));
+                }
+                seen = Some(observed);
+            }
+        }
+        std::thread::yield_now();
+        for (&index, first) in keys.iter().zip(&first_reads) {
+            let value = db.get_opt(&space.key(index), &options)?;
+            let again = context.check_read("snapshot reread", index, value.as_deref(), start, end)?;
+            if again != *first {
+                return Err(Failure(format!(
+                    "snapshot: key {index} read {} then {}",
+                    describe(*first),
+                    describe(again)
+                )));
+            }
+        }
+        let (low, high) = random_window(context);
+        check_window(context, db, Some((&snapshot, start, end)), low, high)?;
+        drop(read);
+        Ok(())
+    }
+}
+
+struct Flush;
+
+impl Operation for Flush {
+    fn name(&self) -> &'static str {
+        "flush"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        db.flush().map_err(|error| Failure(format!("flush failed: {error}")))
+    }
+}
+
+/// `compact_all`, or (more often) waiting for background work, chosen per thousand.
+struct CompactAll {
+    per_thousand: u32,
+}
+
+impl Operation for CompactAll {
+    fn name(&self) -> &'static str {
+        "compact"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        if context.rng.gen_range(0..1000) < self.per_thousand {
+            db.compact_all().map_err(|error| Failure(format!("compact_all failed: {error}")))
+        } else {
+            db.wait_for_background_work()
+                .map_err(|error| Failure(format!("waiting for background work failed: {error}")))
+        }
+    }
+}
+
+/// Closes and reopens the database (per thousand of its draws), then checks every key while no
+/// write is in flight.
+struct Reopen {
+    per_thousand: u32,
+}
+
+impl Operation for Reopen {
+    fn name(&self) -> &'static str {
+        "reopen"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        if context.rng.gen_range(0..1000) >= self.per_thousand {
+            return Ok(());
+        }
+        let shared = context.shared;
+        let mut guard =
+            shared.db.write().map_err(|_| Failure("another thread panicked holding the database".to_string()))?;
+        if let Some(db) = guard.take() {
+            db.close().map_err(|error| Failure(format!("close before reopen failed: {error}")))?;
+        }
+        let db = Db::open(&shared.path, shared.options.clone())
+            .map_err(|error| Failure(format!("reopen failed: {error}")))?;
+        let result = crate::driver::verify_quiescent(&db, &shared.state, "after reopen");
+        *guard = Some(db);
+        result
+    }
+}

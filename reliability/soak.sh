@@ -1,0 +1,25 @@
+#!/usr/bin/env bash
+# make soak: runs the kill -9 loop, the power-loss sweep and the metamorphic tests for
+# SOAK_MINUTES in total (40 %, 30 %, 30 %), with seeds that change from run to run (or
+# SOAK_SEED), in a release build, and appends one line per harness to reliability/ledger.tsv.
+# Exits non-zero if any harness failed; the failure lines name the seed to replay.
+set -uo pipefail
+cd "$(dirname "$0")/.."
+source reliability/common.sh
+minutes="${1:-${SOAK_MINUTES:-10}}"
+seed="${SOAK_SEED:-$(( $(date +%s) % 1000000 ))}"
+cargo build --release -p riptide-stress || exit 2
+binary=target/release/riptide-stress
+share() { awk -v total="$minutes" -v part="$1" 'BEGIN { printf "%.3f", total * part }'; }
+log="$(mktemp)"
+status=0
+echo "soak: $minutes minutes from seed $seed"
+"$binary" crash --seed "$seed" --minutes "$(share 0.4)" --threads 4 | tee "$log" || status=1
+ledger_from_output "$log"
+"$binary" power-loss --seed "$seed" --minutes "$(share 0.3)" | tee "$log" || status=1
+ledger_from_output "$log"
+"$binary" metamorphic --seed "$seed" --minutes "$(share 0.3)" --steps 3000 | tee "$log" || status=1
+ledger_from_output "$log"
+rm -f "$log"
+echo "ledger: $(wc -l <reliability/ledger.tsv) lines in reliability/ledger.tsv"
+exit "$status"
