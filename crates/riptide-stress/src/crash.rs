@@ -87,6 +87,12 @@ pub fn run(config: &CrashConfig) -> CrashReport {
         (None, Some(directory)) => directory.path().to_path_buf(),
         (None, None) => unreachable!("a temporary directory exists when no path was given"),
     };
+    if let Err(error) = std::fs::create_dir_all(&root) {
+        return CrashReport {
+            failures: vec![format!("cannot create {}: {error}", root.display())],
+            ..CrashReport::default()
+        };
+    }
     let database = root.join("db");
     let mut rng = SmallRng::seed_from_u64(config.seed);
     let mut report = CrashReport::default();
