@@ -43,6 +43,10 @@ const MAX_GROUP_SIZE_BYTES: usize = 8 << 20;
 /// smaller groups the extra wake-ups cost more than the inserts.
 const PARALLEL_INSERT_MIN_ENTRIES: u64 = 64;
 
+/// ... and at least this many entries per writer on average: waking every member twice (to
+/// insert, then to return) costs more than inserting a few entries each.
+const PARALLEL_INSERT_MIN_AVERAGE_ENTRIES: u64 = 32;
+
 /// The WAL currently written, behind a mutex shared with the interval-sync thread.
 pub(crate) struct WalState {
     pub(crate) writer: Option<LogWriter>,
@@ -310,7 +314,9 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     inner
         .wal_bytes_written
         .fetch_add((batch_bytes + batches.len() * crate::wal::RECORD_HEADER_SIZE_BYTES) as u64, Ordering::Relaxed);
-    let parallel = group.len() > 1 && entry_count >= PARALLEL_INSERT_MIN_ENTRIES;
+    let parallel = group.len() > 1
+        && entry_count >= PARALLEL_INSERT_MIN_ENTRIES
+        && entry_count >= PARALLEL_INSERT_MIN_AVERAGE_ENTRIES * group.len() as u64;
     if parallel {
         // The members lock their own batches, so release them first.
         drop(batches);
