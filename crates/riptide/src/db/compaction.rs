@@ -31,7 +31,7 @@ use super::DbInner;
 use crate::error::{Error, Result};
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
-use crate::key::{parse_internal_key, user_key, ValueKind};
+use crate::key::{append_internal_key, parse_internal_key, user_key, ValueKind};
 use crate::sstable::{BlockReadOptions, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{FileMetadata, VersionEdit};
 use crate::version::tree::{TableFile, Version, NUM_LEVELS};
@@ -48,6 +48,18 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
         num_entries: properties.num_entries,
         num_deletions: properties.num_deletions,
     }
+}
+
+/// True when a kept entry's sequence number can be rewritten to 0: a put in a compaction that
+/// writes the bottommost data of its key range, at or below the smallest snapshot. The
+/// version filter keeps at most one such entry per user key (any older one is shadowed by it,
+/// and tombstones at or below the smallest snapshot are dropped at the bottom), so the rewritten
+/// key stays unique, and sequence 0 still sorts after every newer version of the key (I6).
+fn zero_sequence_at_bottom(internal_key: &[u8], bottommost: bool, smallest_snapshot: u64) -> bool {
+    bottommost
+        && parse_internal_key(internal_key).is_some_and(|parsed| {
+            parsed.kind == ValueKind::Put && parsed.sequence <= smallest_snapshot && parsed.sequence > 0
+        })
 }
 
 /// Decides, entry by entry of a sorted internal-key stream, which versions are invisible to
@@ -276,6 +288,7 @@ fn write_outputs(
     let table_options = TableOptions::from_options(&inner.options);
     let mut builder: Option<(u64, TableBuilder)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
+    let mut zeroed_key: Vec<u8> = Vec::new();
     let mut steps: u64 = 0;
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
@@ -309,7 +322,16 @@ fn write_outputs(
             builder = Some((number, TableBuilder::new(file, path, table_options)));
         }
         if let Some((_, active)) = builder.as_mut() {
-            active.add(key, merged.value())?;
+            if zero_sequence_at_bottom(key, compaction.bottommost, smallest_snapshot) {
+                // Every reader sees this version and nothing older of the key survives, so its
+                // sequence number carries no information: zeros compress, unique sequence
+                // numbers do not (8 bytes per entry, a tenth of a small record).
+                zeroed_key.clear();
+                append_internal_key(&mut zeroed_key, current_user_key, 0, ValueKind::Put);
+                active.add(&zeroed_key, merged.value())?;
+            } else {
+                active.add(key, merged.value())?;
+            }
         }
         last_user_key.clear();
         last_user_key.extend_from_slice(current_user_key);
@@ -392,4 +414,23 @@ pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
     inner.background_done.notify_all();
     inner.work_available.notify_all();
     result
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::key::make_internal_key;
+
+    #[test]
+    fn only_bottommost_puts_at_or_below_the_smallest_snapshot_lose_their_sequence() {
+        let put = make_internal_key(b"k", 7, ValueKind::Put);
+        let delete = make_internal_key(b"k", 7, ValueKind::Delete);
+        assert!(zero_sequence_at_bottom(&put, true, 7));
+        assert!(zero_sequence_at_bottom(&put, true, 100));
+        assert!(!zero_sequence_at_bottom(&put, true, 6), "a snapshot below it may not see it");
+        assert!(!zero_sequence_at_bottom(&put, false, 100), "deeper levels may hold older versions");
+        assert!(!zero_sequence_at_bottom(&delete, true, 100));
+        assert!(!zero_sequence_at_bottom(&make_internal_key(b"k", 0, ValueKind::Put), true, 100));
+        assert!(!zero_sequence_at_bottom(b"short", true, 100));
+    }
 }
