@@ -85,7 +85,7 @@ fn table_get(
     };
     let parsed = parse_internal_key(&internal_key).ok_or_else(|| {
         Error::corruption(
-            crate::db::filename::table_path(&table_cache_dir(table_cache), file.number()),
+            crate::db::filename::table_path(table_cache.dir(), file.number()),
             0,
             "table returned a malformed internal key",
         )
@@ -97,10 +97,6 @@ fn table_get(
         ValueKind::Put => Some(value),
         ValueKind::Delete => None,
     }))
-}
-
-fn table_cache_dir(table_cache: &TableCache) -> std::path::PathBuf {
-    table_cache.dir().to_path_buf()
 }
 
 /// Approximate table bytes for user keys in `[start, end)`.
