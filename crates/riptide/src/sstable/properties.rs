@@ -86,6 +86,29 @@ fn put_bytes(out: &mut Vec<u8>, tag: u64, value: &[u8]) {
 }
 
 impl TableProperties {
+    /// Properties of a table with no entries yet: all counts zero, no key range, the given
+    /// compression, and format version `format_version` (the builder fills in the rest as
+    /// entries arrive; the decoder as records are read).
+    pub(crate) fn empty(compression: Compression, format_version: u32) -> TableProperties {
+        TableProperties {
+            num_entries: 0,
+            num_deletions: 0,
+            raw_key_bytes: 0,
+            raw_value_bytes: 0,
+            data_size_bytes: 0,
+            index_size_bytes: 0,
+            filter_size_bytes: 0,
+            num_data_blocks: 0,
+            file_size_bytes: 0,
+            smallest_key: Vec::new(),
+            largest_key: Vec::new(),
+            smallest_sequence: 0,
+            largest_sequence: 0,
+            compression,
+            format_version,
+        }
+    }
+
     /// Appends the encoded properties to `out`.
     pub(crate) fn encode(&self, out: &mut Vec<u8>) {
         put_number(out, TAG_NUM_ENTRIES, self.num_entries);
@@ -107,23 +130,7 @@ impl TableProperties {
     /// Decodes the properties block stored at `block_offset` in `path`.
     pub(crate) fn decode(path: &Path, block_offset: u64, input: &[u8]) -> Result<TableProperties> {
         let corruption = |reason: String| Error::corruption(path, block_offset, format!("properties block: {reason}"));
-        let mut properties = TableProperties {
-            num_entries: 0,
-            num_deletions: 0,
-            raw_key_bytes: 0,
-            raw_value_bytes: 0,
-            data_size_bytes: 0,
-            index_size_bytes: 0,
-            filter_size_bytes: 0,
-            num_data_blocks: 0,
-            file_size_bytes: 0,
-            smallest_key: Vec::new(),
-            largest_key: Vec::new(),
-            smallest_sequence: 0,
-            largest_sequence: 0,
-            compression: Compression::None,
-            format_version: 0,
-        };
+        let mut properties = TableProperties::empty(Compression::None, 0);
         let mut seen_tags: u64 = 0;
         let mut position = 0;
         while position < input.len() {
