@@ -226,6 +226,15 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
     lead(inner, &writer)
 }
 
+/// Hands write leadership to the writer at the front of the queue, or marks the queue
+/// leaderless when nobody waits. Called by the leader with the queue locked.
+fn pass_leadership(queue: &mut WriteQueue) {
+    match queue.pending.front() {
+        Some(next) => next.set_status(WriterStatus::Lead),
+        None => queue.leader_active = false,
+    }
+}
+
 /// Runs the group with `own` at its head, and further groups while writers keep queueing (up
 /// to `MAX_GROUPS_PER_LEADER`), then passes leadership on.
 fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
@@ -270,11 +279,7 @@ fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
             own_result = Some(result);
         }
     }
-    let mut queue = inner.write_queue.lock();
-    match queue.pending.front() {
-        Some(next) => next.set_status(WriterStatus::Lead),
-        None => queue.leader_active = false,
-    }
+    pass_leadership(&mut inner.write_queue.lock());
     own_result.unwrap_or_else(|| Err(Error::Closed("write leader formed no group".to_string())))
 }
 
@@ -494,10 +499,7 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
     {
         let mut queue = inner.write_queue.lock();
         queue.pending.pop_front();
-        match queue.pending.front() {
-            Some(next) => next.set_status(WriterStatus::Lead),
-            None => queue.leader_active = false,
-        }
+        pass_leadership(&mut queue);
     }
     switched?;
     let mut state = inner.state.lock();
