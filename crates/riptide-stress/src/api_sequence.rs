@@ -85,6 +85,7 @@ fn options(file_system: &MemFileSystem, compression_byte: u8) -> Options {
         block_cache_size_bytes: 16 << 10,
         target_file_size_bytes: 4096,
         level0_compaction_trigger_files: 2,
+        level0_slowdown_writes_files: 5,
         level0_stop_writes_files: 6,
         max_open_tables: 16,
         ..Options::default()

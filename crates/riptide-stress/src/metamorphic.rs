@@ -179,6 +179,7 @@ pub fn option_sets() -> Vec<(&'static str, Options)> {
                 compression: Compression::None,
                 target_file_size_bytes: 4096,
                 level0_compaction_trigger_files: 2,
+                level0_slowdown_writes_files: 5,
                 level0_stop_writes_files: 6,
                 ..base.clone()
             },

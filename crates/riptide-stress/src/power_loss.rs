@@ -83,6 +83,7 @@ fn small_options() -> Options {
         block_cache_size_bytes: 64 << 10,
         target_file_size_bytes: 8 << 10,
         level0_compaction_trigger_files: 2,
+        level0_slowdown_writes_files: 7,
         level0_stop_writes_files: 8,
         max_open_tables: 16,
         ..Options::default()

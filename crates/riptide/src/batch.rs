@@ -3,9 +3,11 @@
 //! A [`WriteBatch`] keeps its records in their final encoded form (`rep`), so the very same
 //! bytes are appended to the write-ahead log and later replayed into the memtable; nothing is
 //! re-encoded on the write path. The byte layout is documented in `docs/format/write_batch.md`
-//! (format version 1): an 8-byte little-endian base sequence number, a 4-byte little-endian
-//! record count, then the records, each a kind byte ([`ValueKind`] as `u8`), a length-prefixed
-//! key and, for puts only, a length-prefixed value.
+//! (format version 2): an 8-byte little-endian base sequence number, a 4-byte little-endian
+//! record count, then the records, each a kind byte, a column family id (only for the
+//! column-family kinds), a length-prefixed key and, for puts only, a length-prefixed value.
+//! Records of the default column family use the version-1 kinds, so a batch that names no
+//! other column family is byte-for-byte a version-1 batch.
 //!
 //! Concurrency contract: a batch is a plain value with no interior mutability. It is `Send` and
 //! `Sync`; mutation needs `&mut`, so a batch is built by one thread and then handed over (to the
@@ -21,7 +23,9 @@
 use std::fmt;
 use std::path::Path;
 
-use crate::coding::{get_length_prefixed, put_length_prefixed, read_u32, read_u64, varint_length};
+use crate::coding::{
+    get_length_prefixed, get_varint32, put_length_prefixed, put_varint32, read_u32, read_u64, varint_length,
+};
 use crate::error::{Error, Result};
 use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 
@@ -30,6 +34,18 @@ pub(crate) const BATCH_HEADER_SIZE_BYTES: usize = 12;
 
 /// Offset of the record count inside the header.
 const COUNT_OFFSET_BYTES: usize = 8;
+
+/// Record kind: a delete in the default column family (the same code as [`ValueKind::Delete`]).
+const RECORD_DELETE: u8 = 0;
+/// Record kind: a put in the default column family (the same code as [`ValueKind::Put`]).
+const RECORD_PUT: u8 = 1;
+/// Record kind: a delete in the column family whose id follows as a varint.
+const RECORD_COLUMN_FAMILY_DELETE: u8 = 2;
+/// Record kind: a put in the column family whose id follows as a varint.
+const RECORD_COLUMN_FAMILY_PUT: u8 = 3;
+
+/// The id of the default column family, which always exists.
+pub(crate) const DEFAULT_COLUMN_FAMILY_ID: u32 = 0;
 
 /// A batch of writes applied atomically: either every put and delete in it becomes visible, or
 /// none does.
@@ -51,6 +67,8 @@ pub struct WriteBatch {
     max_key_bytes: usize,
     /// Length of the longest value among the records.
     max_value_bytes: usize,
+    /// True when some record names a column family other than the default one.
+    has_column_family_records: bool,
 }
 
 /// What a record in a [`WriteBatch`] does.
@@ -65,12 +83,18 @@ pub enum BatchOp {
 /// One record of a [`WriteBatch`], borrowed from the batch.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct BatchEntry<'a> {
+    column_family_id: u32,
     kind: BatchOp,
     key: &'a [u8],
     value: &'a [u8],
 }
 
 impl<'a> BatchEntry<'a> {
+    /// The id of the column family the record writes to (0 for the default one).
+    pub fn column_family_id(&self) -> u32 {
+        self.column_family_id
+    }
+
     /// Whether this record is a put or a delete.
     pub fn kind(&self) -> BatchOp {
         self.kind
@@ -97,12 +121,12 @@ impl<'a> Iterator for BatchIter<'a> {
     type Item = BatchEntry<'a>;
 
     fn next(&mut self) -> Option<BatchEntry<'a>> {
-        let (kind, key, value) = self.entries.next()?;
-        let kind = match kind {
+        let entry = self.entries.next()?;
+        let kind = match entry.kind {
             ValueKind::Put => BatchOp::Put,
             ValueKind::Delete => BatchOp::Delete,
         };
-        Some(BatchEntry { kind, key, value })
+        Some(BatchEntry { column_family_id: entry.column_family_id, kind, key: entry.key, value: entry.value })
     }
 
     fn size_hint(&self) -> (usize, Option<usize>) {
@@ -119,8 +143,17 @@ impl<'a> IntoIterator for &'a WriteBatch {
     }
 }
 
-/// The crate's iterator over a batch's records as `(kind, key, value)`; the value is empty for a
-/// delete. The batch has been validated, so decoding cannot fail; should it ever meet bytes it
+/// One decoded record, as the write path inserts it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct RecordRef<'a> {
+    pub(crate) column_family_id: u32,
+    pub(crate) kind: ValueKind,
+    pub(crate) key: &'a [u8],
+    /// Empty for a delete.
+    pub(crate) value: &'a [u8],
+}
+
+/// The crate's iterator over a batch's records; the value is empty for a delete. The batch has been validated, so decoding cannot fail; should it ever meet bytes it
 /// cannot decode (a broken invariant), it ends early instead of panicking.
 #[derive(Clone, Debug)]
 pub(crate) struct BatchEntries<'a> {
@@ -131,9 +164,9 @@ pub(crate) struct BatchEntries<'a> {
 }
 
 impl<'a> Iterator for BatchEntries<'a> {
-    type Item = (ValueKind, &'a [u8], &'a [u8]);
+    type Item = RecordRef<'a>;
 
-    fn next(&mut self) -> Option<(ValueKind, &'a [u8], &'a [u8])> {
+    fn next(&mut self) -> Option<RecordRef<'a>> {
         if self.remaining == 0 {
             return None;
         }
@@ -141,7 +174,12 @@ impl<'a> Iterator for BatchEntries<'a> {
             Ok(record) => {
                 self.records = self.records.get(record.length_bytes..).unwrap_or_default();
                 self.remaining -= 1;
-                Some((record.kind, record.key, record.value))
+                Some(RecordRef {
+                    column_family_id: record.column_family_id,
+                    kind: record.kind,
+                    key: record.key,
+                    value: record.value,
+                })
             }
             Err(_) => {
                 debug_assert!(false, "a validated write batch failed to decode");
@@ -158,6 +196,7 @@ impl<'a> Iterator for BatchEntries<'a> {
 
 /// A record decoded from the front of a byte slice.
 struct DecodedRecord<'a> {
+    column_family_id: u32,
     kind: ValueKind,
     key: &'a [u8],
     value: &'a [u8],
@@ -171,17 +210,36 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
     let Some(&kind_byte) = input.first() else {
         return Err((0, "record kind byte missing".to_string()));
     };
-    let Some(kind) = ValueKind::from_u8(kind_byte) else {
-        return Err((0, format!("unknown record kind {kind_byte}")));
+    let (kind, names_column_family) = match kind_byte {
+        RECORD_DELETE => (ValueKind::Delete, false),
+        RECORD_PUT => (ValueKind::Put, false),
+        RECORD_COLUMN_FAMILY_DELETE => (ValueKind::Delete, true),
+        RECORD_COLUMN_FAMILY_PUT => (ValueKind::Put, true),
+        _ => return Err((0, format!("unknown record kind {kind_byte}"))),
     };
-    let after_kind = input.get(1..).unwrap_or_default();
+    let mut length_bytes = 1;
+    let mut column_family_id = DEFAULT_COLUMN_FAMILY_ID;
+    if names_column_family {
+        let after_kind = input.get(1..).unwrap_or_default();
+        let Some((id, id_length_bytes)) = get_varint32(after_kind) else {
+            return Err((1, "column family id is malformed or runs past the end of the batch".to_string()));
+        };
+        // The default column family always uses the short kinds, and ids are minimally
+        // encoded, so that decoding stays one-to-one.
+        if id == DEFAULT_COLUMN_FAMILY_ID || id_length_bytes != varint_length(u64::from(id)) {
+            return Err((1, format!("column family id {id} is not in canonical form")));
+        }
+        column_family_id = id;
+        length_bytes += id_length_bytes;
+    }
+    let after_kind = input.get(length_bytes..).unwrap_or_default();
     let Some((key, key_length_bytes)) = get_length_prefixed(after_kind) else {
-        return Err((1, "key length is malformed or runs past the end of the batch".to_string()));
+        return Err((length_bytes, "key length is malformed or runs past the end of the batch".to_string()));
     };
     if !is_minimal_prefix(key, key_length_bytes) {
-        return Err((1, "key length is not minimally encoded".to_string()));
+        return Err((length_bytes, "key length is not minimally encoded".to_string()));
     }
-    let mut length_bytes = 1 + key_length_bytes;
+    length_bytes += key_length_bytes;
     let mut value: &[u8] = &[];
     if kind == ValueKind::Put {
         let after_key = input.get(length_bytes..).unwrap_or_default();
@@ -194,7 +252,7 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
         value = decoded_value;
         length_bytes += value_length_bytes;
     }
-    Ok(DecodedRecord { kind, key, value, length_bytes })
+    Ok(DecodedRecord { column_family_id, kind, key, value, length_bytes })
 }
 
 /// True when a length-prefixed string of `total_bytes` (prefix included) used the shortest
@@ -207,12 +265,38 @@ fn is_minimal_prefix(bytes: &[u8], total_bytes: usize) -> bool {
 impl WriteBatch {
     /// Creates an empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch { rep: vec![0; BATCH_HEADER_SIZE_BYTES], max_key_bytes: 0, max_value_bytes: 0 }
+        WriteBatch {
+            rep: vec![0; BATCH_HEADER_SIZE_BYTES],
+            max_key_bytes: 0,
+            max_value_bytes: 0,
+            has_column_family_records: false,
+        }
     }
 
-    /// Adds a record that sets `key` to `value`.
+    /// Adds a record that sets `key` to `value` in the default column family.
     pub fn put(&mut self, key: &[u8], value: &[u8]) {
-        self.rep.push(ValueKind::Put as u8);
+        self.put_in(DEFAULT_COLUMN_FAMILY_ID, key, value);
+    }
+
+    /// Adds a record that removes `key` from the default column family. Deleting a key that
+    /// does not exist is not an error.
+    pub fn delete(&mut self, key: &[u8]) {
+        self.delete_in(DEFAULT_COLUMN_FAMILY_ID, key);
+    }
+
+    /// Adds a record that sets `key` to `value` in `column_family`. A batch may write to several
+    /// column families; it is applied atomically across all of them.
+    pub fn put_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8], value: &[u8]) {
+        self.put_in(column_family.id(), key, value);
+    }
+
+    /// Adds a record that removes `key` from `column_family`.
+    pub fn delete_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8]) {
+        self.delete_in(column_family.id(), key);
+    }
+
+    pub(crate) fn put_in(&mut self, column_family_id: u32, key: &[u8], value: &[u8]) {
+        self.push_kind(column_family_id, RECORD_PUT, RECORD_COLUMN_FAMILY_PUT);
         put_length_prefixed(&mut self.rep, key);
         put_length_prefixed(&mut self.rep, value);
         self.max_key_bytes = self.max_key_bytes.max(key.len());
@@ -220,12 +304,27 @@ impl WriteBatch {
         self.add_to_count(1);
     }
 
-    /// Adds a record that removes `key`. Deleting a key that does not exist is not an error.
-    pub fn delete(&mut self, key: &[u8]) {
-        self.rep.push(ValueKind::Delete as u8);
+    pub(crate) fn delete_in(&mut self, column_family_id: u32, key: &[u8]) {
+        self.push_kind(column_family_id, RECORD_DELETE, RECORD_COLUMN_FAMILY_DELETE);
         put_length_prefixed(&mut self.rep, key);
         self.max_key_bytes = self.max_key_bytes.max(key.len());
         self.add_to_count(1);
+    }
+
+    /// Appends the kind byte, and the column family id when it is not the default one.
+    fn push_kind(&mut self, column_family_id: u32, default_kind: u8, column_family_kind: u8) {
+        if column_family_id == DEFAULT_COLUMN_FAMILY_ID {
+            self.rep.push(default_kind);
+        } else {
+            self.rep.push(column_family_kind);
+            put_varint32(&mut self.rep, column_family_id);
+            self.has_column_family_records = true;
+        }
+    }
+
+    /// True when some record names a column family other than the default one.
+    pub(crate) fn has_column_family_records(&self) -> bool {
+        self.has_column_family_records
     }
 
     /// Removes every record, leaving an empty batch that can be reused without reallocating.
@@ -234,6 +333,7 @@ impl WriteBatch {
         self.rep.resize(BATCH_HEADER_SIZE_BYTES, 0);
         self.max_key_bytes = 0;
         self.max_value_bytes = 0;
+        self.has_column_family_records = false;
     }
 
     /// Number of records (puts and deletes) in the batch.
@@ -302,6 +402,7 @@ impl WriteBatch {
         let mut decoded_count: u32 = 0;
         let mut max_key_bytes = 0;
         let mut max_value_bytes = 0;
+        let mut has_column_family_records = false;
         while position < data.len() {
             if decoded_count == count {
                 return Err(corruption(
@@ -315,6 +416,7 @@ impl WriteBatch {
             })?;
             max_key_bytes = max_key_bytes.max(record.key.len());
             max_value_bytes = max_value_bytes.max(record.value.len());
+            has_column_family_records |= record.column_family_id != DEFAULT_COLUMN_FAMILY_ID;
             position += record.length_bytes;
             decoded_count += 1;
         }
@@ -324,7 +426,7 @@ impl WriteBatch {
                 format!("header counts {count} records but only {decoded_count} are present"),
             ));
         }
-        Ok(WriteBatch { rep: data, max_key_bytes, max_value_bytes })
+        Ok(WriteBatch { rep: data, max_key_bytes, max_value_bytes, has_column_family_records })
     }
 
     /// Appends `other`'s records after this batch's own, as if they had been added to this
@@ -333,6 +435,7 @@ impl WriteBatch {
         self.rep.extend_from_slice(other.records());
         self.max_key_bytes = self.max_key_bytes.max(other.max_key_bytes);
         self.max_value_bytes = self.max_value_bytes.max(other.max_value_bytes);
+        self.has_column_family_records |= other.has_column_family_records;
         self.add_to_count(other.count());
     }
 
@@ -346,7 +449,7 @@ impl WriteBatch {
         self.max_value_bytes
     }
 
-    /// Iterates over the records as `(kind, key, value)`, for replay into the memtable.
+    /// Iterates over the decoded records, for insertion into memtables.
     pub(crate) fn entries(&self) -> BatchEntries<'_> {
         BatchEntries { records: self.records(), remaining: self.len() }
     }
@@ -396,7 +499,7 @@ mod tests {
     use std::path::PathBuf;
 
     fn collect(batch: &WriteBatch) -> Vec<(ValueKind, Vec<u8>, Vec<u8>)> {
-        batch.entries().map(|(kind, key, value)| (kind, key.to_vec(), value.to_vec())).collect()
+        batch.entries().map(|record| (record.kind, record.key.to_vec(), record.value.to_vec())).collect()
     }
 
     fn path() -> PathBuf {
@@ -411,6 +514,52 @@ mod tests {
             }
             other => panic!("expected corruption, got {other:?}"),
         }
+    }
+
+    #[test]
+    fn column_family_records_round_trip() {
+        let mut batch = WriteBatch::new();
+        batch.put(b"a", b"1");
+        batch.put_in(7, b"b", b"2");
+        batch.delete_in(300, b"c");
+        batch.delete(b"d");
+        assert!(batch.has_column_family_records());
+        let decoded = WriteBatch::from_data(batch.data().to_vec(), &path(), 0).unwrap();
+        assert!(decoded.has_column_family_records());
+        let records: Vec<(u32, ValueKind, Vec<u8>)> =
+            decoded.entries().map(|r| (r.column_family_id, r.kind, r.key.to_vec())).collect();
+        assert_eq!(
+            records,
+            vec![
+                (0, ValueKind::Put, b"a".to_vec()),
+                (7, ValueKind::Put, b"b".to_vec()),
+                (300, ValueKind::Delete, b"c".to_vec()),
+                (0, ValueKind::Delete, b"d".to_vec()),
+            ]
+        );
+        // A default-only batch is byte-for-byte a version-1 batch.
+        let mut plain = WriteBatch::new();
+        plain.put(b"k", b"vv");
+        assert!(!plain.has_column_family_records());
+        assert_eq!(&plain.data()[12..], &[1, 1, b'k', 2, b'v', b'v']);
+    }
+
+    #[test]
+    fn column_family_ids_must_be_canonical() {
+        let mut header = vec![0u8; 8];
+        header.extend_from_slice(&1u32.to_le_bytes());
+        // Kind 3 (put in a column family) naming the default id 0 has a shorter spelling.
+        let mut zero = header.clone();
+        zero.extend_from_slice(&[3, 0, 1, b'k', 0]);
+        assert!(WriteBatch::from_data(zero, &path(), 0).is_err());
+        // A non-minimal varint id.
+        let mut long = header.clone();
+        long.extend_from_slice(&[2, 0x85, 0x00, 1, b'k']);
+        assert!(WriteBatch::from_data(long, &path(), 0).is_err());
+        let mut good = header;
+        good.extend_from_slice(&[2, 5, 1, b'k']);
+        let batch = WriteBatch::from_data(good, &path(), 0).unwrap();
+        assert_eq!(batch.iter().next().unwrap().column_family_id(), 5);
     }
 
     #[test]
@@ -453,7 +602,7 @@ mod tests {
             ]
         );
         assert_eq!((&batch).into_iter().count(), 4);
-        let kinds: Vec<ValueKind> = batch.entries().map(|(kind, _, _)| kind).collect();
+        let kinds: Vec<ValueKind> = batch.entries().map(|record| record.kind).collect();
         assert_eq!(kinds, vec![ValueKind::Put, ValueKind::Delete, ValueKind::Put, ValueKind::Put]);
     }
 
@@ -636,10 +785,10 @@ mod tests {
             // re-encode to the very same bytes.
             if let Ok(decoded) = WriteBatch::from_data(data.clone(), &path(), 0) {
                 let mut rebuilt = WriteBatch::new();
-                for (kind, key, value) in decoded.entries() {
-                    match kind {
-                        ValueKind::Put => rebuilt.put(key, value),
-                        ValueKind::Delete => rebuilt.delete(key),
+                for record in decoded.entries() {
+                    match record.kind {
+                        ValueKind::Put => rebuilt.put_in(record.column_family_id, record.key, record.value),
+                        ValueKind::Delete => rebuilt.delete_in(record.column_family_id, record.key),
                     }
                 }
                 rebuilt.set_sequence(decoded.sequence());

@@ -55,6 +55,9 @@ pub enum Error {
     /// It does not signal a background failure: once one has happened, writes fail with a copy
     /// of that first error, of its own kind (for example [`Error::Io`]), not with `Closed`.
     Closed(String),
+    /// The operation was cancelled on request (for example a `compact_range` stopped by
+    /// `cancel_manual_compactions`). Nothing is lost: work done before the cancellation stays.
+    Cancelled(String),
 }
 
 impl Error {
@@ -102,6 +105,7 @@ impl Error {
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::Conflict(s) => Error::Conflict(s.clone()),
             Error::Closed(s) => Error::Closed(s.clone()),
+            Error::Cancelled(s) => Error::Cancelled(s.clone()),
         }
     }
 }
@@ -117,6 +121,7 @@ impl fmt::Display for Error {
             Error::Busy(s) => write!(f, "busy: {s}"),
             Error::Conflict(s) => write!(f, "conflict: {s}"),
             Error::Closed(s) => write!(f, "closed: {s}"),
+            Error::Cancelled(s) => write!(f, "cancelled: {s}"),
         }
     }
 }

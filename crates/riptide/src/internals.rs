@@ -125,10 +125,10 @@ pub mod decode {
         let janitor =
             Arc::new(FileJanitor { dir: directory.to_path_buf(), file_system: Arc::clone(&file_system), table_cache });
         let set = VersionSet::recover(directory, file_system, janitor)?;
-        let version = set.current();
+        let version = set.current(0);
         Ok(RecoveredManifest {
             manifest_number: set.manifest_number(),
-            log_number: set.log_number(),
+            log_number: set.log_number(0),
             last_sequence: set.last_sequence(),
             files_per_level: version.levels.iter().map(Vec::len).collect(),
         })

@@ -26,6 +26,7 @@
 mod batch;
 mod cache;
 mod coding;
+mod compaction;
 mod db;
 mod error;
 pub mod fs;
@@ -42,7 +43,9 @@ mod wal;
 pub mod internals;
 
 pub use batch::{BatchEntry, BatchIter, BatchOp, WriteBatch};
-pub use db::{Db, DbIterator, LevelStats, RecoveryStats, Stats};
+pub use db::{
+    ColumnFamily, ColumnFamilyStats, Db, DbIterator, LevelStats, MemoryPressure, RangeStats, RecoveryStats, Stats,
+};
 pub use error::{Error, Result};
-pub use options::{Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions};
+pub use options::{ColumnFamilyOptions, Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions};
 pub use snapshot::Snapshot;

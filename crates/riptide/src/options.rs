@@ -87,10 +87,46 @@ pub struct Options {
     pub wal_recovery: WalRecovery,
     /// Level-0 file count that triggers a compaction into level 1. Default 4.
     pub level0_compaction_trigger_files: usize,
+    /// Level-0 file count at which writes start to be delayed (a little more for every file
+    /// above it), so that compaction catches up before writes must stop. Default 12.
+    pub level0_slowdown_writes_files: usize,
     /// Level-0 file count at which writers stall until compaction catches up. Default 20.
     pub level0_stop_writes_files: usize,
     /// Target size of SSTables written by compaction. Default 64 MiB.
     pub target_file_size_bytes: u64,
+    /// Size ratio between adjacent levels. Default 10.
+    pub level_size_ratio: u64,
+    /// Target size of the base level (the level level 0 compacts into); 0 means
+    /// `memtable_size_bytes * level0_compaction_trigger_files`. Level targets are dynamic: the
+    /// last level's target is its actual size, each level above a `level_size_ratio`-th of the
+    /// one below, and level 0 compacts straight into the highest level whose target reaches
+    /// this size. Default 0.
+    pub base_level_size_bytes: u64,
+    /// Compression per level (index = level); levels past the end use the last entry. Empty
+    /// means `compression` everywhere. Example: `[None, None, Lz4, Lz4, Lz4, Zstd, Zstd]`.
+    pub compression_per_level: Vec<Compression>,
+    /// Compression of the bottommost data (overrides the per-level choice there). Default
+    /// `None` (no override).
+    pub bottommost_compression: Option<Compression>,
+    /// A table whose entries are at least this fraction of deletes (and at least
+    /// `tombstone_compaction_min_entries`) is compacted down even when its level is under
+    /// target, so that space held by deleted data comes back. Default 0.5; 0 disables.
+    pub tombstone_compaction_ratio: f64,
+    /// See `tombstone_compaction_ratio`. Default 1,000.
+    pub tombstone_compaction_min_entries: u64,
+    /// Background threads that flush memtables. Default 1.
+    pub max_background_flushes: usize,
+    /// Background threads that run compactions; jobs on disjoint key ranges run in parallel.
+    /// Default 2.
+    pub max_background_compactions: usize,
+    /// A large compaction is split into at most this many key ranges run in parallel. Default 2.
+    pub max_subcompactions: usize,
+    /// Global cap on the memory the engine holds: memtables (active and immutable, of every
+    /// column family), the block cache, and the indexes and filters of open tables. As use
+    /// nears the cap writes are slowed, memtables flushed early and the block cache shrunk;
+    /// at the cap writes wait. 0 means the default: half of the machine's physical memory (or
+    /// 1 GiB when that cannot be read). Must be at least 16 MiB.
+    pub max_memory_bytes: u64,
     /// Largest accepted key. Default 64 KiB; at most 1 MiB.
     pub max_key_size_bytes: usize,
     /// Largest accepted value. Default 64 MiB; at most 1 GiB.
@@ -116,8 +152,19 @@ impl Default for Options {
             wal_sync_mode: SyncMode::None,
             wal_recovery: WalRecovery::TolerateTornTail,
             level0_compaction_trigger_files: 4,
+            level0_slowdown_writes_files: 12,
             level0_stop_writes_files: 20,
             target_file_size_bytes: 64 << 20,
+            level_size_ratio: 10,
+            base_level_size_bytes: 0,
+            compression_per_level: Vec::new(),
+            bottommost_compression: None,
+            tombstone_compaction_ratio: 0.5,
+            tombstone_compaction_min_entries: 1000,
+            max_background_flushes: 1,
+            max_background_compactions: 2,
+            max_subcompactions: 2,
+            max_memory_bytes: 0,
             max_key_size_bytes: 64 << 10,
             max_value_size_bytes: 64 << 20,
             max_batch_size_bytes: 256 << 20,
@@ -141,8 +188,19 @@ impl std::fmt::Debug for Options {
             .field("wal_sync_mode", &self.wal_sync_mode)
             .field("wal_recovery", &self.wal_recovery)
             .field("level0_compaction_trigger_files", &self.level0_compaction_trigger_files)
+            .field("level0_slowdown_writes_files", &self.level0_slowdown_writes_files)
             .field("level0_stop_writes_files", &self.level0_stop_writes_files)
             .field("target_file_size_bytes", &self.target_file_size_bytes)
+            .field("level_size_ratio", &self.level_size_ratio)
+            .field("base_level_size_bytes", &self.base_level_size_bytes)
+            .field("compression_per_level", &self.compression_per_level)
+            .field("bottommost_compression", &self.bottommost_compression)
+            .field("tombstone_compaction_ratio", &self.tombstone_compaction_ratio)
+            .field("tombstone_compaction_min_entries", &self.tombstone_compaction_min_entries)
+            .field("max_background_flushes", &self.max_background_flushes)
+            .field("max_background_compactions", &self.max_background_compactions)
+            .field("max_subcompactions", &self.max_subcompactions)
+            .field("max_memory_bytes", &self.max_memory_bytes)
             .field("max_key_size_bytes", &self.max_key_size_bytes)
             .field("max_value_size_bytes", &self.max_value_size_bytes)
             .field("max_batch_size_bytes", &self.max_batch_size_bytes)
@@ -150,36 +208,179 @@ impl std::fmt::Debug for Options {
     }
 }
 
+fn check(condition: bool, message: &str) -> Result<()> {
+    if condition {
+        Ok(())
+    } else {
+        Err(Error::invalid(message.to_string()))
+    }
+}
+
 impl Options {
     /// Checks every option against its documented range.
     pub fn validate(&self) -> Result<()> {
-        fn check(condition: bool, message: &str) -> Result<()> {
-            if condition {
-                Ok(())
-            } else {
-                Err(Error::invalid(message.to_string()))
-            }
+        self.column_family_options().validate()?;
+        check(self.max_open_tables >= 16, "max_open_tables must be at least 16")?;
+        check((1..=1 << 20).contains(&self.max_key_size_bytes), "max_key_size_bytes must be between 1 and 1 MiB")?;
+        check(self.max_value_size_bytes <= 1 << 30, "max_value_size_bytes must be at most 1 GiB")?;
+        check(self.max_batch_size_bytes <= 1 << 30, "max_batch_size_bytes must be at most 1 GiB")?;
+        check((1..=16).contains(&self.max_background_flushes), "max_background_flushes must be between 1 and 16")?;
+        check(
+            (1..=16).contains(&self.max_background_compactions),
+            "max_background_compactions must be between 1 and 16",
+        )?;
+        check((1..=16).contains(&self.max_subcompactions), "max_subcompactions must be between 1 and 16")?;
+        check(
+            self.max_memory_bytes == 0 || self.max_memory_bytes >= 16 << 20,
+            "max_memory_bytes must be 0 (default) or at least 16 MiB",
+        )?;
+        if let SyncMode::Interval { interval_us } = self.wal_sync_mode {
+            check(interval_us >= 100, "SyncMode::Interval needs interval_us >= 100")?;
         }
+        Ok(())
+    }
+
+    /// The column family options these database options give the default column family (and
+    /// any column family opened without options of its own).
+    pub fn column_family_options(&self) -> ColumnFamilyOptions {
+        ColumnFamilyOptions {
+            memtable_size_bytes: self.memtable_size_bytes,
+            max_immutable_memtables: self.max_immutable_memtables,
+            block_size_bytes: self.block_size_bytes,
+            block_restart_interval: self.block_restart_interval,
+            bloom_bits_per_key: self.bloom_bits_per_key,
+            compression: self.compression,
+            compression_per_level: self.compression_per_level.clone(),
+            bottommost_compression: self.bottommost_compression,
+            level0_compaction_trigger_files: self.level0_compaction_trigger_files,
+            level0_slowdown_writes_files: self.level0_slowdown_writes_files,
+            level0_stop_writes_files: self.level0_stop_writes_files,
+            target_file_size_bytes: self.target_file_size_bytes,
+            level_size_ratio: self.level_size_ratio,
+            base_level_size_bytes: self.base_level_size_bytes,
+            tombstone_compaction_ratio: self.tombstone_compaction_ratio,
+            tombstone_compaction_min_entries: self.tombstone_compaction_min_entries,
+        }
+    }
+
+    /// The memory cap in effect: `max_memory_bytes`, or half of physical memory when it is 0.
+    pub fn effective_max_memory_bytes(&self) -> u64 {
+        if self.max_memory_bytes != 0 {
+            return self.max_memory_bytes;
+        }
+        physical_memory_bytes().map_or(1 << 30, |total| (total / 2).max(16 << 20))
+    }
+}
+
+/// Total physical memory, from `/proc/meminfo` (Linux); `None` elsewhere or when unreadable.
+fn physical_memory_bytes() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/meminfo").ok()?;
+    let line = text.lines().find(|line| line.starts_with("MemTotal:"))?;
+    let kibibytes: u64 = line.split_whitespace().nth(1)?.parse().ok()?;
+    Some(kibibytes * 1024)
+}
+
+/// Options of one column family: its memtables, tables and compaction. Every field may be
+/// changed while the database runs ([`crate::Db::set_column_family_options`]); changes apply to
+/// memtables and tables created afterwards, and to the next compaction decisions. The fields
+/// mean the same as the [`Options`] fields of the same names, which are the default column
+/// family's options.
+#[derive(Clone, Debug, PartialEq)]
+#[non_exhaustive]
+pub struct ColumnFamilyOptions {
+    /// See [`Options::memtable_size_bytes`].
+    pub memtable_size_bytes: usize,
+    /// See [`Options::max_immutable_memtables`].
+    pub max_immutable_memtables: usize,
+    /// See [`Options::block_size_bytes`].
+    pub block_size_bytes: usize,
+    /// See [`Options::block_restart_interval`].
+    pub block_restart_interval: usize,
+    /// See [`Options::bloom_bits_per_key`].
+    pub bloom_bits_per_key: u32,
+    /// See [`Options::compression`].
+    pub compression: Compression,
+    /// See [`Options::compression_per_level`].
+    pub compression_per_level: Vec<Compression>,
+    /// See [`Options::bottommost_compression`].
+    pub bottommost_compression: Option<Compression>,
+    /// See [`Options::level0_compaction_trigger_files`].
+    pub level0_compaction_trigger_files: usize,
+    /// See [`Options::level0_slowdown_writes_files`].
+    pub level0_slowdown_writes_files: usize,
+    /// See [`Options::level0_stop_writes_files`].
+    pub level0_stop_writes_files: usize,
+    /// See [`Options::target_file_size_bytes`].
+    pub target_file_size_bytes: u64,
+    /// See [`Options::level_size_ratio`].
+    pub level_size_ratio: u64,
+    /// See [`Options::base_level_size_bytes`].
+    pub base_level_size_bytes: u64,
+    /// See [`Options::tombstone_compaction_ratio`].
+    pub tombstone_compaction_ratio: f64,
+    /// See [`Options::tombstone_compaction_min_entries`].
+    pub tombstone_compaction_min_entries: u64,
+}
+
+impl Default for ColumnFamilyOptions {
+    fn default() -> ColumnFamilyOptions {
+        Options::default().column_family_options()
+    }
+}
+
+impl ColumnFamilyOptions {
+    /// Checks every option against its documented range.
+    pub fn validate(&self) -> Result<()> {
         check(self.memtable_size_bytes >= 4096, "memtable_size_bytes must be at least 4096")?;
         check(self.memtable_size_bytes <= 1 << 31, "memtable_size_bytes must be at most 2 GiB")?;
         check(self.max_immutable_memtables >= 1, "max_immutable_memtables must be at least 1")?;
         check((256..=4 << 20).contains(&self.block_size_bytes), "block_size_bytes must be between 256 B and 4 MiB")?;
         check((1..=1024).contains(&self.block_restart_interval), "block_restart_interval must be between 1 and 1024")?;
         check(self.bloom_bits_per_key <= 64, "bloom_bits_per_key must be at most 64")?;
-        check(self.max_open_tables >= 16, "max_open_tables must be at least 16")?;
         check(self.level0_compaction_trigger_files >= 2, "level0_compaction_trigger_files must be at least 2")?;
         check(
-            self.level0_stop_writes_files > self.level0_compaction_trigger_files,
-            "level0_stop_writes_files must exceed level0_compaction_trigger_files",
+            self.level0_slowdown_writes_files >= self.level0_compaction_trigger_files,
+            "level0_slowdown_writes_files must be at least level0_compaction_trigger_files",
+        )?;
+        check(
+            self.level0_stop_writes_files > self.level0_slowdown_writes_files,
+            "level0_stop_writes_files must exceed level0_slowdown_writes_files",
         )?;
         check(self.target_file_size_bytes >= 4096, "target_file_size_bytes must be at least 4096")?;
-        check((1..=1 << 20).contains(&self.max_key_size_bytes), "max_key_size_bytes must be between 1 and 1 MiB")?;
-        check(self.max_value_size_bytes <= 1 << 30, "max_value_size_bytes must be at most 1 GiB")?;
-        check(self.max_batch_size_bytes <= 1 << 30, "max_batch_size_bytes must be at most 1 GiB")?;
-        if let SyncMode::Interval { interval_us } = self.wal_sync_mode {
-            check(interval_us >= 100, "SyncMode::Interval needs interval_us >= 100")?;
-        }
+        check((2..=1000).contains(&self.level_size_ratio), "level_size_ratio must be between 2 and 1000")?;
+        check(
+            self.base_level_size_bytes == 0 || self.base_level_size_bytes >= 4096,
+            "base_level_size_bytes must be 0 (automatic) or at least 4096",
+        )?;
+        check(self.compression_per_level.len() <= 64, "compression_per_level has more entries than levels")?;
+        check(
+            (0.0..=1.0).contains(&self.tombstone_compaction_ratio),
+            "tombstone_compaction_ratio must be between 0 and 1",
+        )?;
         Ok(())
+    }
+
+    /// The compression of tables written to `level`; `bottommost` when they hold the
+    /// bottommost data of their key range.
+    pub(crate) fn compression_for_level(&self, level: usize, bottommost: bool) -> Compression {
+        if bottommost {
+            if let Some(compression) = self.bottommost_compression {
+                return compression;
+            }
+        }
+        match self.compression_per_level.get(level).or(self.compression_per_level.last()) {
+            Some(&compression) => compression,
+            None => self.compression,
+        }
+    }
+
+    /// The base level's target size: `base_level_size_bytes`, or memtable size times the
+    /// level-0 trigger when that is 0 (with a 64 KiB floor for tiny test memtables).
+    pub(crate) fn effective_base_level_size_bytes(&self) -> u64 {
+        if self.base_level_size_bytes != 0 {
+            return self.base_level_size_bytes;
+        }
+        (self.memtable_size_bytes as u64).saturating_mul(self.level0_compaction_trigger_files as u64).max(64 << 10)
     }
 }
 

@@ -48,6 +48,12 @@ fn invalid_options_are_rejected_before_anything_is_written() {
         Options { block_restart_interval: 0, ..small_options(Arc::new(memory.clone())) },
         Options { max_key_size_bytes: 0, ..small_options(Arc::new(memory.clone())) },
         Options { level0_stop_writes_files: 1, ..small_options(Arc::new(memory.clone())) },
+        Options { level_size_ratio: 1, ..small_options(Arc::new(memory.clone())) },
+        Options { max_memory_bytes: 1 << 20, ..small_options(Arc::new(memory.clone())) },
+        Options {
+            compression_per_level: vec![riptide::Compression::None; 65],
+            ..small_options(Arc::new(memory.clone()))
+        },
     ] {
         let error = Db::open("/invalid", options).expect_err("invalid");
         assert!(matches!(error, Error::InvalidArgument(_)), "{error}");

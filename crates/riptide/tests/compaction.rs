@@ -20,19 +20,19 @@ fn trivial_moves_keep_the_moved_file() {
     let memory = MemFileSystem::new();
     let options = small_options(Arc::new(memory.clone()));
     let db = Db::open("/moves", options.clone()).expect("open");
-    for i in 0..6000u64 {
+    for i in 0..30000u64 {
         db.put(&key(i), &value(i, 1, 100)).expect("put");
     }
     db.flush().expect("flush");
     db.wait_for_background_work().expect("idle");
     let stats = db.stats();
     assert!(stats.trivial_moves > 0, "the workload was meant to move files:\n{stats}");
-    for i in 0..6000u64 {
+    for i in 0..30000u64 {
         assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 1, 100)), "key {i}");
     }
     db.close().expect("close");
     let db = Db::open("/moves", options).expect("reopen finds every table");
-    assert_eq!(dump(&db, &ReadOptions::default()).len(), 6000);
+    assert_eq!(dump(&db, &ReadOptions::default()).len(), 30000);
 }
 
 #[test]

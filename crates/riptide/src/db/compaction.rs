@@ -1,20 +1,18 @@
-//! Compaction: merging tables down the levels, in a background thread.
+//! Compaction: merging tables down the levels, in background threads and for `compact_range`.
 //!
-//! The policy here is leveled and deliberately simple (the full leveled compaction with dynamic
-//! level sizes and sub-compactions is later work): level 0 is compacted into level 1 when it
-//! holds `level0_compaction_trigger_files` files; level `n` from 1 to 5 is compacted into
-//! `n + 1` when its size reaches its target,
-//! `max(memtable_size_bytes * level0_compaction_trigger_files, 64 KiB) * 10^(n-1)` (the 64 KiB
-//! floor only matters for tiny memtables, as in tests), one file at a time, round robin through
-//! the key space; the last level is never compacted. When several levels are due, the one with
-//! the highest score (file count or size over its trigger or target) goes first. A file that
-//! overlaps nothing below is moved by editing the manifest only; it keeps its `TableFile`, so
-//! the move never deletes it.
+//! What to compact is decided by `crate::compaction::picker` (leveled, with dynamic level
+//! sizes, scored picking, tombstone-density triggers and trivial moves); this module runs the
+//! jobs. Up to `max_background_compactions` threads each take the most urgent job of any column
+//! family whose files and output key range do not collide with a running job, so jobs on
+//! disjoint key ranges run in parallel. A large job is split into up to `max_subcompactions`
+//! key ranges merged by parallel threads; their outputs are disjoint, so they install as one
+//! edit. A file that overlaps nothing below is moved by editing the manifest only; it keeps its
+//! `TableFile`, so the move never deletes it.
 //!
-//! Outputs are removed when writing them or syncing the directory fails, or when close
-//! interrupts the compaction. Once the manifest update has been attempted they stay, even if it
-//! failed (its record may have reached the disk); the next open deletes them if no manifest
-//! names them.
+//! Outputs are removed when writing them or syncing the directory fails, when close or a
+//! cancellation interrupts the job, or when the column family was dropped meanwhile. Once the
+//! manifest update has been attempted they stay, even if it failed (its record may have reached
+//! the disk); the next open deletes them if no manifest names them.
 //!
 //! Invariant I6: a version of a key is dropped only when no snapshot or read can see it: when a
 //! newer version of the same key is at or below the smallest snapshot, or when it is a tombstone
@@ -26,15 +24,18 @@ use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::Duration;
 
+use super::column_family::ColumnFamily;
 use super::filename::table_path;
-use super::DbInner;
+use super::{DbInner, DbState, RunningJob};
+use crate::compaction::picker::{self, CompactionPlan, CompactionReason, PickerOptions, RunningCompaction};
 use crate::error::{Error, Result};
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
-use crate::key::{append_internal_key, parse_internal_key, user_key, ValueKind};
+use crate::key::{append_internal_key, lookup_key, parse_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::options::ColumnFamilyOptions;
 use crate::sstable::{BlockReadOptions, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{FileMetadata, VersionEdit};
-use crate::version::tree::{TableFile, Version, NUM_LEVELS};
+use crate::version::tree::{Version, NUM_LEVELS};
 
 /// Converts a finished table's properties into its manifest entry.
 pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) -> FileMetadata {
@@ -104,106 +105,147 @@ impl VersionFilter {
     }
 }
 
-/// One unit of compaction work.
-pub(crate) struct Compaction {
-    level: usize,
-    /// `inputs[0]` from `level`, `inputs[1]` from `level + 1`.
-    inputs: [Vec<Arc<TableFile>>; 2],
-    /// True when no level below the output can hold keys of the compaction's range.
-    bottommost: bool,
-    /// Rewrite even a lone file (manual compaction), so that dropping can happen.
-    force_rewrite: bool,
+/// `compact_range` calls in progress, and which of them were cancelled.
+#[derive(Default)]
+pub(crate) struct ManualCompactions {
+    next_id: u64,
+    /// Every manual compaction with an id below this one is cancelled.
+    cancelled_below: u64,
 }
 
-impl Compaction {
-    fn output_level(&self) -> usize {
-        self.level + 1
-    }
-
-    fn is_trivial_move(&self) -> bool {
-        !self.force_rewrite && self.level > 0 && self.inputs[0].len() == 1 && self.inputs[1].is_empty()
-    }
-
-    fn input_bytes(&self) -> u64 {
-        self.inputs.iter().flatten().map(|f| f.meta.file_size_bytes).sum()
+impl ManualCompactions {
+    fn is_cancelled(&self, id: u64) -> bool {
+        id < self.cancelled_below
     }
 }
 
-/// The size above which level `level >= 1` needs compaction:
-/// `max(memtable_size_bytes * level0_compaction_trigger_files, 64 KiB) * 10^(level-1)`.
-fn level_target_bytes(options: &crate::Options, level: usize) -> u64 {
-    let base = (options.memtable_size_bytes as u64).saturating_mul(options.level0_compaction_trigger_files as u64);
-    let mut target = base.max(64 << 10);
-    for _ in 1..level {
-        target = target.saturating_mul(10);
+/// The picker's view of a column family's options.
+pub(crate) fn picker_options(options: &ColumnFamilyOptions) -> PickerOptions {
+    PickerOptions {
+        level0_compaction_trigger_files: options.level0_compaction_trigger_files,
+        level_size_ratio: options.level_size_ratio,
+        base_level_size_bytes: options.effective_base_level_size_bytes(),
+        target_file_size_bytes: options.target_file_size_bytes,
+        max_compaction_bytes: options.target_file_size_bytes.saturating_mul(25),
+        tombstone_density_ratio: if options.tombstone_compaction_ratio > 0.0 {
+            options.tombstone_compaction_ratio
+        } else {
+            f64::INFINITY
+        },
+        tombstone_min_entries: options.tombstone_compaction_min_entries,
     }
-    target
 }
 
-fn user_range(files: &[&Arc<TableFile>]) -> Option<(Vec<u8>, Vec<u8>)> {
-    let smallest = files.iter().map(|f| f.smallest_user_key()).min()?;
-    let largest = files.iter().map(|f| f.largest_user_key()).max()?;
-    Some((smallest.to_vec(), largest.to_vec()))
+/// Level targets, scores and pending bytes of a column family, for stats.
+pub(crate) struct LevelReport {
+    pub(crate) base_level: usize,
+    pub(crate) target_bytes: [u64; NUM_LEVELS],
+    pub(crate) scores: [f64; NUM_LEVELS],
+    pub(crate) pending_compaction_bytes: u64,
 }
 
-fn make_compaction(version: &Version, level: usize, inputs0: Vec<Arc<TableFile>>) -> Option<Compaction> {
-    let (smallest, largest) = user_range(&inputs0.iter().collect::<Vec<_>>())?;
-    let inputs1 = version.overlapping_files(level + 1, &smallest, &largest);
-    let all: Vec<&Arc<TableFile>> = inputs0.iter().chain(inputs1.iter()).collect();
-    let (smallest, largest) = user_range(&all)?;
-    let bottommost =
-        (level + 2..NUM_LEVELS).all(|deeper| version.overlapping_files(deeper, &smallest, &largest).is_empty());
-    Some(Compaction { level, inputs: [inputs0, inputs1], bottommost, force_rewrite: false })
+pub(crate) fn level_report(version: &Version, options: &ColumnFamilyOptions) -> LevelReport {
+    let picker_options = picker_options(options);
+    let targets = picker::level_targets(version, &picker_options);
+    LevelReport {
+        base_level: targets.base_level,
+        target_bytes: targets.target_bytes,
+        scores: picker::level_scores(version, &picker_options, &targets),
+        pending_compaction_bytes: picker::pending_compaction_bytes(version, &picker_options, &targets),
+    }
 }
 
-/// Chooses the most urgent compaction, if any level is over its target.
-fn pick_compaction(options: &crate::Options, version: &Version, compact_pointers: &[Vec<u8>]) -> Option<Compaction> {
-    let mut best_level = 0;
-    let mut best_score = version.levels[0].len() as f64 / options.level0_compaction_trigger_files as f64;
-    for level in 1..NUM_LEVELS - 1 {
-        let score = version.level_bytes(level) as f64 / level_target_bytes(options, level) as f64;
-        if score > best_score {
-            best_score = score;
-            best_level = level;
+/// One compaction to run: the plan and what running it needs.
+struct Job {
+    column_family: u32,
+    plan: CompactionPlan,
+    options: Arc<ColumnFamilyOptions>,
+    /// The `compact_range` call this job belongs to, if any.
+    manual_id: Option<u64>,
+}
+
+fn running_of(state: &DbState, column_family: u32) -> Vec<RunningCompaction> {
+    state
+        .running_compactions
+        .iter()
+        .filter(|running| running.column_family == column_family)
+        .map(|running| running.job.clone())
+        .collect()
+}
+
+fn register(state: &mut DbState, column_family: u32, plan: &CompactionPlan) {
+    state.running_compactions.push(RunningJob { column_family, job: RunningCompaction::from_plan(plan) });
+}
+
+fn unregister(state: &mut DbState, column_family: u32, plan: &CompactionPlan) {
+    let first = plan.file_numbers().next();
+    if let Some(index) = state.running_compactions.iter().position(|running| {
+        running.column_family == column_family && running.job.file_numbers.first() == first.as_ref()
+    }) {
+        state.running_compactions.remove(index);
+    }
+}
+
+/// The most urgent automatic job of any column family, or `None`.
+fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
+    // Column families with the highest compaction score go first.
+    let mut candidates: Vec<(f64, u32)> = state
+        .column_families
+        .iter()
+        .map(|(&id, family)| {
+            let options = family.shared.options();
+            let version = state.versions.current(id);
+            let picker_options = picker_options(&options);
+            let targets = picker::level_targets(&version, &picker_options);
+            let best = picker::level_scores(&version, &picker_options, &targets).into_iter().fold(0.0, f64::max);
+            (best, id)
+        })
+        .collect();
+    candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
+    for (_, id) in candidates {
+        let family = state.column_families.get(&id)?;
+        let options = family.shared.options();
+        let version = state.versions.current(id);
+        let running = running_of(state, id);
+        if let Some(plan) = picker::pick(&version, &picker_options(&options), &running, &family.compact_pointers) {
+            if plan.reason == CompactionReason::TombstoneDensity
+                && plan.output_level == plan.level
+                && plan.inputs.iter().any(|file| file.meta.largest_sequence > smallest_snapshot)
+            {
+                // A rewrite in place drops only tombstones every reader is past; with an older
+                // snapshot alive it would keep them and be picked again forever.
+                continue;
+            }
+            return Some(Job { column_family: id, plan, options, manual_id: None });
         }
     }
-    if best_score < 1.0 {
-        return None;
-    }
-    if best_level == 0 {
-        return make_compaction(version, 0, version.levels[0].clone());
-    }
-    let files = &version.levels[best_level];
-    let pointer = compact_pointers.get(best_level).map_or(&[][..], Vec::as_slice);
-    let file = files.iter().find(|f| pointer.is_empty() || f.largest_user_key() > pointer).or_else(|| files.first())?;
-    make_compaction(version, best_level, vec![Arc::clone(file)])
+    None
 }
 
-/// Background thread body: runs compactions while any level is over its target.
+/// Background thread body: runs compactions while any level of any column family is due.
 pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
     loop {
-        let compaction = {
+        let job = {
             let mut state = inner.state.lock();
             loop {
                 if inner.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
-                if state.background_error.is_none() && !state.compaction_running {
-                    let version = state.versions.current();
-                    if let Some(compaction) = pick_compaction(&inner.options, &version, &state.compact_pointers) {
-                        state.compaction_running = true;
-                        break compaction;
+                if state.background_error.is_none() {
+                    let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
+                    if let Some(job) = pick_job(&state, smallest_snapshot) {
+                        register(&mut state, job.column_family, &job.plan);
+                        break job;
                     }
                 }
                 inner.work_available.wait(&mut state);
             }
         };
-        let result = run_compaction(&inner, &compaction);
+        let result = run_job(&inner, &job);
         let mut state = inner.state.lock();
-        state.compaction_running = false;
+        unregister(&mut state, job.column_family, &job.plan);
         match result {
-            Ok(()) => {}
-            Err(Error::Closed(_)) => {}
+            Ok(()) | Err(Error::Closed(_)) | Err(Error::Cancelled(_)) => {}
             Err(error) => inner.set_background_error(&mut state, error),
         }
         inner.background_done.notify_all();
@@ -211,81 +253,185 @@ pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
     }
 }
 
-/// Runs one compaction and installs its result. On error, outputs are removed only when no
-/// manifest update was attempted (see the module doc).
-fn run_compaction(inner: &Arc<DbInner>, compaction: &Compaction) -> Result<()> {
-    let level = compaction.level;
-    if compaction.is_trivial_move() {
+/// Runs one job and installs its result. On error, outputs are removed only when no manifest
+/// update was attempted (see the module doc).
+fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
+    let plan = &job.plan;
+    if plan.is_trivial_move() {
         let mut state = inner.state.lock();
-        let file = &compaction.inputs[0][0];
-        let mut edit = VersionEdit::default();
-        edit.deleted_files.push((level as u32, file.number()));
-        edit.new_files.push(((level + 1) as u32, file.meta.clone()));
+        if !state.column_families.contains_key(&job.column_family) {
+            return Ok(());
+        }
+        let file = &plan.inputs[0];
+        let mut edit = VersionEdit { column_family: job.column_family, ..VersionEdit::default() };
+        edit.deleted_files.push((plan.level as u32, file.number()));
+        edit.new_files.push((plan.output_level as u32, file.meta.clone()));
         state.versions.log_and_apply(edit)?;
-        if let Some(pointer) = state.compact_pointers.get_mut(level) {
-            *pointer = file.largest_user_key().to_vec();
+        if let Some(family) = state.column_families.get_mut(&job.column_family) {
+            if let Some(pointer) = family.compact_pointers.get_mut(plan.level) {
+                *pointer = file.largest_user_key().to_vec();
+            }
         }
         state.stats.trivial_moves += 1;
-        inner.install_read_view(&state);
+        inner.install_read_view(&state, job.column_family);
         return Ok(());
     }
     let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
+    let boundaries =
+        picker::subcompaction_boundaries(plan, &picker_options(&job.options), inner.options.max_subcompactions);
     let mut outputs: Vec<FileMetadata> = Vec::new();
-    let written = write_outputs(inner, compaction, smallest_snapshot, &mut outputs)
-        .and_then(|()| inner.file_system.sync_dir(&inner.dir));
-    if let Err(error) = written {
-        for meta in &outputs {
+    let written = if boundaries.is_empty() {
+        write_outputs(inner, job, None, None, smallest_snapshot, &mut outputs)
+    } else {
+        write_subcompactions(inner, job, &boundaries, smallest_snapshot, &mut outputs)
+    }
+    .and_then(|()| inner.file_system.sync_dir(&inner.dir));
+    let remove_outputs = |outputs: &[FileMetadata]| {
+        for meta in outputs {
             let _ = inner.file_system.remove(&table_path(&inner.dir, meta.number));
         }
+    };
+    if let Err(error) = written {
+        remove_outputs(&outputs);
         return Err(error);
+    }
+    let mut state = inner.state.lock();
+    if !state.column_families.contains_key(&job.column_family) {
+        // Dropped meanwhile: nothing references the outputs.
+        remove_outputs(&outputs);
+        return Ok(());
     }
     // From here on the outputs stay even if the manifest update fails: its record may have
     // reached the disk. If it did not, the next open deletes them as orphans.
-    let mut state = inner.state.lock();
-    let installed = (|| {
-        let mut edit = VersionEdit::default();
-        for (which, files) in compaction.inputs.iter().enumerate() {
-            for file in files {
-                edit.deleted_files.push(((level + which) as u32, file.number()));
-            }
-        }
-        let bytes_written: u64 = outputs.iter().map(|m| m.file_size_bytes).sum();
-        for meta in &outputs {
-            edit.new_files.push((compaction.output_level() as u32, meta.clone()));
-        }
-        state.versions.log_and_apply(edit)?;
-        state.stats.compaction_count += 1;
-        state.stats.compaction_bytes_read += compaction.input_bytes();
-        state.stats.compaction_bytes_written += bytes_written;
-        if let Some(largest) = compaction.inputs[0].iter().map(|f| f.largest_user_key()).max() {
-            if let Some(pointer) = state.compact_pointers.get_mut(level) {
+    let mut edit = VersionEdit { column_family: job.column_family, ..VersionEdit::default() };
+    for file in &plan.inputs {
+        edit.deleted_files.push((plan.level as u32, file.number()));
+    }
+    for file in &plan.output_inputs {
+        edit.deleted_files.push((plan.output_level as u32, file.number()));
+    }
+    let bytes_written: u64 = outputs.iter().map(|m| m.file_size_bytes).sum();
+    for meta in &outputs {
+        edit.new_files.push((plan.output_level as u32, meta.clone()));
+    }
+    state.versions.log_and_apply(edit)?;
+    let stats = &mut state.stats;
+    stats.compaction_count += 1;
+    stats.compaction_bytes_read += plan.input_bytes();
+    stats.compaction_bytes_written += bytes_written;
+    stats.level_bytes_read[plan.level] += plan.inputs.iter().map(|f| f.meta.file_size_bytes).sum::<u64>();
+    stats.level_bytes_read[plan.output_level] += plan.output_inputs.iter().map(|f| f.meta.file_size_bytes).sum::<u64>();
+    stats.level_bytes_written[plan.output_level] += bytes_written;
+    if !boundaries.is_empty() {
+        stats.subcompactions += 1;
+    }
+    match plan.reason {
+        CompactionReason::TombstoneDensity => stats.tombstone_compactions += 1,
+        CompactionReason::Manual => stats.manual_compactions += 1,
+        _ => {}
+    }
+    if let Some(family) = state.column_families.get_mut(&job.column_family) {
+        if let Some(largest) = plan.inputs.iter().map(|f| f.largest_user_key()).max() {
+            if let Some(pointer) = family.compact_pointers.get_mut(plan.level) {
                 *pointer = largest.to_vec();
             }
         }
-        inner.install_read_view(&state);
-        Ok(())
-    })();
-    installed
+    }
+    inner.install_read_view(&state, job.column_family);
+    Ok(())
 }
 
-/// Merges the inputs into new tables of the output level. Output metadata is pushed to
-/// `outputs` as files are finished, so the caller can clean up after an error.
-fn write_outputs(
+/// A range of user keys, `[lower, upper)`, unbounded where `None`.
+type KeyRange<'a> = (Option<&'a [u8]>, Option<&'a [u8]>);
+
+/// Merges the key ranges between `boundaries` in parallel threads. Outputs of every range are
+/// collected (also on error, so the caller can remove them).
+fn write_subcompactions(
     inner: &Arc<DbInner>,
-    compaction: &Compaction,
+    job: &Job,
+    boundaries: &[Vec<u8>],
     smallest_snapshot: u64,
     outputs: &mut Vec<FileMetadata>,
 ) -> Result<()> {
+    let mut ranges: Vec<KeyRange<'_>> = Vec::with_capacity(boundaries.len() + 1);
+    let mut lower: Option<&[u8]> = None;
+    for boundary in boundaries {
+        ranges.push((lower, Some(boundary.as_slice())));
+        lower = Some(boundary.as_slice());
+    }
+    ranges.push((lower, None));
+    let results: Vec<(Result<()>, Vec<FileMetadata>)> = std::thread::scope(|scope| {
+        let handles: Vec<_> = ranges
+            .iter()
+            .map(|&(lower, upper)| {
+                scope.spawn(move || {
+                    let mut range_outputs = Vec::new();
+                    let result = write_outputs(inner, job, lower, upper, smallest_snapshot, &mut range_outputs);
+                    (result, range_outputs)
+                })
+            })
+            .collect();
+        handles
+            .into_iter()
+            .map(|handle| {
+                handle.join().unwrap_or_else(|_| {
+                    (Err(Error::invalid("internal error: a subcompaction thread panicked")), Vec::new())
+                })
+            })
+            .collect()
+    });
+    let mut first_error = None;
+    for (result, range_outputs) in results {
+        outputs.extend(range_outputs);
+        if let Err(error) = result {
+            first_error.get_or_insert(error);
+        }
+    }
+    match first_error {
+        Some(error) => Err(error),
+        None => Ok(()),
+    }
+}
+
+/// Why a running job must stop now, if it must.
+fn interruption(inner: &DbInner, job: &Job) -> Option<Error> {
+    if inner.shutting_down.load(Ordering::Acquire) {
+        return Some(Error::Closed("compaction stopped by close".to_string()));
+    }
+    if let Some(id) = job.manual_id {
+        if inner.manual_compactions.lock().is_cancelled(id) {
+            return Some(Error::Cancelled("manual compaction cancelled".to_string()));
+        }
+    }
+    None
+}
+
+/// Merges the job's inputs with user keys in `[lower, upper)` (unbounded when `None`) into new
+/// tables of the output level. Output metadata is pushed to `outputs` as files are finished, so
+/// the caller can clean up after an error.
+fn write_outputs(
+    inner: &Arc<DbInner>,
+    job: &Job,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+    smallest_snapshot: u64,
+    outputs: &mut Vec<FileMetadata>,
+) -> Result<()> {
+    let plan = &job.plan;
     let read_options = BlockReadOptions { verify_checksums: true, fill_cache: false };
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    for file in compaction.inputs.iter().flatten() {
+    for file in plan.inputs.iter().chain(plan.output_inputs.iter()) {
         let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes)?;
         children.push(Box::new(table.iter(read_options)));
     }
     let mut merged = MergingIterator::new(children);
-    merged.seek_to_first();
-    let mut filter = VersionFilter::new(smallest_snapshot, compaction.bottommost);
-    let table_options = TableOptions::from_options(&inner.options);
+    match lower {
+        Some(lower) => merged.seek(&lookup_key(lower, MAX_SEQUENCE_NUMBER)),
+        None => merged.seek_to_first(),
+    }
+    let mut filter = VersionFilter::new(smallest_snapshot, plan.bottommost);
+    let table_options = TableOptions::for_level(&job.options, plan.output_level, plan.bottommost);
+    let target_file_size_bytes = job.options.target_file_size_bytes;
     let mut builder: Option<(u64, TableBuilder)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut zeroed_key: Vec<u8> = Vec::new();
@@ -293,21 +439,25 @@ fn write_outputs(
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
         steps += 1;
-        if steps.is_multiple_of(1024) && inner.shutting_down.load(Ordering::Acquire) {
-            if let Some((number, _)) = builder.take() {
-                let _ = inner.file_system.remove(&table_path(&inner.dir, number));
+        if steps.is_multiple_of(1024) {
+            if let Some(error) = interruption(inner, job) {
+                if let Some((number, _)) = builder.take() {
+                    let _ = inner.file_system.remove(&table_path(&inner.dir, number));
+                }
+                return Err(error);
             }
-            return Err(Error::Closed("compaction stopped by close".to_string()));
         }
         let key = merged.key();
+        let current_user_key = user_key(key);
+        if upper.is_some_and(|upper| current_user_key >= upper) {
+            break;
+        }
         if filter.should_drop(key, &input_path)? {
             merged.next();
             continue;
         }
-        let current_user_key = user_key(key);
         let split = builder.as_ref().is_some_and(|(_, b)| {
-            b.estimated_file_size_bytes() >= inner.options.target_file_size_bytes
-                && current_user_key != last_user_key.as_slice()
+            b.estimated_file_size_bytes() >= target_file_size_bytes && current_user_key != last_user_key.as_slice()
         });
         if split {
             if let Some((number, finished)) = builder.take() {
@@ -322,7 +472,7 @@ fn write_outputs(
             builder = Some((number, TableBuilder::new(file, path, table_options)));
         }
         if let Some((_, active)) = builder.as_mut() {
-            if zero_sequence_at_bottom(key, compaction.bottommost, smallest_snapshot) {
+            if zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot) {
                 // Every reader sees this version and nothing older of the key survives, so its
                 // sequence number carries no information: zeros compress, unique sequence
                 // numbers do not (8 bytes per entry, a tenth of a small record).
@@ -360,11 +510,9 @@ pub(crate) fn wait_until_idle(inner: &Arc<DbInner>) -> Result<()> {
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed("the database is closing".to_string()));
         }
-        let version = state.versions.current();
-        let idle = state.immutables.is_empty()
-            && !state.flush_running
-            && !state.compaction_running
-            && pick_compaction(&inner.options, &version, &state.compact_pointers).is_none();
+        let idle = state.column_families.values().all(|family| family.immutables.is_empty() && !family.flush_running)
+            && state.running_compactions.is_empty()
+            && pick_job(&state, inner.snapshots.smallest_snapshot(&inner.visible_sequence)).is_none();
         if idle {
             return Ok(());
         }
@@ -373,47 +521,97 @@ pub(crate) fn wait_until_idle(inner: &Arc<DbInner>) -> Result<()> {
     }
 }
 
-/// Compacts every level into the next, once from the top down, so that all tables present at
-/// the start end in the deepest non-empty level (at least level 1), rewritten so that
-/// invisible versions and droppable tombstones are gone.
-pub(crate) fn compact_all(inner: &Arc<DbInner>) -> Result<()> {
-    {
-        let mut state = inner.state.lock();
-        while state.compaction_running {
-            if let Some(error) = &state.background_error {
-                return Err(error.duplicate());
-            }
-            inner.background_done.wait_for(&mut state, Duration::from_millis(100));
-        }
-        state.compaction_running = true;
-    }
-    let result = (|| {
-        let target = {
-            let state = inner.state.lock();
-            let version = state.versions.current();
-            (0..NUM_LEVELS).rev().find(|&level| !version.levels[level].is_empty()).unwrap_or(0).max(1)
-        };
-        for level in 0..target {
-            let compaction = {
-                let state = inner.state.lock();
-                if let Some(error) = &state.background_error {
-                    return Err(error.duplicate());
+/// Stops every manual compaction in progress at its next check.
+pub(crate) fn cancel_manual_compactions(inner: &DbInner) {
+    let mut manual = inner.manual_compactions.lock();
+    manual.cancelled_below = manual.next_id;
+}
+
+/// Compacts the user keys in `[start, end]` of a column family from level 0 down: at each
+/// level, jobs of files overlapping the range (up to the picker's size limit each) until the
+/// range is done, then the last level in place where its files still hold deletions. Jobs run
+/// in the calling thread, registered like background jobs so that they never collide.
+pub(crate) fn compact_range(
+    inner: &Arc<DbInner>,
+    column_family: &ColumnFamily,
+    start: Option<&[u8]>,
+    end: Option<&[u8]>,
+) -> Result<()> {
+    let manual_id = {
+        let mut manual = inner.manual_compactions.lock();
+        manual.next_id += 1;
+        manual.next_id - 1
+    };
+    let id = column_family.id();
+    for level in 0..NUM_LEVELS {
+        let mut from: Option<Vec<u8>> = start.map(<[u8]>::to_vec);
+        loop {
+            let job = {
+                let mut state = inner.state.lock();
+                loop {
+                    if let Some(error) = &state.background_error {
+                        return Err(error.duplicate());
+                    }
+                    if inner.shutting_down.load(Ordering::Acquire) {
+                        return Err(Error::Closed("the database is closing".to_string()));
+                    }
+                    if inner.manual_compactions.lock().is_cancelled(manual_id) {
+                        return Err(Error::Cancelled("manual compaction cancelled".to_string()));
+                    }
+                    let Some(family) = state.column_families.get(&id) else {
+                        return Err(Error::invalid(format!("column family {:?} was dropped", column_family.name())));
+                    };
+                    let options = family.shared.options();
+                    let version = state.versions.current(id);
+                    if level == NUM_LEVELS - 1 && !has_deletions_in_range(&version, level, from.as_deref(), end) {
+                        break None;
+                    }
+                    let running = running_of(&state, id);
+                    match picker::pick_manual(
+                        &version,
+                        &picker_options(&options),
+                        &running,
+                        level,
+                        from.as_deref(),
+                        end,
+                    ) {
+                        Ok(Some(plan)) => {
+                            register(&mut state, id, &plan);
+                            break Some(Job { column_family: id, plan, options, manual_id: Some(manual_id) });
+                        }
+                        Ok(None) => break None,
+                        // Files of the range are in a running job: wait for it.
+                        Err(_) => {
+                            inner.background_done.wait_for(&mut state, Duration::from_millis(20));
+                        }
+                    }
                 }
-                let version = state.versions.current();
-                make_compaction(&version, level, version.levels[level].clone())
             };
-            if let Some(mut compaction) = compaction {
-                compaction.force_rewrite = true;
-                run_compaction(inner, &compaction)?;
+            let Some(job) = job else { break };
+            let result = run_job(inner, &job);
+            let mut state = inner.state.lock();
+            unregister(&mut state, id, &job.plan);
+            inner.background_done.notify_all();
+            inner.work_available.notify_all();
+            drop(state);
+            result?;
+            // Go on after the job's last key, until the range is covered.
+            let resume = job.plan.manual_resume_key();
+            if end.is_some_and(|end| resume.as_slice() > end) {
+                break;
             }
+            from = Some(resume);
         }
-        Ok(())
-    })();
-    let mut state = inner.state.lock();
-    state.compaction_running = false;
-    inner.background_done.notify_all();
-    inner.work_available.notify_all();
-    result
+    }
+    Ok(())
+}
+
+fn has_deletions_in_range(version: &Version, level: usize, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
+    version.levels[level].iter().any(|file| {
+        file.meta.num_deletions > 0
+            && start.is_none_or(|start| file.largest_user_key() >= start)
+            && end.is_none_or(|end| file.smallest_user_key() <= end)
+    })
 }
 
 #[cfg(test)]

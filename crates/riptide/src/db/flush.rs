@@ -1,22 +1,27 @@
 //! Flush: writing an immutable memtable to a level-0 table, in a background thread.
 //!
-//! The flush thread takes the oldest immutable memtable, writes it to a new table (synced, and
-//! its directory entry synced), then records the table and the new oldest live WAL in the
-//! manifest. Only then is the memtable dropped from the read view and its WAL deleted
-//! (invariant I2: data leaves the WAL only after it is durable in a table the manifest names).
+//! A flush thread takes the oldest immutable memtable of a column family (the one whose oldest
+//! memtable is in the oldest log, so logs are freed in order), writes it to a new table
+//! (synced, and its directory entry synced), then records the table and the column family's
+//! new log number in the manifest. Only then is the memtable dropped from the read view and
+//! are the WALs no column family needs any more deleted (invariant I2: data leaves the WAL only
+//! after it is durable in a table the manifest names). With several flush threads, column
+//! families flush in parallel, but each column family flushes one memtable at a time, so its
+//! tables are installed in the order of its memtables.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::compaction::{meta_from_properties, VersionFilter};
-use super::filename::{log_path, table_path};
-use super::DbInner;
+use super::filename::table_path;
+use super::write::delete_obsolete_logs;
+use super::{DbInner, DbState};
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
 use crate::memtable::MemTable;
-use crate::options::Options;
+use crate::options::ColumnFamilyOptions;
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::edit::{FileMetadata, VersionEdit};
 
@@ -25,14 +30,14 @@ use crate::version::edit::{FileMetadata, VersionEdit};
 pub(crate) fn write_level0_table(
     dir: &Path,
     file_system: &dyn FileSystem,
-    options: &Options,
+    options: &ColumnFamilyOptions,
     memtable: &Arc<MemTable>,
     number: u64,
     smallest_snapshot: u64,
 ) -> Result<Option<FileMetadata>> {
     let path = table_path(dir, number);
     let file = file_system.create(&path)?;
-    let mut builder = TableBuilder::new(file, path.clone(), TableOptions::from_options(options));
+    let mut builder = TableBuilder::new(file, path.clone(), TableOptions::for_level(options, 0, false));
     let mut iterator = memtable.iter();
     iterator.seek_to_first();
     let mut filter = VersionFilter::new(smallest_snapshot, false);
@@ -63,40 +68,57 @@ pub(crate) fn write_level0_table(
     }
 }
 
+/// The column family to flush next: among those with an immutable memtable and no flush
+/// running, the one whose oldest immutable memtable started in the oldest log.
+fn pick_flush(state: &DbState) -> Option<u32> {
+    state
+        .column_families
+        .values()
+        .filter(|family| !family.flush_running)
+        .filter_map(|family| family.immutables.front().map(|oldest| (oldest.log_number, family.id())))
+        .min()
+        .map(|(_, id)| id)
+}
+
 /// Background thread body: flushes immutable memtables as they appear.
 pub(crate) fn flush_loop(inner: Arc<DbInner>) {
     loop {
-        let (memtable, number, smallest_snapshot) = {
+        let (id, memtable, number, smallest_snapshot, options) = {
             let mut state = inner.state.lock();
-            loop {
+            let id = loop {
                 if inner.shutting_down.load(Ordering::Acquire) {
                     return;
                 }
-                if state.background_error.is_none() && !state.immutables.is_empty() {
-                    break;
+                if state.background_error.is_none() {
+                    if let Some(id) = pick_flush(&state) {
+                        break id;
+                    }
                 }
                 inner.work_available.wait(&mut state);
-            }
-            let Some(oldest) = state.immutables.front() else { continue };
-            let memtable = Arc::clone(&oldest.memtable);
+            };
             let number = state.versions.new_file_number();
-            state.flush_running = true;
-            (memtable, number, inner.snapshots.smallest_snapshot(&inner.visible_sequence))
+            let Some(family) = state.column_families.get_mut(&id) else { continue };
+            let Some(oldest) = family.immutables.front() else { continue };
+            let memtable = Arc::clone(&oldest.memtable);
+            family.flush_running = true;
+            let options = family.shared.options();
+            (id, memtable, number, inner.snapshots.smallest_snapshot(&inner.visible_sequence), options)
         };
-        let written = write_level0_table(
-            &inner.dir,
-            inner.file_system.as_ref(),
-            &inner.options,
-            &memtable,
-            number,
-            smallest_snapshot,
-        )
-        .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta));
+        let written =
+            write_level0_table(&inner.dir, inner.file_system.as_ref(), &options, &memtable, number, smallest_snapshot)
+                .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta));
         let mut state = inner.state.lock();
-        state.flush_running = false;
+        let Some(family) = state.column_families.get_mut(&id) else {
+            // The column family was dropped meanwhile: its table is garbage.
+            let _ = inner.file_system.remove(&table_path(&inner.dir, number));
+            inner.background_done.notify_all();
+            continue;
+        };
+        family.flush_running = false;
+        let next_log_number = family.immutables.get(1).map_or(family.memtable_log_number, |imm| imm.log_number);
         let installed = written.and_then(|meta| {
-            let next_log_number = state.immutables.get(1).map_or(state.memtable_log_number, |imm| imm.log_number);
-            let mut edit = VersionEdit { log_number: Some(next_log_number), ..VersionEdit::default() };
+            let mut edit =
+                VersionEdit { column_family: id, log_number: Some(next_log_number), ..VersionEdit::default() };
             let bytes_written = meta.as_ref().map_or(0, |m| m.file_size_bytes);
             if let Some(meta) = meta {
                 edit.new_files.push((0, meta));
@@ -106,16 +128,16 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             state.versions.log_and_apply(edit)?;
             state.stats.flush_count += 1;
             state.stats.flush_bytes_written += bytes_written;
+            state.stats.level_bytes_written[0] += bytes_written;
             Ok(())
         });
         match installed {
             Ok(()) => {
-                if let Some(flushed) = state.immutables.pop_front() {
-                    // The manifest no longer needs this log; a failed removal leaves an orphan
-                    // that the next open deletes.
-                    let _ = inner.file_system.remove(&log_path(&inner.dir, flushed.log_number));
+                if let Some(family) = state.column_families.get_mut(&id) {
+                    family.immutables.pop_front();
                 }
-                inner.install_read_view(&state);
+                delete_obsolete_logs(&inner, &mut state);
+                inner.install_read_view(&state, id);
                 inner.background_done.notify_all();
                 inner.work_available.notify_all();
             }

@@ -14,17 +14,19 @@
 //! `SyncMode::Full` it has also been synced (it survives power loss). With
 //! `SyncMode::Interval` it is synced within the interval.
 
+mod column_family;
 mod compaction;
 pub(crate) mod filename;
 mod flush;
 mod iter;
+mod memory;
 mod open;
 mod read;
 mod stats;
 pub(crate) mod table_cache;
 mod write;
 
-use std::collections::VecDeque;
+use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
@@ -32,18 +34,21 @@ use std::thread::JoinHandle;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+pub use column_family::ColumnFamily;
 pub use iter::DbIterator;
-pub use stats::{LevelStats, RecoveryStats, Stats};
+pub use read::RangeStats;
+pub use stats::{ColumnFamilyStats, LevelStats, MemoryPressure, RecoveryStats, Stats};
 
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::fs::{FileLock, FileSystem};
 use crate::memtable::MemTable;
-use crate::options::{Options, ReadOptions, WriteOptions};
+use crate::options::{ColumnFamilyOptions, Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::version::set::VersionSet;
 use crate::version::tree::Version;
+use column_family::{ColumnFamilyShared, ColumnFamilyState};
 use table_cache::TableCache;
 use write::{WalState, WriteQueue};
 
@@ -61,20 +66,23 @@ pub(crate) struct ReadView {
     pub(crate) version: Arc<Version>,
 }
 
+/// A compaction in progress, so that parallel jobs never share files or write overlapping
+/// key ranges into the same level.
+pub(crate) struct RunningJob {
+    pub(crate) column_family: u32,
+    pub(crate) job: crate::compaction::picker::RunningCompaction,
+}
+
 /// State guarded by the database mutex.
 pub(crate) struct DbState {
-    pub(crate) memtable: Arc<MemTable>,
-    /// The WAL that receives writes for `memtable`.
-    pub(crate) memtable_log_number: u64,
-    /// Full memtables waiting for flush, oldest first.
-    pub(crate) immutables: VecDeque<ImmutableMemTable>,
+    /// Live column families by id; the default one (id 0) always exists.
+    pub(crate) column_families: BTreeMap<u32, ColumnFamilyState>,
     pub(crate) versions: VersionSet,
     /// Once set, writes fail with this error until the database is reopened.
     pub(crate) background_error: Option<Error>,
-    pub(crate) flush_running: bool,
-    pub(crate) compaction_running: bool,
-    /// Per level: the largest user key of the last compaction, so the next one moves on.
-    pub(crate) compact_pointers: Vec<Vec<u8>>,
+    pub(crate) running_compactions: Vec<RunningJob>,
+    /// Write-ahead logs on disk, oldest first; the last is the one being written.
+    pub(crate) live_logs: VecDeque<u64>,
     pub(crate) stats: BackgroundStats,
 }
 
@@ -87,8 +95,18 @@ pub(crate) struct BackgroundStats {
     pub(crate) compaction_bytes_read: u64,
     pub(crate) compaction_bytes_written: u64,
     pub(crate) trivial_moves: u64,
+    /// Per output level: bytes written by compactions (level 0: by flushes).
+    pub(crate) level_bytes_written: [u64; crate::version::tree::NUM_LEVELS],
+    /// Per input level: bytes read by compactions.
+    pub(crate) level_bytes_read: [u64; crate::version::tree::NUM_LEVELS],
     pub(crate) write_stall_count: u64,
     pub(crate) write_stall_micros: u64,
+    pub(crate) write_slowdown_count: u64,
+    pub(crate) write_slowdown_micros: u64,
+    pub(crate) tombstone_compactions: u64,
+    pub(crate) manual_compactions: u64,
+    pub(crate) subcompactions: u64,
+    pub(crate) memory_flushes: u64,
 }
 
 /// Everything the handle and the background threads share.
@@ -109,7 +127,13 @@ pub(crate) struct DbInner {
     pub(crate) last_sequence: AtomicU64,
     /// Highest sequence number readers may see: every write at or below it is in a memtable.
     pub(crate) visible_sequence: AtomicU64,
-    pub(crate) read_view: RwLock<Arc<ReadView>>,
+    pub(crate) default_column_family: Arc<ColumnFamilyShared>,
+    /// Live column families by id, for the write path's checks and for lookups by name.
+    pub(crate) column_family_handles: RwLock<HashMap<u32, Arc<ColumnFamilyShared>>>,
+    /// Manual compactions in progress (`compact_range`); each gets its own id.
+    pub(crate) manual_compactions: Mutex<compaction::ManualCompactions>,
+    /// Memory accounting and pressure levels (see `memory.rs`).
+    pub(crate) memory: memory::MemoryGovernor,
     pub(crate) snapshots: Arc<SnapshotList>,
     pub(crate) table_cache: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
@@ -123,15 +147,16 @@ pub(crate) struct DbInner {
 }
 
 impl DbInner {
-    /// Publishes a new read view after the memtables or the version changed. Called with the
-    /// state mutex held, so views are installed in the order of the changes.
-    pub(crate) fn install_read_view(&self, state: &DbState) {
+    /// Publishes a new read view of column family `id` after its memtables or version changed.
+    /// Called with the state mutex held, so views are installed in the order of the changes.
+    pub(crate) fn install_read_view(&self, state: &DbState, id: u32) {
+        let Some(family) = state.column_families.get(&id) else { return };
         let view = ReadView {
-            memtable: Arc::clone(&state.memtable),
-            immutables: state.immutables.iter().rev().map(|imm| Arc::clone(&imm.memtable)).collect(),
-            version: state.versions.current(),
+            memtable: Arc::clone(&family.memtable),
+            immutables: family.immutables.iter().rev().map(|imm| Arc::clone(&imm.memtable)).collect(),
+            version: state.versions.current(id),
         };
-        *self.read_view.write() = Arc::new(view);
+        *family.shared.read_view.write() = Arc::new(view);
     }
 
     /// Records a background failure: writes stop until reopen, waiters wake up.
@@ -143,15 +168,18 @@ impl DbInner {
         self.work_available.notify_all();
     }
 
-    /// The read view and the sequence to read at, taken together under the view lock so that
-    /// every write at or below the sequence is in the view (see `read.rs`).
-    pub(crate) fn view_and_sequence(&self, snapshot: Option<&Snapshot>) -> (Arc<ReadView>, u64) {
-        let guard = self.read_view.read();
-        let sequence = match snapshot {
-            Some(snapshot) => snapshot.sequence(),
-            None => self.visible_sequence.load(Ordering::Acquire),
-        };
-        (Arc::clone(&guard), sequence)
+    /// The shared part of a live column family, or `InvalidArgument` if it was dropped.
+    pub(crate) fn live_column_family(&self, column_family: &ColumnFamily) -> Result<Arc<ColumnFamilyShared>> {
+        if column_family.is_dropped() {
+            return Err(Error::invalid(format!("column family {:?} was dropped", column_family.name())));
+        }
+        match self.column_family_handles.read().get(&column_family.id()) {
+            Some(shared) if Arc::ptr_eq(shared, &column_family.shared) => Ok(Arc::clone(shared)),
+            _ => Err(Error::invalid(format!(
+                "column family {:?} does not belong to this database",
+                column_family.name()
+            ))),
+        }
     }
 }
 
@@ -181,6 +209,18 @@ impl Db {
         open::open(path.as_ref(), options)
     }
 
+    /// Opens the database like [`Db::open`], giving options for column families by name. A
+    /// listed column family that does not exist is created; one that exists gets the listed
+    /// options (column family options are not stored in the database, so a reopen may change
+    /// them). Column families that are not listed use `options.column_family_options()`.
+    pub fn open_with_column_families(
+        path: impl AsRef<Path>,
+        options: Options,
+        column_families: Vec<(String, ColumnFamilyOptions)>,
+    ) -> Result<Db> {
+        open::open_with_column_families(path.as_ref(), options, column_families)
+    }
+
     /// Stores `value` under `key`.
     pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
         self.put_opt(key, value, &WriteOptions::default())
@@ -191,6 +231,13 @@ impl Db {
         let mut batch = WriteBatch::new();
         batch.put(key, value);
         self.write_opt(batch, options)
+    }
+
+    /// Stores `value` under `key` in `column_family`.
+    pub fn put_cf(&self, column_family: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.put_cf(column_family, key, value);
+        self.write_opt(batch, &WriteOptions::default())
     }
 
     /// Deletes `key` (a no-op if it is absent).
@@ -205,12 +252,22 @@ impl Db {
         self.write_opt(batch, options)
     }
 
-    /// Applies a batch atomically: after a crash either all of it or none of it is present.
+    /// Deletes `key` from `column_family`.
+    pub fn delete_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_cf(column_family, key);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Applies a batch atomically: after a crash either all of it or none of it is present,
+    /// across every column family it writes to.
     pub fn write(&self, batch: WriteBatch) -> Result<()> {
         self.write_opt(batch, &WriteOptions::default())
     }
 
-    /// Applies a batch atomically with explicit write options.
+    /// Applies a batch atomically with explicit write options. A batch that names a column
+    /// family that does not exist (or was dropped) fails with `InvalidArgument` and writes
+    /// nothing.
     pub fn write_opt(&self, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
         self.check_open()?;
         write::write(&self.inner, batch, options)
@@ -224,22 +281,110 @@ impl Db {
     /// Reads the value of `key` with explicit read options (e.g. at a snapshot).
     pub fn get_opt(&self, key: &[u8], options: &ReadOptions) -> Result<Option<Vec<u8>>> {
         self.check_open()?;
-        read::get(&self.inner, key, options)
+        read::get(&self.inner, &self.inner.default_column_family, key, options)
+    }
+
+    /// Reads the value of `key` in `column_family`.
+    pub fn get_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_cf_opt(column_family, key, &ReadOptions::default())
+    }
+
+    /// Reads the value of `key` in `column_family` with explicit read options.
+    pub fn get_cf_opt(
+        &self,
+        column_family: &ColumnFamily,
+        key: &[u8],
+        options: &ReadOptions,
+    ) -> Result<Option<Vec<u8>>> {
+        self.check_open()?;
+        let shared = self.inner.live_column_family(column_family)?;
+        read::get(&self.inner, &shared, key, options)
     }
 
     /// An iterator over user keys at one consistent point of the write history.
     pub fn iter(&self, options: &ReadOptions) -> Result<DbIterator> {
         self.check_open()?;
-        read::new_iterator(&self.inner, options)
+        read::new_iterator(&self.inner, &self.inner.default_column_family, options)
     }
 
-    /// A snapshot of the current state; pass it in [`ReadOptions::snapshot`].
+    /// An iterator over the user keys of `column_family`.
+    pub fn iter_cf(&self, column_family: &ColumnFamily, options: &ReadOptions) -> Result<DbIterator> {
+        self.check_open()?;
+        let shared = self.inner.live_column_family(column_family)?;
+        read::new_iterator(&self.inner, &shared, options)
+    }
+
+    /// A snapshot of the current state of every column family; pass it in
+    /// [`ReadOptions::snapshot`].
     pub fn snapshot(&self) -> Snapshot {
         self.inner.snapshots.acquire_current(&self.inner.visible_sequence)
     }
 
-    /// Writes every memtable to level-0 tables and waits until that is done. Afterwards the
-    /// write-ahead logs hold nothing that the tables do not.
+    /// Creates a column family with its own options. Names are 1 to 255 bytes and unique.
+    /// Durable when it returns: the manifest records it.
+    pub fn create_column_family(&self, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamily> {
+        self.check_open()?;
+        write::create_column_family(&self.inner, name, options)
+    }
+
+    /// Drops a column family: it disappears from the manifest at once (durably), later
+    /// operations through any of its handles fail, and its files are deleted once no reader
+    /// holds them. The default column family cannot be dropped.
+    pub fn drop_column_family(&self, column_family: &ColumnFamily) -> Result<()> {
+        self.check_open()?;
+        write::drop_column_family(&self.inner, column_family)
+    }
+
+    /// Renames a column family (durably). Handles keep working.
+    pub fn rename_column_family(&self, column_family: &ColumnFamily, new_name: &str) -> Result<()> {
+        self.check_open()?;
+        write::rename_column_family(&self.inner, column_family, new_name)
+    }
+
+    /// The names of the live column families, the default one first, then by id.
+    pub fn list_column_families(&self) -> Vec<String> {
+        let state = self.inner.state.lock();
+        state.column_families.values().map(|family| family.shared.name.read().clone()).collect()
+    }
+
+    /// A handle to the live column family named `name`, if there is one.
+    pub fn column_family(&self, name: &str) -> Option<ColumnFamily> {
+        let state = self.inner.state.lock();
+        state
+            .column_families
+            .values()
+            .find(|family| *family.shared.name.read() == name)
+            .map(|family| ColumnFamily { shared: Arc::clone(&family.shared) })
+    }
+
+    /// A handle to the default column family (the one `put`, `get` and `iter` use).
+    pub fn default_column_family(&self) -> ColumnFamily {
+        ColumnFamily { shared: Arc::clone(&self.inner.default_column_family) }
+    }
+
+    /// The options a column family uses now.
+    pub fn column_family_options(&self, column_family: &ColumnFamily) -> Result<ColumnFamilyOptions> {
+        let shared = self.inner.live_column_family(column_family)?;
+        Ok(shared.options().as_ref().clone())
+    }
+
+    /// Changes a column family's options while the database runs. Every option may change:
+    /// memtable sizes apply from the next memtable, table options to tables written from now
+    /// on, level and trigger options to the next compaction decisions. Invalid options are
+    /// rejected and nothing changes.
+    pub fn set_column_family_options(&self, column_family: &ColumnFamily, options: ColumnFamilyOptions) -> Result<()> {
+        self.check_open()?;
+        options.validate()?;
+        let shared = self.inner.live_column_family(column_family)?;
+        let _state = self.inner.state.lock();
+        *shared.options.write() = Arc::new(options);
+        self.inner.work_available.notify_all();
+        self.inner.background_done.notify_all();
+        Ok(())
+    }
+
+    /// Writes every memtable of every column family to level-0 tables and waits until that is
+    /// done. Afterwards the write-ahead logs hold nothing that the tables do not.
     pub fn flush(&self) -> Result<()> {
         self.check_open()?;
         write::flush(&self.inner)
@@ -256,12 +401,37 @@ impl Db {
     pub fn compact_all(&self) -> Result<()> {
         self.check_open()?;
         write::flush(&self.inner)?;
-        compaction::compact_all(&self.inner)
+        let families: Vec<ColumnFamily> = {
+            let state = self.inner.state.lock();
+            state.column_families.values().map(|family| ColumnFamily { shared: Arc::clone(&family.shared) }).collect()
+        };
+        for family in &families {
+            compaction::compact_range(&self.inner, family, None, None)?;
+        }
+        Ok(())
     }
 
-    /// Number of table files per level.
+    /// Compacts the user keys in `[start, end]` (inclusive; `None` is unbounded) of
+    /// `column_family` down through the levels, rewriting every table that holds such keys, so
+    /// that deleted and overwritten data in the range gives its space back. Memtables are
+    /// flushed first. Returns when done; fails with `Error::Closed` when the database closes
+    /// or [`Db::cancel_manual_compactions`] is called meanwhile.
+    pub fn compact_range(&self, column_family: &ColumnFamily, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
+        self.check_open()?;
+        self.inner.live_column_family(column_family)?;
+        write::flush(&self.inner)?;
+        compaction::compact_range(&self.inner, column_family, start, end)
+    }
+
+    /// Stops every `compact_range` in progress (they return `Error::Closed`) at the next
+    /// table boundary; automatic compactions go on.
+    pub fn cancel_manual_compactions(&self) {
+        compaction::cancel_manual_compactions(&self.inner);
+    }
+
+    /// Number of table files per level of the default column family.
     pub fn level_file_counts(&self) -> Vec<usize> {
-        self.inner.read_view.read().version.levels.iter().map(Vec::len).collect()
+        self.inner.default_column_family.read_view.read().version.levels.iter().map(Vec::len).collect()
     }
 
     /// A snapshot of the engine's statistics. Its `Display` is a human-readable dump.
@@ -271,14 +441,30 @@ impl Db {
 
     /// Changes the block cache capacity while the database runs; shrinking evicts at once.
     pub fn set_block_cache_capacity_bytes(&self, capacity_bytes: usize) {
-        self.inner.block_cache.set_capacity_bytes(capacity_bytes);
+        self.inner.memory.set_block_cache_capacity_bytes(&self.inner.block_cache, capacity_bytes);
     }
 
-    /// Approximate bytes of table data holding user keys in `[start, end)`; data still in
-    /// memtables is not counted. Cheap: it reads only in-memory indexes.
+    /// Approximate bytes of table data holding user keys in `[start, end)` of the default
+    /// column family; data still in memtables is not counted. Cheap: it reads only in-memory
+    /// indexes.
     pub fn approximate_size_bytes(&self, start: &[u8], end: &[u8]) -> Result<u64> {
         self.check_open()?;
-        read::approximate_size_bytes(&self.inner, start, end)
+        read::approximate_size_bytes(&self.inner, &self.inner.default_column_family, start, end)
+    }
+
+    /// Approximate bytes and number of entries with user keys in `[start, end)` of
+    /// `column_family`, memtables included (what a query optimizer needs to cost a range).
+    /// Cheap: it reads in-memory indexes and table properties, and counts memtable entries only
+    /// up to a bound.
+    pub fn approximate_range_stats(
+        &self,
+        column_family: &ColumnFamily,
+        start: &[u8],
+        end: &[u8],
+    ) -> Result<RangeStats> {
+        self.check_open()?;
+        let shared = self.inner.live_column_family(column_family)?;
+        read::approximate_range_stats(&self.inner, &shared, start, end)
     }
 
     /// The directory of this database.

@@ -4,14 +4,19 @@
 //! Recovery order (each step durable before the next):
 //! 1. Take the `LOCK` file's OS lock (released by the OS if the process dies).
 //! 2. Rebuild the version from `CURRENT` and the manifest it names.
-//! 3. Replay every WAL numbered at or above the manifest's log number, oldest first, into
-//!    memtables, writing each full memtable (and the last one) to a level-0 table.
-//! 4. Start a new WAL, and record the recovered tables and the new log number in a fresh
-//!    manifest, switching `CURRENT` to it.
+//! 3. Replay every WAL numbered at or above the smallest log number of any column family,
+//!    oldest first, into per-column-family memtables (a record goes to a column family only if
+//!    its log is at or above that column family's log number, and records of dropped column
+//!    families are skipped: invariant I22), writing each full memtable (and the last one) to a
+//!    level-0 table.
+//! 4. Start a new WAL, and record, per column family, the recovered tables and the new log
+//!    number in a fresh manifest, switching `CURRENT` to it. A crash between two column
+//!    families' records is safe: each column family's log number says which logs it still
+//!    needs, and those logs are deleted only after the last record.
 //! 5. Delete what no longer matters: older WALs and manifests, temporary files, and tables the
 //!    manifest does not name (outputs of a flush or compaction that a crash interrupted).
 
-use std::collections::{HashSet, VecDeque};
+use std::collections::{BTreeMap, HashMap, HashSet, VecDeque};
 use std::path::Path;
 use std::sync::atomic::{AtomicBool, AtomicU64};
 use std::sync::Arc;
@@ -19,25 +24,50 @@ use std::time::Duration;
 
 use parking_lot::{Condvar, Mutex, RwLock};
 
+use super::column_family::{ColumnFamilyShared, ColumnFamilyState};
+use super::compaction::ManualCompactions;
 use super::filename::{log_path, parse_file_name, table_path, FileKind, CURRENT_FILE_NAME, LOCK_FILE_NAME};
 use super::flush::write_level0_table;
+use super::memory::MemoryGovernor;
 use super::stats::RecoveryStats;
 use super::table_cache::TableCache;
 use super::write::{insert_batch, WalState, WriteQueue};
 use super::{BackgroundStats, Db, DbInner, DbState, ReadView};
-use crate::batch::WriteBatch;
+use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::cache::BlockCache;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::options::{Options, SyncMode};
+use crate::options::{ColumnFamilyOptions, Options, SyncMode};
 use crate::snapshot::SnapshotList;
 use crate::version::edit::VersionEdit;
 use crate::version::set::VersionSet;
-use crate::version::tree::{FileJanitor, NUM_LEVELS};
+use crate::version::tree::{FileJanitor, TableFile};
 use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
 
 pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
+    open_with_column_families(dir, options, Vec::new())
+}
+
+/// A column family's memtable during log replay.
+struct Replay {
+    options: Arc<ColumnFamilyOptions>,
+    memtable: Arc<MemTable>,
+    /// Logs below this number are already in the column family's tables.
+    log_number: u64,
+    edit: VersionEdit,
+}
+
+pub(crate) fn open_with_column_families(
+    dir: &Path,
+    options: Options,
+    column_families: Vec<(String, ColumnFamilyOptions)>,
+) -> Result<Db> {
     options.validate()?;
+    for (name, column_family_options) in &column_families {
+        column_family_options
+            .validate()
+            .map_err(|error| Error::invalid(format!("options of column family {name:?}: {error}")))?;
+    }
     let file_system = Arc::clone(&options.file_system);
     file_system.create_dir_all(dir)?;
     let lock = file_system.lock(&dir.join(LOCK_FILE_NAME))?;
@@ -66,13 +96,20 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         VersionSet::new_empty(dir, Arc::clone(&file_system), Arc::clone(&janitor))
     };
     check_tables_present(dir, &file_system, &versions)?;
+    let options_of = |name: &str| -> ColumnFamilyOptions {
+        column_families
+            .iter()
+            .find(|(listed, _)| listed == name)
+            .map_or_else(|| options.column_family_options(), |(_, listed)| listed.clone())
+    };
 
     // Replay the logs the manifest does not cover yet.
     let names = file_system.list(dir)?;
+    let min_log_number = versions.min_log_number();
     let mut log_numbers: Vec<u64> = names
         .iter()
         .filter_map(|name| match parse_file_name(name) {
-            Some(FileKind::Log(number)) if number >= versions.log_number() => Some(number),
+            Some(FileKind::Log(number)) if number >= min_log_number => Some(number),
             _ => None,
         })
         .collect();
@@ -80,10 +117,18 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
     for &number in &log_numbers {
         versions.mark_file_number_used(number);
     }
-    let mut edit = VersionEdit::default();
+    let mut replays: BTreeMap<u32, Replay> = versions
+        .column_families()
+        .iter()
+        .map(|(&id, family)| {
+            let family_options = Arc::new(options_of(&family.name));
+            let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes));
+            let edit = VersionEdit { column_family: id, ..VersionEdit::default() };
+            (id, Replay { options: family_options, memtable, log_number: family.log_number, edit })
+        })
+        .collect();
     let mut recovery = RecoveryStats::default();
     let mut max_sequence = versions.last_sequence();
-    let mut memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
     // Only the newest log with data may end in a torn record: older logs were synced before
     // the next one was started. Empty logs after it (a new log created just before a crash)
     // do not count.
@@ -103,45 +148,78 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
             if batch.is_empty() {
                 continue;
             }
-            insert_batch(&memtable, &batch);
+            // I22: a column family takes the record only if its tables do not hold this log.
+            insert_batch(&batch, |id| {
+                replays.get(&id).filter(|replay| number >= replay.log_number).map(|replay| replay.memtable.as_ref())
+            });
             max_sequence = max_sequence.max(batch.sequence() + batch.len() as u64 - 1);
-            if memtable.approximate_memory_bytes() >= options.memtable_size_bytes {
-                flush_recovered(dir, &file_system, &options, &mut versions, &memtable, &mut edit)?;
-                memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
+            for replay in replays.values_mut() {
+                if replay.memtable.approximate_memory_bytes() >= replay.options.memtable_size_bytes {
+                    flush_recovered(dir, &file_system, &mut versions, replay)?;
+                }
             }
         }
         recovery.wal_torn_tail_bytes_dropped += reader.dropped_tail_bytes();
         recovery.wal_records_skipped += reader.skipped_records();
         recovery.wal_bytes_skipped += reader.skipped_bytes();
     }
-    if !memtable.is_empty() {
-        flush_recovered(dir, &file_system, &options, &mut versions, &memtable, &mut edit)?;
-        memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
+    for replay in replays.values_mut() {
+        if !replay.memtable.is_empty() {
+            flush_recovered(dir, &file_system, &mut versions, replay)?;
+        }
     }
     file_system.sync_dir(dir)?;
 
-    // A fresh log for new writes, then a fresh manifest naming it.
+    // A fresh log for new writes, then a fresh manifest naming it for every column family.
     let log_number = versions.new_file_number();
     let log_file_path = log_path(dir, log_number);
     let log_file = file_system.create(&log_file_path)?;
     let log_writer = LogWriter::new(log_file, log_file_path);
-    edit.log_number = Some(log_number);
     versions.set_last_sequence(max_sequence);
-    versions.log_and_apply(edit)?;
+    for (_, mut replay) in std::mem::take(&mut replays) {
+        replay.edit.log_number = Some(log_number);
+        versions.log_and_apply(replay.edit)?;
+    }
+    // Column families listed in the options that do not exist yet are created now.
+    let mut created = Vec::new();
+    for (name, _) in &column_families {
+        if !versions.column_families().values().any(|family| &family.name == name) {
+            let id = versions.new_column_family_id();
+            let edit = VersionEdit {
+                column_family: id,
+                add_column_family: Some(name.clone()),
+                log_number: Some(log_number),
+                ..VersionEdit::default()
+            };
+            versions.log_and_apply(edit)?;
+            created.push(id);
+        }
+    }
     delete_obsolete_files(dir, &file_system, &versions, log_number)?;
 
+    let mut states = BTreeMap::new();
+    let mut handles = HashMap::new();
+    for (&id, family) in versions.column_families() {
+        let family_options = options_of(&family.name);
+        let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes));
+        let view = ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: versions.current(id) };
+        let shared = Arc::new(ColumnFamilyShared::new(id, family.name.clone(), family_options, view));
+        handles.insert(id, Arc::clone(&shared));
+        states.insert(id, ColumnFamilyState::new(shared, memtable, log_number));
+    }
+    let default_column_family = handles
+        .get(&DEFAULT_COLUMN_FAMILY_ID)
+        .cloned()
+        .ok_or_else(|| Error::invalid("internal error: no default column family"))?;
     let state = DbState {
-        memtable: Arc::clone(&memtable),
-        memtable_log_number: log_number,
-        immutables: VecDeque::new(),
+        column_families: states,
         versions,
         background_error: None,
-        flush_running: false,
-        compaction_running: false,
-        compact_pointers: vec![Vec::new(); NUM_LEVELS],
+        running_compactions: Vec::new(),
+        live_logs: VecDeque::from([log_number]),
         stats: BackgroundStats::default(),
     };
-    let view = ReadView { memtable, immutables: Vec::new(), version: state.versions.current() };
+    let memory = MemoryGovernor::new(options.effective_max_memory_bytes(), options.block_cache_size_bytes);
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         file_system,
@@ -153,7 +231,10 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         wal: Mutex::new(WalState { writer: Some(log_writer), number: log_number, unsynced: false }),
         last_sequence: AtomicU64::new(max_sequence),
         visible_sequence: AtomicU64::new(max_sequence),
-        read_view: RwLock::new(Arc::new(view)),
+        default_column_family,
+        column_family_handles: RwLock::new(handles),
+        manual_compactions: Mutex::new(ManualCompactions::default()),
+        memory,
         snapshots: Arc::new(SnapshotList::default()),
         table_cache,
         block_cache,
@@ -164,21 +245,29 @@ pub(crate) fn open(dir: &Path, options: Options) -> Result<Db> {
         options,
     });
     let mut threads = Vec::new();
-    let spawn = |name: &str, body: Box<dyn FnOnce() + Send>| {
-        std::thread::Builder::new()
-            .name(name.to_string())
-            .spawn(body)
-            .map_err(|e| Error::io("start background thread", e))
+    let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
+        std::thread::Builder::new().name(name).spawn(body).map_err(|e| Error::io("start background thread", e))
     };
-    let flush_inner = Arc::clone(&inner);
-    threads.push(spawn("riptide-flush", Box::new(move || super::flush::flush_loop(flush_inner)))?);
-    let compaction_inner = Arc::clone(&inner);
-    threads.push(spawn("riptide-compact", Box::new(move || super::compaction::compaction_loop(compaction_inner)))?);
+    for index in 0..inner.options.max_background_flushes {
+        let flush_inner = Arc::clone(&inner);
+        threads.push(spawn(format!("riptide-flush-{index}"), Box::new(move || super::flush::flush_loop(flush_inner)))?);
+    }
+    for index in 0..inner.options.max_background_compactions {
+        let compaction_inner = Arc::clone(&inner);
+        threads.push(spawn(
+            format!("riptide-compact-{index}"),
+            Box::new(move || super::compaction::compaction_loop(compaction_inner)),
+        )?);
+    }
+    let monitor_inner = Arc::clone(&inner);
+    threads.push(spawn("riptide-memory".to_string(), Box::new(move || super::memory::monitor_loop(monitor_inner)))?);
     if let SyncMode::Interval { interval_us } = inner.options.wal_sync_mode {
         let sync_inner = Arc::clone(&inner);
         let interval = Duration::from_micros(interval_us);
-        threads
-            .push(spawn("riptide-wal-sync", Box::new(move || super::write::interval_sync_loop(sync_inner, interval)))?);
+        threads.push(spawn(
+            "riptide-wal-sync".to_string(),
+            Box::new(move || super::write::interval_sync_loop(sync_inner, interval)),
+        )?);
     }
     // Work may be due right away (for example level 0 was full when the database closed).
     inner.work_available.notify_all();
@@ -207,41 +296,49 @@ fn refuse_to_recreate_over_data(dir: &Path, file_system: &Arc<dyn crate::fs::Fil
     Ok(())
 }
 
-/// Writes a memtable rebuilt from the logs to a level-0 table and adds it to `edit`.
+/// Writes a memtable rebuilt from the logs to a level-0 table, adds it to the column family's
+/// edit and starts a new memtable.
 fn flush_recovered(
     dir: &Path,
     file_system: &Arc<dyn crate::fs::FileSystem>,
-    options: &Options,
     versions: &mut VersionSet,
-    memtable: &Arc<MemTable>,
-    edit: &mut VersionEdit,
+    replay: &mut Replay,
 ) -> Result<()> {
     let number = versions.new_file_number();
     // No snapshot can exist during recovery, but older versions are kept anyway: the flush
     // rule only drops a version shadowed by a newer one, which is always safe here.
-    let smallest_snapshot = memtable.largest_sequence();
-    if let Some(meta) = write_level0_table(dir, file_system.as_ref(), options, memtable, number, smallest_snapshot)? {
-        edit.new_files.push((0, meta));
+    let smallest_snapshot = replay.memtable.largest_sequence();
+    let memtable = std::mem::replace(&mut replay.memtable, Arc::new(MemTable::new(replay.options.memtable_size_bytes)));
+    if let Some(meta) =
+        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, smallest_snapshot)?
+    {
+        replay.edit.new_files.push((0, meta));
     }
     Ok(())
 }
 
 /// Every table the manifest names must exist with the recorded size.
 fn check_tables_present(dir: &Path, file_system: &Arc<dyn crate::fs::FileSystem>, versions: &VersionSet) -> Result<()> {
-    let version = versions.current();
-    for file in version.levels.iter().flatten() {
-        let path = table_path(dir, file.number());
-        if !file_system.exists(&path) {
-            return Err(Error::corruption(&path, 0, "table named by the manifest is missing"));
+    for family in versions.column_families().values() {
+        for file in family.current.levels.iter().flatten() {
+            check_table_present(dir, file_system, file)?;
         }
-        let size = file_system.file_size(&path)?;
-        if size != file.meta.file_size_bytes {
-            return Err(Error::corruption(
-                &path,
-                size,
-                format!("table is {size} bytes, the manifest says {}", file.meta.file_size_bytes),
-            ));
-        }
+    }
+    Ok(())
+}
+
+fn check_table_present(dir: &Path, file_system: &Arc<dyn crate::fs::FileSystem>, file: &TableFile) -> Result<()> {
+    let path = table_path(dir, file.number());
+    if !file_system.exists(&path) {
+        return Err(Error::corruption(&path, 0, "table named by the manifest is missing"));
+    }
+    let size = file_system.file_size(&path)?;
+    if size != file.meta.file_size_bytes {
+        return Err(Error::corruption(
+            &path,
+            size,
+            format!("table is {size} bytes, the manifest says {}", file.meta.file_size_bytes),
+        ));
     }
     Ok(())
 }
@@ -253,8 +350,11 @@ fn delete_obsolete_files(
     versions: &VersionSet,
     live_log_number: u64,
 ) -> Result<()> {
-    let version = versions.current();
-    let live_tables: HashSet<u64> = version.levels.iter().flatten().map(|f| f.number()).collect();
+    let live_tables: HashSet<u64> = versions
+        .column_families()
+        .values()
+        .flat_map(|family| family.current.levels.iter().flatten().map(|f| f.number()).collect::<Vec<_>>())
+        .collect();
     for name in file_system.list(dir)? {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Log(number)) => number < live_log_number,

@@ -1,7 +1,7 @@
 //! The read path: point lookups and iterator construction.
 //!
 //! A read takes the current [`super::ReadView`] and the sequence to read at together, under the
-//! view's read lock (see [`super::DbInner::view_and_sequence`]). Taking them together matters:
+//! view's read lock (see `ColumnFamilyShared::view_and_sequence`). Taking them together matters:
 //! a memtable switch installs a new view under the write lock, so every write at or below the
 //! sequence is in a memtable or table of the view; and a compaction that collapsed versions at
 //! or below some sequence installed its version before that sequence could be read.
@@ -12,6 +12,7 @@
 
 use std::sync::Arc;
 
+use super::column_family::ColumnFamilyShared;
 use super::iter::DbIterator;
 use super::table_cache::TableCache;
 use super::DbInner;
@@ -30,9 +31,14 @@ fn block_options(options: &ReadOptions) -> BlockReadOptions {
     BlockReadOptions { verify_checksums: options.verify_checksums, fill_cache: options.fill_cache }
 }
 
-/// Looks `key` up as of the read options' snapshot (or the latest state).
-pub(crate) fn get(inner: &DbInner, key: &[u8], options: &ReadOptions) -> Result<Option<Vec<u8>>> {
-    let (view, sequence) = inner.view_and_sequence(options.snapshot.as_ref());
+/// Looks `key` up in a column family as of the read options' snapshot (or the latest state).
+pub(crate) fn get(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    key: &[u8],
+    options: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
     if let Some(found) = view.memtable.get(key, sequence) {
         return Ok(memtable_answer(found));
     }
@@ -100,14 +106,31 @@ fn table_get(
 }
 
 /// Approximate table bytes for user keys in `[start, end)`.
-pub(crate) fn approximate_size_bytes(inner: &DbInner, start: &[u8], end: &[u8]) -> Result<u64> {
+pub(crate) fn approximate_size_bytes(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    start: &[u8],
+    end: &[u8],
+) -> Result<u64> {
+    Ok(table_range_stats(inner, column_family, start, end)?.0)
+}
+
+/// Table bytes and estimated entries for user keys in `[start, end)`: per overlapping table,
+/// the bytes between the index positions of `start` and `end`, and its entries in proportion.
+fn table_range_stats(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    start: &[u8],
+    end: &[u8],
+) -> Result<(u64, u64)> {
     if start >= end {
-        return Ok(0);
+        return Ok((0, 0));
     }
-    let view = Arc::clone(&inner.read_view.read());
+    let view = Arc::clone(&column_family.read_view.read());
     let start_key = lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER);
     let end_key = lookup_key(end, crate::key::MAX_SEQUENCE_NUMBER);
-    let mut total = 0;
+    let mut total_bytes = 0;
+    let mut total_entries = 0.0;
     for file in view.version.levels.iter().flatten() {
         if !file_in_bounds(file, Some(start), Some(end)) {
             continue;
@@ -115,9 +138,66 @@ pub(crate) fn approximate_size_bytes(inner: &DbInner, start: &[u8], end: &[u8]) 
         let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes)?;
         let from = table.approximate_offset_of(&start_key);
         let to = table.approximate_offset_of(&end_key);
-        total += to.saturating_sub(from);
+        let bytes = to.saturating_sub(from);
+        total_bytes += bytes;
+        let data_bytes = table.approximate_offset_of(&lookup_key(file.largest_user_key(), 0)).max(1);
+        let fraction = (bytes as f64 / data_bytes as f64).min(1.0);
+        total_entries += fraction * file.meta.num_entries as f64;
     }
-    Ok(total)
+    Ok((total_bytes, total_entries.round() as u64))
+}
+
+/// Memtable entries counted per memtable and range query, at most, so that the estimate stays
+/// cheap; beyond it the count is a lower bound.
+const MEMTABLE_COUNT_LIMIT: u64 = 10_000;
+
+/// Approximate size and entry count of a key range; see [`crate::Db::approximate_range_stats`].
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct RangeStats {
+    /// Bytes of table data holding keys in the range (compressed, as on disk).
+    pub table_bytes: u64,
+    /// Entries (versions, tombstones included) in tables, estimated from table properties.
+    pub table_entries: u64,
+    /// Entries in memtables (counted exactly up to 10,000 per memtable; beyond that a lower
+    /// bound).
+    pub memtable_entries: u64,
+}
+
+impl RangeStats {
+    /// Estimated entries in the range, tables and memtables together. Overwritten and
+    /// deleted keys count once per version, so this is an upper estimate of live keys.
+    pub fn entries(&self) -> u64 {
+        self.table_entries + self.memtable_entries
+    }
+}
+
+pub(crate) fn approximate_range_stats(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    start: &[u8],
+    end: &[u8],
+) -> Result<RangeStats> {
+    let (table_bytes, table_entries) = table_range_stats(inner, column_family, start, end)?;
+    let mut memtable_entries = 0;
+    if start < end {
+        let view = Arc::clone(&column_family.read_view.read());
+        for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
+            memtable_entries += count_memtable_range(memtable, start, end);
+        }
+    }
+    Ok(RangeStats { table_bytes, table_entries, memtable_entries })
+}
+
+fn count_memtable_range(memtable: &Arc<crate::memtable::MemTable>, start: &[u8], end: &[u8]) -> u64 {
+    let mut iterator = memtable.iter();
+    iterator.seek(&lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER));
+    let mut counted = 0;
+    while counted < MEMTABLE_COUNT_LIMIT && iterator.valid() && crate::key::user_key(iterator.key()) < end {
+        counted += 1;
+        iterator.next();
+    }
+    counted
 }
 
 /// True when the file's user-key range can hold keys in `[lower, upper)`.
@@ -126,9 +206,13 @@ fn file_in_bounds(file: &TableFile, lower: Option<&[u8]>, upper: Option<&[u8]>) 
         && upper.is_none_or(|upper| file.smallest_user_key() < upper)
 }
 
-/// Builds a user iterator over the current view (or the snapshot's sequence).
-pub(crate) fn new_iterator(inner: &DbInner, options: &ReadOptions) -> Result<DbIterator> {
-    let (view, sequence) = inner.view_and_sequence(options.snapshot.as_ref());
+/// Builds a user iterator over a column family's current view (or the snapshot's sequence).
+pub(crate) fn new_iterator(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    options: &ReadOptions,
+) -> Result<DbIterator> {
+    let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
     let lower = options.lower_bound.as_deref();
     let upper = options.upper_bound.as_deref();
     let read_options = block_options(options);

@@ -8,15 +8,86 @@ use std::fmt;
 use std::sync::atomic::Ordering;
 
 use super::DbInner;
+use crate::version::tree::NUM_LEVELS;
 
-/// Files and bytes of one level.
-#[derive(Clone, Debug, Default, PartialEq, Eq)]
+/// Files, bytes and compaction traffic of one level.
+#[derive(Clone, Debug, Default, PartialEq)]
 #[non_exhaustive]
 pub struct LevelStats {
     /// Number of table files.
     pub files: usize,
     /// Total size of those files.
     pub size_bytes: u64,
+    /// Bytes of tables written into this level (level 0: by flushes; others: by compactions).
+    pub bytes_written: u64,
+    /// Bytes of this level's tables read by compactions.
+    pub bytes_read: u64,
+    /// The level's target size under the dynamic level sizes (0: level 0, or a level above
+    /// the base level that is not used). Per column family only; summed in the totals.
+    pub target_bytes: u64,
+    /// Compaction score: size over target (level 0: files over trigger); 1 or more means due.
+    pub score: f64,
+}
+
+/// Memory pressure levels of the global memory cap (see [`crate::Options::max_memory_bytes`]).
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum MemoryPressure {
+    /// Below 70 % of the cap.
+    #[default]
+    Normal = 0,
+    /// From 70 %: early flushes, 100 µs delays per write group, smaller block cache.
+    Elevated = 1,
+    /// From 85 %: forced flushes, 1 ms delays, block cache at its minimum.
+    High = 2,
+    /// From 95 %: writes wait until memory is freed.
+    Critical = 3,
+}
+
+impl MemoryPressure {
+    pub(crate) fn from_u8(value: u8) -> MemoryPressure {
+        match value {
+            0 => MemoryPressure::Normal,
+            1 => MemoryPressure::Elevated,
+            2 => MemoryPressure::High,
+            _ => MemoryPressure::Critical,
+        }
+    }
+}
+
+impl fmt::Display for MemoryPressure {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        let name = match self {
+            MemoryPressure::Normal => "normal",
+            MemoryPressure::Elevated => "elevated",
+            MemoryPressure::High => "high",
+            MemoryPressure::Critical => "critical",
+        };
+        f.write_str(name)
+    }
+}
+
+/// The statistics of one column family.
+#[derive(Clone, Debug, Default)]
+#[non_exhaustive]
+pub struct ColumnFamilyStats {
+    /// Its id.
+    pub id: u32,
+    /// Its name.
+    pub name: String,
+    /// Per level, from level 0 down (bytes written and read are database-wide, in
+    /// [`Stats::levels`], and zero here).
+    pub levels: Vec<LevelStats>,
+    /// Memory held by the active memtable.
+    pub memtable_bytes: usize,
+    /// Full memtables waiting for flush.
+    pub immutable_memtables: usize,
+    /// Memory held by those memtables.
+    pub immutable_memtable_bytes: usize,
+    /// Estimated bytes compaction must still rewrite to bring every level under its target.
+    pub pending_compaction_bytes: u64,
+    /// The level that level 0 compacts into.
+    pub base_level: usize,
 }
 
 /// What recovery found when the database was opened.
@@ -37,14 +108,47 @@ pub struct RecoveryStats {
 #[derive(Clone, Debug, Default)]
 #[non_exhaustive]
 pub struct Stats {
-    /// Per level, from level 0 down.
+    /// Per level, from level 0 down, summed over column families.
     pub levels: Vec<LevelStats>,
-    /// Memory held by the active memtable's arena.
+    /// Per column family.
+    pub column_families: Vec<ColumnFamilyStats>,
+    /// Memory held by the active memtables' arenas.
     pub memtable_bytes: usize,
     /// Full memtables waiting for flush.
     pub immutable_memtables: usize,
     /// Memory held by those memtables.
     pub immutable_memtable_bytes: usize,
+    /// Estimated bytes compaction must still rewrite (all column families).
+    pub pending_compaction_bytes: u64,
+    /// Compactions running now.
+    pub running_compactions: usize,
+    /// Compactions that were split into parallel key ranges.
+    pub subcompactions: u64,
+    /// Compactions started because a table was mostly deletes.
+    pub tombstone_compactions: u64,
+    /// Compaction jobs run for `compact_range`.
+    pub manual_compactions: u64,
+    /// The global memory cap in effect.
+    pub memory_limit_bytes: u64,
+    /// Memory in use as last accounted: memtables, block cache, open tables.
+    pub memory_usage_bytes: u64,
+    /// Largest memory use accounted since open.
+    pub memory_peak_bytes: u64,
+    /// The current pressure level.
+    pub memory_pressure: MemoryPressure,
+    /// Memtables switched early because of memory pressure.
+    pub memory_flushes: u64,
+    /// Write groups delayed by memory pressure, and their total delay.
+    pub memory_delay_count: u64,
+    /// See `memory_delay_count`, in microseconds.
+    pub memory_delay_micros: u64,
+    /// Waits of writers blocked at critical memory pressure, and their total time.
+    pub memory_block_count: u64,
+    /// See `memory_block_count`, in microseconds.
+    pub memory_block_micros: u64,
+    /// Write groups that went on at critical pressure because nothing in flight could free
+    /// memory (the excess was table metadata).
+    pub memory_unreclaimable_writes: u64,
     /// Bytes of uncompressed blocks in the block cache.
     pub block_cache_usage_bytes: usize,
     /// Block cache capacity.
@@ -73,10 +177,15 @@ pub struct Stats {
     pub compaction_bytes_written: u64,
     /// Files moved down a level without rewriting.
     pub trivial_moves: u64,
-    /// Times a write waited for flush or compaction.
+    /// Times a write waited for flush or compaction (level 0 at its stop trigger, or the
+    /// immutable memtables at their limit).
     pub write_stall_count: u64,
     /// Total time writes waited, in microseconds.
     pub write_stall_micros: u64,
+    /// Write groups delayed because level 0 reached its slowdown trigger.
+    pub write_slowdown_count: u64,
+    /// Total time of those delays, in microseconds.
+    pub write_slowdown_micros: u64,
     /// The last sequence number visible to readers.
     pub visible_sequence: u64,
     /// The oldest sequence a reader may still read at (the oldest snapshot, or the visible
@@ -118,9 +227,36 @@ impl Stats {
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const MIB: f64 = 1024.0 * 1024.0;
-        writeln!(f, "level  files  size_mib")?;
+        writeln!(f, "level  files  size_mib  written_mib  read_mib  w_amp")?;
         for (level, stats) in self.levels.iter().enumerate() {
-            writeln!(f, "L{level:<5} {:>5}  {:>8.2}", stats.files, stats.size_bytes as f64 / MIB)?;
+            let level_amplification = if self.user_bytes_written == 0 {
+                0.0
+            } else {
+                stats.bytes_written as f64 / self.user_bytes_written as f64
+            };
+            writeln!(
+                f,
+                "L{level:<5} {:>5}  {:>8.2}  {:>11.2}  {:>8.2}  {:>5.2}",
+                stats.files,
+                stats.size_bytes as f64 / MIB,
+                stats.bytes_written as f64 / MIB,
+                stats.bytes_read as f64 / MIB,
+                level_amplification
+            )?;
+        }
+        for family in &self.column_families {
+            let scores: Vec<String> = family.levels.iter().map(|level| format!("{:.2}", level.score)).collect();
+            writeln!(
+                f,
+                "column family {} ({}): base level {}, pending compaction {:.2} MiB, memtable {:.2} MiB, {} immutable, scores [{}]",
+                family.id,
+                family.name,
+                family.base_level,
+                family.pending_compaction_bytes as f64 / MIB,
+                family.memtable_bytes as f64 / MIB,
+                family.immutable_memtables,
+                scores.join(" ")
+            )?;
         }
         writeln!(
             f,
@@ -152,7 +288,34 @@ impl fmt::Display for Stats {
             self.trivial_moves
         )?;
         writeln!(f, "write amplification: {:.2}", self.write_amplification())?;
-        writeln!(f, "stalls: {} ({:.3} s)", self.write_stall_count, self.write_stall_micros as f64 / 1e6)?;
+        writeln!(
+            f,
+            "stalls: {} ({:.3} s); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
+             {} subcompactions, {} tombstone, {} manual",
+            self.write_stall_count,
+            self.write_stall_micros as f64 / 1e6,
+            self.write_slowdown_count,
+            self.write_slowdown_micros as f64 / 1e6,
+            self.running_compactions,
+            self.pending_compaction_bytes as f64 / MIB,
+            self.subcompactions,
+            self.tombstone_compactions,
+            self.manual_compactions
+        )?;
+        writeln!(
+            f,
+            "memory: {:.2} / {:.2} MiB ({}), peak {:.2} MiB; {} early flushes, {} delays ({:.3} s), {} blocks ({:.3} s), {} unreclaimable",
+            self.memory_usage_bytes as f64 / MIB,
+            self.memory_limit_bytes as f64 / MIB,
+            self.memory_pressure,
+            self.memory_peak_bytes as f64 / MIB,
+            self.memory_flushes,
+            self.memory_delay_count,
+            self.memory_delay_micros as f64 / 1e6,
+            self.memory_block_count,
+            self.memory_block_micros as f64 / 1e6,
+            self.memory_unreclaimable_writes
+        )?;
         writeln!(f, "sequence: visible {}, smallest snapshot {}", self.visible_sequence, self.smallest_snapshot)?;
         writeln!(
             f,
@@ -171,19 +334,67 @@ impl fmt::Display for Stats {
 /// Collects the statistics of `inner`.
 pub(crate) fn collect(inner: &DbInner) -> Stats {
     let state = inner.state.lock();
-    let version = state.versions.current();
-    let levels = version
-        .levels
-        .iter()
-        .enumerate()
-        .map(|(level, files)| LevelStats { files: files.len(), size_bytes: version.level_bytes(level) })
-        .collect();
     let background = state.stats.clone();
+    let mut levels: Vec<LevelStats> = (0..NUM_LEVELS)
+        .map(|level| LevelStats {
+            bytes_written: background.level_bytes_written[level],
+            bytes_read: background.level_bytes_read[level],
+            ..LevelStats::default()
+        })
+        .collect();
+    let mut column_families = Vec::new();
+    for (&id, family) in &state.column_families {
+        let version = state.versions.current(id);
+        let options = family.shared.options();
+        let report = super::compaction::level_report(&version, &options);
+        let family_levels: Vec<LevelStats> = (0..NUM_LEVELS)
+            .map(|level| LevelStats {
+                files: version.levels[level].len(),
+                size_bytes: version.level_bytes(level),
+                target_bytes: report.target_bytes[level],
+                score: report.scores[level],
+                ..LevelStats::default()
+            })
+            .collect();
+        for (total, level) in levels.iter_mut().zip(&family_levels) {
+            total.files += level.files;
+            total.size_bytes += level.size_bytes;
+            total.target_bytes += level.target_bytes;
+            total.score = total.score.max(level.score);
+        }
+        column_families.push(ColumnFamilyStats {
+            id,
+            name: family.shared.name.read().clone(),
+            levels: family_levels,
+            memtable_bytes: family.memtable.approximate_memory_bytes(),
+            immutable_memtables: family.immutables.len(),
+            immutable_memtable_bytes: family.immutables.iter().map(|imm| imm.memtable.approximate_memory_bytes()).sum(),
+            pending_compaction_bytes: report.pending_compaction_bytes,
+            base_level: report.base_level,
+        });
+    }
+    let memory = &inner.memory;
     let stats = Stats {
         levels,
-        memtable_bytes: state.memtable.approximate_memory_bytes(),
-        immutable_memtables: state.immutables.len(),
-        immutable_memtable_bytes: state.immutables.iter().map(|imm| imm.memtable.approximate_memory_bytes()).sum(),
+        memtable_bytes: column_families.iter().map(|family| family.memtable_bytes).sum(),
+        immutable_memtables: column_families.iter().map(|family| family.immutable_memtables).sum(),
+        immutable_memtable_bytes: column_families.iter().map(|family| family.immutable_memtable_bytes).sum(),
+        pending_compaction_bytes: column_families.iter().map(|family| family.pending_compaction_bytes).sum(),
+        column_families,
+        running_compactions: state.running_compactions.len(),
+        subcompactions: background.subcompactions,
+        tombstone_compactions: background.tombstone_compactions,
+        manual_compactions: background.manual_compactions,
+        memory_limit_bytes: memory.limit_bytes(),
+        memory_usage_bytes: memory.usage_bytes(),
+        memory_peak_bytes: memory.peak_usage_bytes(),
+        memory_pressure: memory.pressure(),
+        memory_flushes: background.memory_flushes,
+        memory_delay_count: memory.delays.load(Ordering::Relaxed),
+        memory_delay_micros: memory.delay_micros.load(Ordering::Relaxed),
+        memory_block_count: memory.blocks.load(Ordering::Relaxed),
+        memory_block_micros: memory.block_micros.load(Ordering::Relaxed),
+        memory_unreclaimable_writes: memory.unreclaimable_critical_writes.load(Ordering::Relaxed),
         block_cache_usage_bytes: inner.block_cache.usage_bytes(),
         block_cache_capacity_bytes: inner.block_cache.capacity_bytes(),
         block_cache_hits: inner.block_cache.hit_count(),
@@ -200,6 +411,8 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         trivial_moves: background.trivial_moves,
         write_stall_count: background.write_stall_count,
         write_stall_micros: background.write_stall_micros,
+        write_slowdown_count: background.write_slowdown_count,
+        write_slowdown_micros: background.write_slowdown_micros,
         visible_sequence: inner.visible_sequence.load(Ordering::Acquire),
         smallest_snapshot: 0,
         recovery: inner.recovery.clone(),

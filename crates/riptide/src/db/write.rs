@@ -11,7 +11,11 @@
 //! briefly before they sleep. Only the leader touches the WAL writer, the sequence counter and
 //! the memtable switch, so they need no lock of their own beyond the queue discipline (the WAL
 //! sits behind a mutex only for the interval-sync thread and close). `flush` takes leadership
-//! through a token writer that no group ever absorbs.
+//! through a token writer that no group ever absorbs; so does dropping a column family.
+//!
+//! A group's batches may write to several column families: the leader makes room in each
+//! memtable they name (one WAL serves all column families, so a memtable switch of any column
+//! family starts a new WAL) and inserts each record into its column family's memtable.
 //!
 //! Invariant I8: sequence numbers are assigned in WAL order, and the visible sequence only
 //! moves forward, to the end of a group whose batches are all in the memtable.
@@ -23,13 +27,16 @@ use std::time::{Duration, Instant};
 
 use parking_lot::{Condvar, Mutex};
 
+use super::column_family::{ColumnFamily, ColumnFamilyShared, ColumnFamilyState};
 use super::filename::log_path;
-use super::{DbInner, DbState, ImmutableMemTable};
-use crate::batch::WriteBatch;
+use super::stats::MemoryPressure;
+use super::{DbInner, DbState, ImmutableMemTable, ReadView};
+use crate::batch::{RecordRef, WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::error::{Error, Result};
 use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTable;
-use crate::options::{SyncMode, WriteOptions};
+use crate::options::{ColumnFamilyOptions, SyncMode, WriteOptions};
+use crate::version::edit::VersionEdit;
 use crate::wal::LogWriter;
 
 /// A group never grows past this many bytes, so one huge batch does not delay the small ones
@@ -63,11 +70,27 @@ enum WriterStatus {
     Done(Result<()>),
 }
 
+/// The memtables a write group inserts into: the default column family's, and those of the
+/// other column families its batches name.
+pub(crate) struct GroupMemTables {
+    default: Arc<MemTable>,
+    others: Vec<(u32, Arc<MemTable>)>,
+}
+
+impl GroupMemTables {
+    fn get(&self, id: u32) -> Option<&MemTable> {
+        if id == DEFAULT_COLUMN_FAMILY_ID {
+            return Some(&self.default);
+        }
+        self.others.iter().find(|(other, _)| *other == id).map(|(_, memtable)| memtable.as_ref())
+    }
+}
+
 /// A group whose members insert their own batches into the memtable in parallel, so that both
 /// cores work on large groups. The leader waits until `remaining` reaches zero before it
 /// publishes the group's sequence numbers.
 struct GroupInsert {
-    memtable: Arc<MemTable>,
+    memtables: GroupMemTables,
     remaining: AtomicUsize,
     finished: Mutex<bool>,
     all_inserted: Condvar,
@@ -98,6 +121,8 @@ struct Writer {
     /// True for the placeholder `flush` queues to obtain leadership; it carries no write and is
     /// never taken into another leader's group.
     is_flush_token: bool,
+    /// The column families other than the default one that the batch writes to, sorted.
+    column_family_ids: Vec<u32>,
     sync: bool,
     status: Mutex<WriterStatus>,
     /// Set when `status` changes, so a waiter can spin on it without the mutex.
@@ -183,16 +208,43 @@ fn check_limits(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
     Ok(())
 }
 
+/// The column families other than the default one that `batch` writes to, sorted.
+fn referenced_column_families(batch: &WriteBatch) -> Vec<u32> {
+    if !batch.has_column_family_records() {
+        return Vec::new();
+    }
+    let mut ids: Vec<u32> =
+        batch.entries().map(|record| record.column_family_id).filter(|&id| id != DEFAULT_COLUMN_FAMILY_ID).collect();
+    ids.sort_unstable();
+    ids.dedup();
+    ids
+}
+
+/// `InvalidArgument` naming the first of `ids` that is not a live column family.
+fn check_column_families_live(inner: &DbInner, ids: &[u32]) -> Result<()> {
+    if ids.is_empty() {
+        return Ok(());
+    }
+    let handles = inner.column_family_handles.read();
+    match ids.iter().find(|id| !handles.contains_key(id)) {
+        Some(id) => Err(Error::invalid(format!("the batch writes to column family {id}, which does not exist"))),
+        None => Ok(()),
+    }
+}
+
 /// Applies `batch`; returns when it is in the WAL (synced if asked) and visible to readers.
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
     check_limits(inner, &batch)?;
     if batch.is_empty() {
         return Ok(());
     }
+    let column_family_ids = referenced_column_families(&batch);
+    check_column_families_live(inner, &column_family_ids)?;
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
     let writer = Arc::new(Writer {
         size_bytes: batch.size_bytes(),
         is_flush_token: false,
+        column_family_ids,
         batch: Mutex::new(batch),
         sync,
         status: Mutex::new(WriterStatus::Waiting),
@@ -214,7 +266,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
                     WriterStatus::Done(result) => return result,
                     WriterStatus::Lead => break,
                     WriterStatus::Insert(job) => {
-                        insert_batch(&job.memtable, &writer.batch.lock());
+                        insert_batch(&writer.batch.lock(), |id| job.memtables.get(id));
                         job.member_finished();
                     }
                 }
@@ -239,7 +291,8 @@ fn pass_leadership(queue: &mut WriteQueue) {
 /// to `MAX_GROUPS_PER_LEADER`), then passes leadership on.
 fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
     let mut own_result = None;
-    for round in 0..MAX_GROUPS_PER_LEADER {
+    for _round in 0..MAX_GROUPS_PER_LEADER {
+        let round = usize::from(own_result.is_some());
         let group: Vec<Arc<Writer>> = {
             let mut queue = inner.write_queue.lock();
             debug_assert!(round > 0 || queue.pending.front().is_some_and(|w| Arc::ptr_eq(w, own)));
@@ -255,10 +308,19 @@ fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
                 if !group.is_empty() && group_bytes + size > MAX_GROUP_SIZE_BYTES {
                     break;
                 }
-                group_bytes += size;
-                if let Some(writer) = queue.pending.pop_front() {
-                    group.push(writer);
+                let Some(writer) = queue.pending.pop_front() else { break };
+                // A column family dropped after the writer checked it: fail this batch alone
+                // (drops take leadership, so none can happen while the group forms).
+                if let Err(error) = check_column_families_live(inner, &writer.column_family_ids) {
+                    if Arc::ptr_eq(&writer, own) {
+                        own_result = Some(Err(error));
+                    } else {
+                        writer.set_status(WriterStatus::Done(Err(error)));
+                    }
+                    continue;
                 }
+                group_bytes += size;
+                group.push(writer);
             }
             group
         };
@@ -266,8 +328,10 @@ fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
             break;
         }
         let result = write_group(inner, &group);
+        let mut has_own = false;
         for member in &group {
             if Arc::ptr_eq(member, own) {
+                has_own = true;
                 continue;
             }
             member.set_status(WriterStatus::Done(match &result {
@@ -275,7 +339,7 @@ fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
                 Err(error) => Err(error.duplicate()),
             }));
         }
-        if round == 0 {
+        if has_own {
             own_result = Some(result);
         }
     }
@@ -287,10 +351,16 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     let mut batches: Vec<parking_lot::MutexGuard<'_, WriteBatch>> = group.iter().map(|w| w.batch.lock()).collect();
     let entry_count: u64 = batches.iter().map(|b| b.len() as u64).sum();
     let sync = group.iter().any(|w| w.sync);
-    let memtable = {
+    let memtables = {
+        let mut ids = vec![DEFAULT_COLUMN_FAMILY_ID];
+        for member in group {
+            ids.extend_from_slice(&member.column_family_ids);
+        }
+        ids.sort_unstable();
+        ids.dedup();
         let mut state = inner.state.lock();
-        make_room_for_write(inner, &mut state, false)?;
-        Arc::clone(&state.memtable)
+        make_room_for_write(inner, &mut state, &ids, false)?;
+        group_memtables(&state, &ids)?
     };
     let first_sequence = inner.last_sequence.load(Ordering::Relaxed) + 1;
     if first_sequence + entry_count > MAX_SEQUENCE_NUMBER {
@@ -326,7 +396,7 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         // The members lock their own batches, so release them first.
         drop(batches);
         let job = Arc::new(GroupInsert {
-            memtable: Arc::clone(&memtable),
+            memtables,
             remaining: AtomicUsize::new(group.len() - 1),
             finished: Mutex::new(false),
             all_inserted: Condvar::new(),
@@ -334,11 +404,11 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
         for member in &group[1..] {
             member.set_status(WriterStatus::Insert(Arc::clone(&job)));
         }
-        insert_batch(&memtable, &group[0].batch.lock());
+        insert_batch(&group[0].batch.lock(), |id| job.memtables.get(id));
         job.wait();
     } else {
         for batch in &batches {
-            insert_batch(&memtable, batch);
+            insert_batch(batch, |id| memtables.get(id));
         }
         drop(batches);
     }
@@ -361,79 +431,210 @@ fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, Writ
     Ok(())
 }
 
-/// Inserts a batch whose sequence is set into a memtable.
+/// The active memtables of the column families `ids` (which include the default one).
+fn group_memtables(state: &DbState, ids: &[u32]) -> Result<GroupMemTables> {
+    let mut default = None;
+    let mut others = Vec::with_capacity(ids.len().saturating_sub(1));
+    for &id in ids {
+        let family = state
+            .column_families
+            .get(&id)
+            .ok_or_else(|| Error::invalid(format!("column family {id} does not exist")))?;
+        if id == DEFAULT_COLUMN_FAMILY_ID {
+            default = Some(Arc::clone(&family.memtable));
+        } else {
+            others.push((id, Arc::clone(&family.memtable)));
+        }
+    }
+    let default = default.ok_or_else(|| Error::invalid("the default column family is missing"))?;
+    Ok(GroupMemTables { default, others })
+}
+
+/// Inserts a batch whose sequence is set into memtables; `memtable_of` gives the memtable of a
+/// column family id, or `None` to skip the column family's records (recovery does so for
+/// column families that were dropped or whose tables already hold the log).
 ///
 /// Large batches are inserted in key order: each thread's skiplist insert starts its search
 /// from where its previous insert linked, so sorted keys skip most of the upper levels and their
 /// cache misses. The order of insertion does not matter for correctness: every entry has its
 /// own sequence number, and the memtable orders entries by (key, sequence).
-pub(crate) fn insert_batch(memtable: &MemTable, batch: &WriteBatch) {
-    let insert = |(kind, key, value): (ValueKind, &[u8], &[u8]), sequence: u64| {
-        memtable.insert_uncounted(key, sequence, kind, if kind == ValueKind::Put { value } else { &[] });
-    };
+pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> Option<&'a MemTable>) {
     let count = batch.len();
-    if count >= SORTED_INSERT_MIN_ENTRIES {
-        let mut entries: Vec<(BatchEntryRef<'_>, u64)> = batch.entries().zip(batch.sequence()..).collect();
-        entries.sort_unstable_by(|a, b| a.0 .1.cmp(b.0 .1));
-        for (entry, sequence) in entries {
-            insert(entry, sequence);
+    if count == 0 {
+        return;
+    }
+    let insert = |memtable: &MemTable, record: RecordRef<'_>, sequence: u64| {
+        let value = if record.kind == ValueKind::Put { record.value } else { &[] };
+        memtable.insert_uncounted(record.key, sequence, record.kind, value);
+    };
+    if !batch.has_column_family_records() {
+        let Some(memtable) = memtable_of(DEFAULT_COLUMN_FAMILY_ID) else { return };
+        if count >= SORTED_INSERT_MIN_ENTRIES {
+            let mut entries: Vec<(RecordRef<'_>, u64)> = batch.entries().zip(batch.sequence()..).collect();
+            entries.sort_unstable_by(|a, b| a.0.key.cmp(b.0.key));
+            for (record, sequence) in entries {
+                insert(memtable, record, sequence);
+            }
+        } else {
+            for (record, sequence) in batch.entries().zip(batch.sequence()..) {
+                insert(memtable, record, sequence);
+            }
         }
-    } else {
-        for (entry, sequence) in batch.entries().zip(batch.sequence()..) {
-            insert(entry, sequence);
+        memtable.count_inserted(count, batch.sequence() + count as u64 - 1);
+        return;
+    }
+    let mut entries: Vec<(RecordRef<'_>, u64)> = batch.entries().zip(batch.sequence()..).collect();
+    if count >= SORTED_INSERT_MIN_ENTRIES {
+        entries.sort_unstable_by(|a, b| a.0.column_family_id.cmp(&b.0.column_family_id).then(a.0.key.cmp(b.0.key)));
+    }
+    // Per column family: how many entries went in and the largest sequence among them.
+    let mut inserted: Vec<(u32, usize, u64)> = Vec::new();
+    for (record, sequence) in entries {
+        let Some(memtable) = memtable_of(record.column_family_id) else { continue };
+        insert(memtable, record, sequence);
+        match inserted.iter_mut().find(|(id, _, _)| *id == record.column_family_id) {
+            Some(counts) => {
+                counts.1 += 1;
+                counts.2 = counts.2.max(sequence);
+            }
+            None => inserted.push((record.column_family_id, 1, sequence)),
         }
     }
-    if count > 0 {
-        memtable.count_inserted(count, batch.sequence() + count as u64 - 1);
+    for (id, entries, largest_sequence) in inserted {
+        if let Some(memtable) = memtable_of(id) {
+            memtable.count_inserted(entries, largest_sequence);
+        }
     }
 }
-
-/// One decoded batch entry: kind, key and value.
-type BatchEntryRef<'a> = (ValueKind, &'a [u8], &'a [u8]);
 
 /// Batches with at least this many entries are sorted before they are inserted.
 const SORTED_INSERT_MIN_ENTRIES: usize = 32;
 
-/// Makes sure the active memtable has room, switching to a new one (and a new WAL) when it is
-/// full, and stalls while flushes or level-0 compactions are too far behind. With `force`, the
-/// active memtable is switched if it holds anything. Called by the write leader (or `flush`,
-/// which takes leadership first) with the state mutex held.
+/// Delay per write group while a column family's level 0 is at or above its slowdown trigger,
+/// for each file above it (capped at `MAX_SLOWDOWN_MICROS`).
+const SLOWDOWN_MICROS_PER_FILE: u64 = 1000;
+const MAX_SLOWDOWN_MICROS: u64 = 20_000;
+
+/// Delays per write group at elevated and high memory pressure.
+const ELEVATED_MEMORY_DELAY_MICROS: u64 = 100;
+const HIGH_MEMORY_DELAY_MICROS: u64 = 1000;
+
+/// Makes sure the active memtables of column families `ids` have room, switching to a new
+/// memtable (and a new WAL) when one is full, and applies back-pressure: graduated delays when
+/// level 0 fills up or memory nears its cap, a stall when level 0 reaches its stop trigger, the
+/// immutable memtables their limit, or memory its critical mark. With `force`, every non-empty
+/// memtable of `ids` is switched. Called by the write leader (or a holder of leadership, see
+/// `with_write_leadership`) with the state mutex held.
+///
+/// Stalls wait on `background_done` with a timeout and re-check everything, so they end when
+/// flush or compaction catch up, on a background error, or at close; never a deadlock.
 pub(crate) fn make_room_for_write(
     inner: &DbInner,
     state: &mut parking_lot::MutexGuard<'_, DbState>,
-    mut force: bool,
+    ids: &[u32],
+    force: bool,
 ) -> Result<()> {
-    let options = &inner.options;
     let mut stall_started: Option<Instant> = None;
-    let result = loop {
+    let mut delayed = false;
+    let mut switched: Vec<u32> = Vec::new();
+    let result = 'outer: loop {
         if let Some(error) = &state.background_error {
             break Err(error.duplicate());
         }
         if inner.shutting_down.load(Ordering::Acquire) {
             break Err(Error::Closed("the database is closing".to_string()));
         }
-        let level0_files = state.versions.current().levels[0].len();
-        if level0_files >= options.level0_stop_writes_files {
-            stall_started.get_or_insert_with(Instant::now);
+        // Level 0: stop, or slow down in proportion to the excess.
+        let mut slowdown_micros = 0;
+        for &id in ids {
+            let Some(family) = state.column_families.get(&id) else {
+                break 'outer Err(Error::invalid(format!("column family {id} does not exist")));
+            };
+            let options = family.shared.options();
+            let level0_files = state.versions.current(id).levels[0].len();
+            if level0_files >= options.level0_stop_writes_files {
+                stall_started.get_or_insert_with(Instant::now);
+                inner.work_available.notify_all();
+                inner.background_done.wait_for(state, Duration::from_millis(100));
+                continue 'outer;
+            }
+            if level0_files >= options.level0_slowdown_writes_files {
+                let excess = (level0_files - options.level0_slowdown_writes_files + 1) as u64;
+                slowdown_micros = slowdown_micros.max((excess * SLOWDOWN_MICROS_PER_FILE).min(MAX_SLOWDOWN_MICROS));
+            }
+        }
+        // Memory: the pressure level decides between nothing, early flushes, forced flushes
+        // with delays, and blocking.
+        let memtable_bytes: u64 = state.column_families.values().map(|f| f.memtable_memory_bytes() as u64).sum();
+        let pressure = inner.memory.update_memtables(memtable_bytes);
+        if pressure >= MemoryPressure::Elevated {
+            if let Some(id) = memory_flush_candidate(state, pressure) {
+                if let Err(error) = switch_memtable(inner, state, id) {
+                    inner.set_background_error(state, error.duplicate());
+                    break Err(error);
+                }
+                state.stats.memory_flushes += 1;
+                continue;
+            }
+        }
+        if pressure == MemoryPressure::Critical && memory_reclaimable(state) {
+            let started = Instant::now();
             inner.work_available.notify_all();
-            inner.background_done.wait_for(state, Duration::from_millis(100));
+            inner.background_done.wait_for(state, Duration::from_millis(10));
+            inner.memory.blocks.fetch_add(1, Ordering::Relaxed);
+            inner.memory.block_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
             continue;
         }
-        let memtable = &state.memtable;
-        if memtable.is_empty() || (!force && memtable.approximate_memory_bytes() < options.memtable_size_bytes) {
-            break Ok(());
+        if pressure == MemoryPressure::Critical {
+            inner.memory.unreclaimable_critical_writes.fetch_add(1, Ordering::Relaxed);
         }
-        if state.immutables.len() >= options.max_immutable_memtables {
-            stall_started.get_or_insert_with(Instant::now);
-            inner.work_available.notify_all();
-            inner.background_done.wait_for(state, Duration::from_millis(100));
-            continue;
+        if !delayed {
+            let memory_delay_micros = match pressure {
+                MemoryPressure::Elevated => ELEVATED_MEMORY_DELAY_MICROS,
+                MemoryPressure::High | MemoryPressure::Critical => HIGH_MEMORY_DELAY_MICROS,
+                MemoryPressure::Normal => 0,
+            };
+            if memory_delay_micros > 0 {
+                inner.memory.delays.fetch_add(1, Ordering::Relaxed);
+                inner.memory.delay_micros.fetch_add(memory_delay_micros, Ordering::Relaxed);
+            }
+            let delay_micros = slowdown_micros.max(memory_delay_micros);
+            if delay_micros > 0 {
+                delayed = true;
+                if slowdown_micros > 0 {
+                    state.stats.write_slowdown_count += 1;
+                    state.stats.write_slowdown_micros += slowdown_micros;
+                }
+                inner.work_available.notify_all();
+                parking_lot::MutexGuard::unlocked(state, || std::thread::sleep(Duration::from_micros(delay_micros)));
+                continue;
+            }
         }
-        if let Err(error) = switch_memtable(inner, state) {
+        // Room in each memtable, or a switch to a new one.
+        let mut switch = None;
+        for &id in ids {
+            let Some(family) = state.column_families.get(&id) else { continue };
+            let memtable = &family.memtable;
+            let full = memtable.approximate_memory_bytes() >= family.shared.options().memtable_size_bytes;
+            let forced = force && !switched.contains(&id);
+            if memtable.is_empty() || !(full || forced) {
+                continue;
+            }
+            if family.immutables.len() >= family.shared.options().max_immutable_memtables {
+                stall_started.get_or_insert_with(Instant::now);
+                inner.work_available.notify_all();
+                inner.background_done.wait_for(state, Duration::from_millis(100));
+                continue 'outer;
+            }
+            switch = Some(id);
+            break;
+        }
+        let Some(id) = switch else { break Ok(()) };
+        if let Err(error) = switch_memtable(inner, state, id) {
             inner.set_background_error(state, error.duplicate());
             break Err(error);
         }
-        force = false;
+        switched.push(id);
     };
     if let Some(started) = stall_started {
         state.stats.write_stall_count += 1;
@@ -442,8 +643,38 @@ pub(crate) fn make_room_for_write(
     result
 }
 
-/// Starts a new WAL and memtable; the old memtable joins the flush queue.
-fn switch_memtable(inner: &DbInner, state: &mut DbState) -> Result<()> {
+/// Under memory pressure, the memtable to switch for an early flush: at high pressure or above
+/// the largest of any column family, at elevated pressure one that is at least half full. Only
+/// memtables whose column family may queue another immutable memtable qualify.
+fn memory_flush_candidate(state: &DbState, pressure: MemoryPressure) -> Option<u32> {
+    let (id, bytes, family) = state
+        .column_families
+        .values()
+        .filter(|family| {
+            !family.memtable.is_empty() && family.immutables.len() < family.shared.options().max_immutable_memtables
+        })
+        .map(|family| (family.id(), family.memtable.approximate_memory_bytes(), family))
+        .max_by_key(|(_, bytes, _)| *bytes)?;
+    let half_full = bytes >= family.shared.options().memtable_size_bytes / 2;
+    let worth_it = match pressure {
+        MemoryPressure::Normal => false,
+        MemoryPressure::Elevated => half_full,
+        // Switching a nearly empty memtable frees nothing; wait for the ones in flight.
+        MemoryPressure::High | MemoryPressure::Critical => {
+            bytes >= (64 << 10).min(family.shared.options().memtable_size_bytes / 4)
+        }
+    };
+    worth_it.then_some(id)
+}
+
+/// True when flushes in flight (or memtables that can still be switched) will free memory.
+fn memory_reclaimable(state: &DbState) -> bool {
+    state.column_families.values().any(|family| !family.immutables.is_empty())
+}
+
+/// Starts a new WAL; column family `id`'s memtable joins its flush queue and a new one takes
+/// its place.
+fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> {
     let mut wal = inner.wal.lock();
     // Sync the old log first, so that what survives a power loss stays a prefix of the history
     // (a later synced write in the new log must not outlive unsynced writes of the old one),
@@ -462,21 +693,32 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState) -> Result<()> {
         wal.number = new_log_number;
     }
     drop(wal);
-    let full = std::mem::replace(&mut state.memtable, Arc::new(MemTable::new(inner.options.memtable_size_bytes)));
-    let old_log_number = std::mem::replace(&mut state.memtable_log_number, new_log_number);
-    state.immutables.push_back(ImmutableMemTable { memtable: full, log_number: old_log_number });
-    inner.install_read_view(state);
+    state.live_logs.push_back(new_log_number);
+    for family in state.column_families.values_mut() {
+        if family.id() == id {
+            let memtable_size_bytes = family.shared.options().memtable_size_bytes;
+            let full = std::mem::replace(&mut family.memtable, Arc::new(MemTable::new(memtable_size_bytes)));
+            let old_log_number = std::mem::replace(&mut family.memtable_log_number, new_log_number);
+            family.immutables.push_back(ImmutableMemTable { memtable: full, log_number: old_log_number });
+        } else if family.memtable.is_empty() {
+            // An empty memtable has nothing in older logs, so they need not be kept for it.
+            family.memtable_log_number = new_log_number;
+        }
+    }
+    inner.install_read_view(state, id);
     inner.work_available.notify_all();
     Ok(())
 }
 
-/// Switches the active memtable (if it holds anything) and waits until every immutable memtable
-/// is flushed. Takes write leadership so that no group is between WAL and memtable meanwhile.
-pub(crate) fn flush(inner: &DbInner) -> Result<()> {
+/// Runs `action` while holding write leadership, so that no write group is between the WAL
+/// and the memtables meanwhile (flush, dropping a column family). The token used to queue is
+/// never absorbed into a write group.
+fn with_write_leadership<T>(inner: &DbInner, action: impl FnOnce() -> T) -> T {
     let token = Arc::new(Writer {
         batch: Mutex::new(WriteBatch::new()),
         size_bytes: 0,
         is_flush_token: true,
+        column_family_ids: Vec::new(),
         sync: false,
         status: Mutex::new(WriterStatus::Waiting),
         has_news: AtomicBool::new(false),
@@ -492,22 +734,27 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
             queue.leader_active = true;
         }
     }
-    let switched = {
+    let result = action();
+    let mut queue = inner.write_queue.lock();
+    queue.pending.pop_front();
+    pass_leadership(&mut queue);
+    result
+}
+
+/// Switches every non-empty active memtable and waits until every immutable memtable is
+/// flushed.
+pub(crate) fn flush(inner: &DbInner) -> Result<()> {
+    with_write_leadership(inner, || {
         let mut state = inner.state.lock();
-        make_room_for_write(inner, &mut state, true)
-    };
-    {
-        let mut queue = inner.write_queue.lock();
-        queue.pending.pop_front();
-        pass_leadership(&mut queue);
-    }
-    switched?;
+        let ids: Vec<u32> = state.column_families.keys().copied().collect();
+        make_room_for_write(inner, &mut state, &ids, true)
+    })?;
     let mut state = inner.state.lock();
     loop {
         if let Some(error) = &state.background_error {
             return Err(error.duplicate());
         }
-        if state.immutables.is_empty() {
+        if state.column_families.values().all(|family| family.immutables.is_empty()) {
             return Ok(());
         }
         if inner.shutting_down.load(Ordering::Acquire) {
@@ -515,6 +762,118 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
         }
         inner.work_available.notify_all();
         inner.background_done.wait_for(&mut state, Duration::from_millis(100));
+    }
+}
+
+/// Longest accepted column family name.
+const MAX_COLUMN_FAMILY_NAME_BYTES: usize = 255;
+
+fn check_column_family_name(state: &DbState, name: &str) -> Result<()> {
+    if name.is_empty() || name.len() > MAX_COLUMN_FAMILY_NAME_BYTES {
+        return Err(Error::invalid(format!(
+            "column family names must be 1 to {MAX_COLUMN_FAMILY_NAME_BYTES} bytes, got {}",
+            name.len()
+        )));
+    }
+    if state.column_families.values().any(|family| *family.shared.name.read() == name) {
+        return Err(Error::invalid(format!("a column family named {name:?} exists")));
+    }
+    Ok(())
+}
+
+/// Creates a column family; durable in the manifest when it returns.
+pub(crate) fn create_column_family(inner: &DbInner, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamily> {
+    options.validate()?;
+    let mut state = inner.state.lock();
+    if let Some(error) = &state.background_error {
+        return Err(error.duplicate());
+    }
+    check_column_family_name(&state, name)?;
+    let id = state.versions.new_column_family_id();
+    // The new column family has no data in any log, so the current one is its oldest.
+    let log_number = inner.wal.lock().number;
+    let edit = VersionEdit {
+        column_family: id,
+        add_column_family: Some(name.to_string()),
+        log_number: Some(log_number),
+        ..VersionEdit::default()
+    };
+    state.versions.log_and_apply(edit)?;
+    let memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
+    let view =
+        ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: state.versions.current(id) };
+    let shared = Arc::new(ColumnFamilyShared::new(id, name.to_string(), options, view));
+    state.column_families.insert(id, ColumnFamilyState::new(Arc::clone(&shared), memtable, log_number));
+    inner.column_family_handles.write().insert(id, Arc::clone(&shared));
+    Ok(ColumnFamily { shared })
+}
+
+/// Drops a column family. Holds write leadership, so no write group is inserting into its
+/// memtable; later batches naming it fail when their group forms.
+pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) -> Result<()> {
+    let shared = inner.live_column_family(column_family)?;
+    if shared.id == DEFAULT_COLUMN_FAMILY_ID {
+        return Err(Error::invalid("the default column family cannot be dropped"));
+    }
+    with_write_leadership(inner, || {
+        let mut state = inner.state.lock();
+        if !state.column_families.contains_key(&shared.id) {
+            return Err(Error::invalid(format!("column family {:?} was dropped", column_family.name())));
+        }
+        let edit = VersionEdit { column_family: shared.id, drop_column_family: true, ..VersionEdit::default() };
+        state.versions.log_and_apply(edit)?;
+        state.column_families.remove(&shared.id);
+        shared.dropped.store(true, Ordering::Release);
+        inner.column_family_handles.write().remove(&shared.id);
+        // Its memtables no longer pin logs.
+        delete_obsolete_logs(inner, &mut state);
+        inner.background_done.notify_all();
+        inner.work_available.notify_all();
+        Ok(())
+    })
+}
+
+/// Renames a column family; durable in the manifest when it returns.
+pub(crate) fn rename_column_family(inner: &DbInner, column_family: &ColumnFamily, new_name: &str) -> Result<()> {
+    let shared = inner.live_column_family(column_family)?;
+    if shared.id == DEFAULT_COLUMN_FAMILY_ID {
+        return Err(Error::invalid("the default column family cannot be renamed"));
+    }
+    let mut state = inner.state.lock();
+    if *shared.name.read() == new_name {
+        return Ok(());
+    }
+    check_column_family_name(&state, new_name)?;
+    let edit = VersionEdit {
+        column_family: shared.id,
+        rename_column_family: Some(new_name.to_string()),
+        ..VersionEdit::default()
+    };
+    state.versions.log_and_apply(edit)?;
+    *shared.name.write() = new_name.to_string();
+    Ok(())
+}
+
+/// Deletes the WALs that no column family needs any more: those older than the oldest log any
+/// memtable still has data in (or than the current log when every memtable is empty). The
+/// manifest may name an older log number for a column family whose memtables are empty; its
+/// records are all in tables, and recovery skips missing logs.
+pub(crate) fn delete_obsolete_logs(inner: &DbInner, state: &mut DbState) {
+    let current = state.live_logs.back().copied().unwrap_or(0);
+    let oldest_needed = state
+        .column_families
+        .values()
+        .filter_map(ColumnFamilyState::oldest_needed_log)
+        .min()
+        .unwrap_or(current)
+        .min(current);
+    while let Some(&oldest) = state.live_logs.front() {
+        if oldest >= oldest_needed {
+            break;
+        }
+        state.live_logs.pop_front();
+        // A failed removal leaves an orphan that the next open deletes.
+        let _ = inner.file_system.remove(&log_path(&inner.dir, oldest));
     }
 }
 

@@ -31,7 +31,7 @@ pub(crate) use builder::TableBuilder;
 pub(crate) use properties::TableProperties;
 pub(crate) use reader::{BlockReadOptions, Table};
 
-use crate::options::{Compression, Options};
+use crate::options::{ColumnFamilyOptions, Compression};
 
 /// The options a table builder needs, taken from the database [`Options`].
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -47,20 +47,21 @@ pub(crate) struct TableOptions {
 }
 
 impl TableOptions {
-    /// The table options of a database.
-    pub(crate) fn from_options(options: &Options) -> TableOptions {
+    /// The options of tables a column family writes to `level`; `bottommost` when they hold
+    /// the bottommost data of their key range (which may be compressed differently).
+    pub(crate) fn for_level(options: &ColumnFamilyOptions, level: usize, bottommost: bool) -> TableOptions {
         TableOptions {
             block_size_bytes: options.block_size_bytes,
             block_restart_interval: options.block_restart_interval,
             bloom_bits_per_key: options.bloom_bits_per_key,
-            compression: options.compression,
+            compression: options.compression_for_level(level, bottommost),
         }
     }
 }
 
 impl Default for TableOptions {
     fn default() -> TableOptions {
-        TableOptions::from_options(&Options::default())
+        TableOptions::for_level(&ColumnFamilyOptions::default(), 0, false)
     }
 }
 

@@ -3,7 +3,9 @@
 //! next file number, last sequence number).
 //!
 //! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
-//! `docs/format/manifest.md`, format version 1). Tags with bit 6 set
+//! `docs/format/manifest.md`, format version 2). Each edit belongs to one column family (the
+//! default one, id 0, when the edit names none): its files and its log number are that column
+//! family's; the file-number, sequence and column-family counters are global. Tags with bit 6 set
 //! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
 //! other unknown tag is corruption, because an edit whose meaning is not fully understood must
 //! not be applied.
@@ -46,6 +48,16 @@ const TAG_LAST_SEQUENCE: u32 = 4;
 const TAG_DELETED_FILE: u32 = 5;
 /// Tag: a file added to a level (varint32 level, then the file's metadata).
 const TAG_NEW_FILE: u32 = 6;
+/// Tag: the column family the edit applies to (varint32 id); absent means the default one.
+const TAG_COLUMN_FAMILY: u32 = 7;
+/// Tag: the edit creates its column family with this name (length-prefixed UTF-8).
+const TAG_ADD_COLUMN_FAMILY: u32 = 8;
+/// Tag: the edit drops its column family (no body).
+const TAG_DROP_COLUMN_FAMILY: u32 = 9;
+/// Tag: the edit renames its column family (length-prefixed UTF-8).
+const TAG_RENAME_COLUMN_FAMILY: u32 = 10;
+/// Tag: the largest column family id ever handed out (varint32), so ids are never reused.
+const TAG_MAX_COLUMN_FAMILY: u32 = 11;
 
 /// What the manifest records about one SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,6 +95,16 @@ pub(crate) struct VersionEdit {
     pub deleted_files: Vec<(u32, u64)>,
     /// Files added, as (level, metadata).
     pub new_files: Vec<(u32, FileMetadata)>,
+    /// The column family whose files and log number this edit changes.
+    pub column_family: u32,
+    /// Creates the column family, with this name.
+    pub add_column_family: Option<String>,
+    /// Drops the column family.
+    pub drop_column_family: bool,
+    /// Renames the column family.
+    pub rename_column_family: Option<String>,
+    /// The largest column family id handed out so far.
+    pub max_column_family: Option<u32>,
 }
 
 impl VersionEdit {
@@ -92,6 +114,25 @@ impl VersionEdit {
         if let Some(comparator) = &self.comparator {
             put_varint32(out, TAG_COMPARATOR);
             put_length_prefixed(out, comparator.as_bytes());
+        }
+        if self.column_family != 0 {
+            put_varint32(out, TAG_COLUMN_FAMILY);
+            put_varint32(out, self.column_family);
+        }
+        if let Some(name) = &self.add_column_family {
+            put_varint32(out, TAG_ADD_COLUMN_FAMILY);
+            put_length_prefixed(out, name.as_bytes());
+        }
+        if self.drop_column_family {
+            put_varint32(out, TAG_DROP_COLUMN_FAMILY);
+        }
+        if let Some(name) = &self.rename_column_family {
+            put_varint32(out, TAG_RENAME_COLUMN_FAMILY);
+            put_length_prefixed(out, name.as_bytes());
+        }
+        if let Some(max) = self.max_column_family {
+            put_varint32(out, TAG_MAX_COLUMN_FAMILY);
+            put_varint32(out, max);
         }
         let counters = [
             (TAG_LOG_NUMBER, self.log_number),
@@ -131,15 +172,41 @@ impl VersionEdit {
     pub(crate) fn decode(data: &[u8], path: &Path, offset: u64) -> Result<VersionEdit> {
         let mut decoder = Decoder { data, position: 0, path, base_offset: offset };
         let mut edit = VersionEdit::default();
+        let mut column_family = None;
         while !decoder.at_end() {
             let tag_start = decoder.position;
             let tag = decoder.varint64("tag")?;
             match u32::try_from(tag) {
                 Ok(TAG_COMPARATOR) => {
-                    let name = decoder.bytes("comparator name")?;
-                    let name = std::str::from_utf8(name)
-                        .map_err(|_| decoder.corruption(tag_start, "comparator name is not UTF-8"))?;
-                    decoder.set_once(&mut edit.comparator, name.to_string(), tag_start, "comparator")?;
+                    let name = decoder.text("comparator name", tag_start)?;
+                    decoder.set_once(&mut edit.comparator, name, tag_start, "comparator")?;
+                }
+                Ok(TAG_COLUMN_FAMILY) => {
+                    let id = decoder.varint32("column family id")?;
+                    // The default column family is implied by the tag's absence, so the
+                    // encoding of an edit stays unique.
+                    if id == 0 {
+                        return Err(decoder.corruption(tag_start, "explicit default column family id"));
+                    }
+                    decoder.set_once(&mut column_family, id, tag_start, "column family")?;
+                }
+                Ok(TAG_ADD_COLUMN_FAMILY) => {
+                    let name = decoder.text("column family name", tag_start)?;
+                    decoder.set_once(&mut edit.add_column_family, name, tag_start, "added column family")?;
+                }
+                Ok(TAG_DROP_COLUMN_FAMILY) => {
+                    if edit.drop_column_family {
+                        return Err(decoder.corruption(tag_start, "column family dropped twice"));
+                    }
+                    edit.drop_column_family = true;
+                }
+                Ok(TAG_RENAME_COLUMN_FAMILY) => {
+                    let name = decoder.text("column family name", tag_start)?;
+                    decoder.set_once(&mut edit.rename_column_family, name, tag_start, "renamed column family")?;
+                }
+                Ok(TAG_MAX_COLUMN_FAMILY) => {
+                    let max = decoder.varint32("max column family")?;
+                    decoder.set_once(&mut edit.max_column_family, max, tag_start, "max column family")?;
                 }
                 Ok(TAG_LOG_NUMBER) => {
                     let value = decoder.varint64("log number")?;
@@ -170,6 +237,7 @@ impl VersionEdit {
                 _ => return Err(decoder.corruption(tag_start, format!("unknown tag {tag}"))),
             }
         }
+        edit.column_family = column_family.unwrap_or(0);
         Ok(edit)
     }
 }
@@ -205,6 +273,20 @@ impl<'a> Decoder<'a> {
             .ok_or_else(|| self.corruption(self.position, format!("{what} is truncated or malformed")))?;
         self.position += length;
         Ok(value)
+    }
+
+    fn varint32(&mut self, what: &str) -> Result<u32> {
+        let start = self.position;
+        let value = self.varint64(what)?;
+        u32::try_from(value).map_err(|_| self.corruption(start, format!("{what} {value} exceeds 32 bits")))
+    }
+
+    /// A length-prefixed UTF-8 string.
+    fn text(&mut self, what: &str, tag_start: usize) -> Result<String> {
+        let bytes = self.bytes(what)?;
+        let text =
+            std::str::from_utf8(bytes).map_err(|_| self.corruption(tag_start, format!("{what} is not UTF-8")))?;
+        Ok(text.to_string())
     }
 
     fn bytes(&mut self, what: &str) -> Result<&'a [u8]> {
@@ -316,7 +398,45 @@ mod tests {
             last_sequence: Some(MAX_SEQUENCE_NUMBER),
             deleted_files: vec![(0, 5), (63, u64::MAX)],
             new_files: vec![(1, file(17)), (6, file(200))],
+            ..VersionEdit::default()
         }
+    }
+
+    fn column_family_edit() -> VersionEdit {
+        VersionEdit {
+            column_family: 4,
+            add_column_family: Some("users".to_string()),
+            rename_column_family: Some("people".to_string()),
+            drop_column_family: true,
+            max_column_family: Some(9),
+            log_number: Some(40),
+            new_files: vec![(0, file(3))],
+            ..VersionEdit::default()
+        }
+    }
+
+    #[test]
+    fn column_family_fields_round_trip() {
+        let edit = column_family_edit();
+        let decoded = VersionEdit::decode(&encode(&edit), &path(), 0).unwrap();
+        assert_eq!(decoded, edit);
+        // The default column family is implied, never written.
+        let default_edit = VersionEdit { log_number: Some(1), ..VersionEdit::default() };
+        assert_eq!(encode(&default_edit), vec![2, 1]);
+    }
+
+    #[test]
+    fn column_family_fields_are_checked() {
+        // An explicit default id would give one edit two encodings.
+        assert!(VersionEdit::decode(&[7, 0], &path(), 0).is_err());
+        // Twice the same column family tag.
+        assert!(VersionEdit::decode(&[7, 1, 7, 1], &path(), 0).is_err());
+        // Dropped twice.
+        assert!(VersionEdit::decode(&[7, 1, 9, 9], &path(), 0).is_err());
+        // Names must be UTF-8.
+        assert!(VersionEdit::decode(&[8, 1, 0xff], &path(), 0).is_err());
+        // Ids must fit in 32 bits.
+        assert!(VersionEdit::decode(&[11, 0x80, 0x80, 0x80, 0x80, 0x10], &path(), 0).is_err());
     }
 
     fn encode(edit: &VersionEdit) -> Vec<u8> {
@@ -359,6 +479,7 @@ mod tests {
             last_sequence: Some(4),
             deleted_files: vec![(1, 9)],
             new_files: Vec::new(),
+            ..VersionEdit::default()
         };
         assert_eq!(encode(&edit), vec![1, 1, b'c', 2, 2, 3, 0xac, 0x02, 4, 4, 5, 1, 9]);
     }
@@ -374,7 +495,7 @@ mod tests {
         assert_eq!(VersionEdit::decode(&encoded, &path(), 0).expect("ignorable"), full_edit());
 
         let mut unknown = encode(&full_edit());
-        put_varint32(&mut unknown, 7);
+        put_varint32(&mut unknown, 12);
         put_length_prefixed(&mut unknown, b"x");
         assert_eq!(corruption_offset(VersionEdit::decode(&unknown, &path(), 50)), 50 + known_length);
         assert_eq!(corruption_offset(VersionEdit::decode(&[0], &path(), 50)), 50);

@@ -8,13 +8,17 @@
 //! full snapshot of the version and becomes live when `CURRENT` is switched to it by
 //! write-temp, sync, rename, sync-directory.
 //!
+//! Each column family has its own version and log number; file numbers, the sequence counter
+//! and the manifest are shared. A file number belongs to exactly one column family.
+//!
 //! Concurrency contract: the version set is owned by the database state and used under its
 //! mutex; versions it hands out are immutable `Arc`s.
 
-use std::collections::HashMap;
+use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
+use crate::batch::DEFAULT_COLUMN_FAMILY_ID;
 use crate::db::filename::{manifest_file_name, manifest_path, temp_file_name, CURRENT_FILE_NAME};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -26,39 +30,69 @@ use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
 /// The name written to and checked in every manifest.
 pub(crate) const COMPARATOR_NAME: &str = "riptide.bytewise";
 
+/// The name of the column family that always exists (id 0).
+pub(crate) const DEFAULT_COLUMN_FAMILY_NAME: &str = "default";
+
 /// A manifest larger than this is replaced by a fresh snapshot at the next edit.
 const MANIFEST_ROLL_SIZE_BYTES: u64 = 64 << 20;
+
+/// One column family as the version set knows it.
+pub(crate) struct ColumnFamilyVersion {
+    pub(crate) name: String,
+    pub(crate) current: Arc<Version>,
+    /// Logs numbered below this one hold nothing of this column family that is not in its
+    /// tables.
+    pub(crate) log_number: u64,
+}
 
 pub(crate) struct VersionSet {
     dir: PathBuf,
     file_system: Arc<dyn FileSystem>,
     janitor: Arc<FileJanitor>,
-    current: Arc<Version>,
+    column_families: BTreeMap<u32, ColumnFamilyVersion>,
+    /// The largest column family id ever handed out; ids are never reused, so a record of a
+    /// dropped column family in an old log can never be taken for a new one's.
+    max_column_family: u32,
     next_file_number: u64,
     last_sequence: u64,
-    log_number: u64,
     manifest: Option<LogWriter>,
     manifest_number: u64,
+}
+
+/// A column family being rebuilt from the manifest.
+struct RecoveredColumnFamily {
+    name: String,
+    files: HashMap<u64, (u32, FileMetadata)>,
+    log_number: u64,
 }
 
 impl VersionSet {
     /// A version set for a brand-new database: nothing is written until the first
     /// `log_and_apply`, which creates the first manifest and `CURRENT`.
     pub(crate) fn new_empty(dir: &Path, file_system: Arc<dyn FileSystem>, janitor: Arc<FileJanitor>) -> VersionSet {
+        let mut column_families = BTreeMap::new();
+        column_families.insert(
+            DEFAULT_COLUMN_FAMILY_ID,
+            ColumnFamilyVersion {
+                name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
+                current: Arc::new(Version::empty()),
+                log_number: 0,
+            },
+        );
         VersionSet {
             dir: dir.to_path_buf(),
             file_system,
             janitor,
-            current: Arc::new(Version::empty()),
+            column_families,
+            max_column_family: DEFAULT_COLUMN_FAMILY_ID,
             next_file_number: 1,
             last_sequence: 0,
-            log_number: 0,
             manifest: None,
             manifest_number: 0,
         }
     }
 
-    /// Reads `CURRENT` and the manifest it names and rebuilds the version.
+    /// Reads `CURRENT` and the manifest it names and rebuilds every column family's version.
     pub(crate) fn recover(
         dir: &Path,
         file_system: Arc<dyn FileSystem>,
@@ -76,20 +110,32 @@ impl VersionSet {
         // The last record of the manifest may be torn by a crash; such an edit was never acted
         // on (installation waits for the sync), so dropping it is safe.
         let mut reader = LogReader::new(data, path.clone(), WalRecovery::TolerateTornTail, true);
-        let mut files: HashMap<u64, (u32, FileMetadata)> = HashMap::new();
+        let mut families: BTreeMap<u32, RecoveredColumnFamily> = BTreeMap::new();
+        families.insert(
+            DEFAULT_COLUMN_FAMILY_ID,
+            RecoveredColumnFamily {
+                name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
+                files: HashMap::new(),
+                log_number: 0,
+            },
+        );
         let mut comparator = None;
-        let mut log_number = None;
         let mut next_file_number = None;
         let mut last_sequence = None;
+        let mut max_column_family = DEFAULT_COLUMN_FAMILY_ID;
+        let mut saw_default_log_number = false;
         while let Some((offset, record)) = reader.next_record()? {
             let edit = VersionEdit::decode(record, &path, offset + RECORD_HEADER_SIZE_BYTES as u64)?;
             if edit.comparator.is_some() {
                 comparator = edit.comparator.clone();
             }
-            log_number = edit.log_number.or(log_number);
             next_file_number = edit.next_file_number.or(next_file_number);
             last_sequence = edit.last_sequence.or(last_sequence);
-            apply_to_map(&mut files, &edit).map_err(|reason| Error::corruption(&path, offset, reason))?;
+            if let Some(max) = edit.max_column_family {
+                max_column_family = max_column_family.max(max);
+            }
+            saw_default_log_number |= edit.column_family == DEFAULT_COLUMN_FAMILY_ID && edit.log_number.is_some();
+            apply_to_families(&mut families, &edit).map_err(|reason| Error::corruption(&path, offset, reason))?;
         }
         let missing = |what: &str| Error::corruption(&path, 0, format!("manifest has no {what}"));
         let comparator = comparator.ok_or_else(|| missing("comparator"))?;
@@ -98,30 +144,62 @@ impl VersionSet {
                 "database uses comparator {comparator:?}, this build provides {COMPARATOR_NAME:?}"
             )));
         }
-        let log_number = log_number.ok_or_else(|| missing("log number"))?;
+        if !saw_default_log_number {
+            return Err(missing("log number"));
+        }
         let next_file_number = next_file_number.ok_or_else(|| missing("next file number"))?;
         let last_sequence = last_sequence.ok_or_else(|| missing("last sequence"))?;
-        if let Some(&number) = files.keys().find(|&&number| number >= next_file_number) {
-            return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
+        let mut column_families = BTreeMap::new();
+        for (id, family) in families {
+            if id > max_column_family {
+                return Err(Error::corruption(
+                    &path,
+                    0,
+                    format!("column family {id} exceeds the largest id handed out"),
+                ));
+            }
+            if let Some(&number) = family.files.keys().find(|&&number| number >= next_file_number) {
+                return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
+            }
+            let version = build_version(&family.files, &janitor);
+            check_levels_disjoint(&version).map_err(|reason| Error::corruption(&path, 0, reason))?;
+            column_families.insert(
+                id,
+                ColumnFamilyVersion { name: family.name, current: Arc::new(version), log_number: family.log_number },
+            );
         }
-        let version = build_version(&files, &janitor);
-        check_levels_disjoint(&version).map_err(|reason| Error::corruption(&path, 0, reason))?;
         Ok(VersionSet {
             dir: dir.to_path_buf(),
             file_system,
             janitor,
-            current: Arc::new(version),
+            column_families,
+            max_column_family,
             next_file_number: next_file_number.max(manifest_number + 1),
             last_sequence,
-            log_number,
             // Recovery always starts a new manifest, so a torn tail is never appended to.
             manifest: None,
             manifest_number,
         })
     }
 
-    pub(crate) fn current(&self) -> Arc<Version> {
-        Arc::clone(&self.current)
+    /// The current version of column family `id`; an empty version if it does not exist (the
+    /// callers hold ids of live column families, so that only happens after a drop).
+    pub(crate) fn current(&self, id: u32) -> Arc<Version> {
+        match self.column_families.get(&id) {
+            Some(family) => Arc::clone(&family.current),
+            None => Arc::new(Version::empty()),
+        }
+    }
+
+    /// Every live column family, by id.
+    pub(crate) fn column_families(&self) -> &BTreeMap<u32, ColumnFamilyVersion> {
+        &self.column_families
+    }
+
+    /// A fresh column family id (recorded in the manifest by the edit that creates it).
+    pub(crate) fn new_column_family_id(&mut self) -> u32 {
+        self.max_column_family += 1;
+        self.max_column_family
     }
 
     pub(crate) fn new_file_number(&mut self) -> u64 {
@@ -146,35 +224,46 @@ impl VersionSet {
         self.last_sequence = sequence;
     }
 
-    pub(crate) fn log_number(&self) -> u64 {
-        self.log_number
+    /// The log number of column family `id` (0 if it does not exist).
+    pub(crate) fn log_number(&self, id: u32) -> u64 {
+        self.column_families.get(&id).map_or(0, |family| family.log_number)
+    }
+
+    /// The oldest log any column family may still need at recovery.
+    pub(crate) fn min_log_number(&self) -> u64 {
+        self.column_families.values().map(|family| family.log_number).min().unwrap_or(0)
     }
 
     pub(crate) fn manifest_number(&self) -> u64 {
         self.manifest_number
     }
 
-    /// Records `edit` durably in the manifest and installs the resulting version. On error the
-    /// current version is unchanged and the next call starts a fresh manifest (the old one may
-    /// end in a record whose durability is unknown).
+    /// Records `edit` durably in the manifest and installs the resulting version of its column
+    /// family. On error nothing changes and the next call starts a fresh manifest (the old one
+    /// may end in a record whose durability is unknown).
     pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+        let id = edit.column_family;
+        let existing = self.column_families.get(&id);
+        if edit.add_column_family.is_some() {
+            if existing.is_some() || id > self.max_column_family {
+                return Err(Error::invalid(format!("internal error: column family {id} cannot be added")));
+            }
+            edit.max_column_family = Some(self.max_column_family);
+        } else if existing.is_none() {
+            return Err(Error::invalid(format!("column family {id} does not exist")));
+        }
         if let Some(log_number) = edit.log_number {
-            debug_assert!(log_number >= self.log_number, "log numbers never go back");
+            debug_assert!(log_number >= self.log_number(id), "log numbers never go back");
             debug_assert!(log_number < self.next_file_number);
-        } else {
-            edit.log_number = Some(self.log_number);
         }
         edit.last_sequence = Some(self.last_sequence);
-        let new_version = self.apply(&edit)?;
+        let new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit)?) };
         let manifest_too_large = self.manifest.as_ref().is_some_and(|m| m.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES);
         if self.manifest.is_none() || manifest_too_large {
             // The new manifest's number must be recorded inside it as used.
             let number = self.new_file_number();
             edit.next_file_number = Some(self.next_file_number);
-            let mut snapshot = snapshot_edit(&new_version);
-            snapshot.log_number = edit.log_number;
-            snapshot.next_file_number = Some(self.next_file_number);
-            snapshot.last_sequence = edit.last_sequence;
+            let snapshot = self.snapshot_edits(&edit, new_version.as_ref());
             match self.write_new_manifest(number, &snapshot) {
                 Ok(writer) => {
                     let old_number = self.manifest_number;
@@ -207,25 +296,47 @@ impl VersionSet {
         Ok(())
     }
 
-    fn install(&mut self, new_version: Version, edit: &VersionEdit) {
+    fn install(&mut self, new_version: Option<Version>, edit: &VersionEdit) {
+        let id = edit.column_family;
+        let Some(new_version) = new_version else {
+            // A dropped column family's files go once no reader holds them.
+            if let Some(family) = self.column_families.remove(&id) {
+                for file in family.current.levels.iter().flatten() {
+                    file.mark_obsolete();
+                }
+            }
+            return;
+        };
+        let family = self.column_families.entry(id).or_insert_with(|| ColumnFamilyVersion {
+            name: String::new(),
+            current: Arc::new(Version::empty()),
+            log_number: 0,
+        });
         for &(level, number) in &edit.deleted_files {
             // A file deleted and added by the same edit was moved to another level: it stays.
             if edit.new_files.iter().any(|(_, meta)| meta.number == number) {
                 continue;
             }
-            if let Some(file) = self.current.levels[level as usize].iter().find(|f| f.number() == number) {
+            if let Some(file) = family.current.levels[level as usize].iter().find(|f| f.number() == number) {
                 file.mark_obsolete();
             }
         }
-        if let Some(log_number) = edit.log_number {
-            self.log_number = log_number;
+        if let Some(name) = edit.add_column_family.as_ref().or(edit.rename_column_family.as_ref()) {
+            family.name = name.clone();
         }
-        self.current = Arc::new(new_version);
+        if let Some(log_number) = edit.log_number {
+            family.log_number = log_number;
+        }
+        family.current = Arc::new(new_version);
     }
 
-    /// The version that results from applying `edit` to the current one.
+    /// The version of the edit's column family that results from applying `edit`.
     fn apply(&self, edit: &VersionEdit) -> Result<Version> {
-        let mut levels: Vec<Vec<Arc<TableFile>>> = self.current.levels.clone();
+        let base = match self.column_families.get(&edit.column_family) {
+            Some(family) => Arc::clone(&family.current),
+            None => Arc::new(Version::empty()),
+        };
+        let mut levels: Vec<Vec<Arc<TableFile>>> = base.levels.clone();
         let mut removed: Vec<Arc<TableFile>> = Vec::new();
         for &(level, number) in &edit.deleted_files {
             let files =
@@ -253,13 +364,60 @@ impl VersionSet {
         Ok(version)
     }
 
-    fn write_new_manifest(&self, number: u64, snapshot: &VersionEdit) -> Result<LogWriter> {
+    /// The records that open a new manifest: one full edit per column family as it will be
+    /// once `edit` is applied, the first also carrying the comparator and the counters.
+    fn snapshot_edits(&self, edit: &VersionEdit, new_version: Option<&Version>) -> Vec<VersionEdit> {
+        let mut edits = Vec::new();
+        let mut ids: Vec<u32> = self.column_families.keys().copied().collect();
+        if !ids.contains(&edit.column_family) {
+            ids.push(edit.column_family);
+        }
+        for id in ids {
+            let (name, version, log_number) = if id == edit.column_family {
+                let Some(version) = new_version else { continue };
+                let name = edit
+                    .add_column_family
+                    .clone()
+                    .or_else(|| edit.rename_column_family.clone())
+                    .or_else(|| self.column_families.get(&id).map(|f| f.name.clone()))
+                    .unwrap_or_default();
+                (name, version, edit.log_number.unwrap_or_else(|| self.log_number(id)))
+            } else {
+                let Some(family) = self.column_families.get(&id) else { continue };
+                (family.name.clone(), family.current.as_ref(), family.log_number)
+            };
+            let mut family_edit = VersionEdit {
+                column_family: id,
+                add_column_family: (id != DEFAULT_COLUMN_FAMILY_ID).then_some(name),
+                log_number: Some(log_number),
+                ..VersionEdit::default()
+            };
+            for (level, files) in version.levels.iter().enumerate() {
+                for file in files {
+                    family_edit.new_files.push((level as u32, file.meta.clone()));
+                }
+            }
+            edits.push(family_edit);
+        }
+        // The default column family always exists and sorts first, so the first edit is its.
+        if let Some(first) = edits.first_mut() {
+            first.comparator = Some(COMPARATOR_NAME.to_string());
+            first.next_file_number = edit.next_file_number;
+            first.last_sequence = edit.last_sequence;
+            first.max_column_family = Some(self.max_column_family);
+        }
+        edits
+    }
+
+    fn write_new_manifest(&self, number: u64, snapshot: &[VersionEdit]) -> Result<LogWriter> {
         let path = manifest_path(&self.dir, number);
         let file = self.file_system.create(&path)?;
         let mut writer = LogWriter::new(file, path);
-        let mut record = Vec::new();
-        snapshot.encode(&mut record);
-        writer.add_record(&record)?;
+        for edit in snapshot {
+            let mut record = Vec::new();
+            edit.encode(&mut record);
+            writer.add_record(&record)?;
+        }
         writer.sync()?;
         set_current_file(self.file_system.as_ref(), &self.dir, number)?;
         Ok(writer)
@@ -288,18 +446,32 @@ fn parse_current(contents: &[u8]) -> Option<u64> {
     }
 }
 
-/// A full description of `version` as one edit (the first record of every manifest).
-fn snapshot_edit(version: &Version) -> VersionEdit {
-    let mut edit = VersionEdit { comparator: Some(COMPARATOR_NAME.to_string()), ..VersionEdit::default() };
-    for (level, files) in version.levels.iter().enumerate() {
-        for file in files {
-            edit.new_files.push((level as u32, file.meta.clone()));
+/// Applies one manifest edit to the column families being recovered.
+fn apply_to_families(
+    families: &mut BTreeMap<u32, RecoveredColumnFamily>,
+    edit: &VersionEdit,
+) -> std::result::Result<(), String> {
+    let id = edit.column_family;
+    if let Some(name) = &edit.add_column_family {
+        if id == DEFAULT_COLUMN_FAMILY_ID || families.contains_key(&id) {
+            return Err(format!("edit adds column family {id}, which exists"));
         }
+        families.insert(id, RecoveredColumnFamily { name: name.clone(), files: HashMap::new(), log_number: 0 });
     }
-    edit
-}
-
-fn apply_to_map(files: &mut HashMap<u64, (u32, FileMetadata)>, edit: &VersionEdit) -> std::result::Result<(), String> {
+    if edit.drop_column_family {
+        if id == DEFAULT_COLUMN_FAMILY_ID || families.remove(&id).is_none() {
+            return Err(format!("edit drops column family {id}, which cannot be dropped"));
+        }
+        return Ok(());
+    }
+    let family = families.get_mut(&id).ok_or_else(|| format!("edit names unknown column family {id}"))?;
+    if let Some(name) = &edit.rename_column_family {
+        family.name = name.clone();
+    }
+    if let Some(log_number) = edit.log_number {
+        family.log_number = log_number;
+    }
+    let files = &mut family.files;
     for &(level, number) in &edit.deleted_files {
         match files.remove(&number) {
             Some((found_level, _)) if found_level == level => {}

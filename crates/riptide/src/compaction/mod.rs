@@ -1,0 +1,14 @@
+//! Compaction policy: the decisions about what to merge down the tree, kept apart from the code
+//! that reads and writes tables so that they can be tested on hand-built versions.
+//!
+//! - `picker`: leveled compaction with dynamic level sizes. Given a [`Version`] and the jobs
+//!   already running, it chooses the next job (its input files, output level and reason),
+//!   manual-compaction jobs, split points for sub-compactions and the pending-bytes estimate.
+//!
+//! Concurrency contract: everything here is pure (no I/O, no locks, no shared state); the engine
+//! calls it under its state mutex so that the version and the list of running jobs it passes are
+//! consistent with each other.
+//!
+//! [`Version`]: crate::version::tree::Version
+
+pub(crate) mod picker;

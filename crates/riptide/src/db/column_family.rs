@@ -1,0 +1,151 @@
+//! Column families: independent key spaces of one database that share its write-ahead log,
+//! sequence numbers, snapshots, caches and background threads.
+//!
+//! Each column family has its own memtables, levels and options ([`ColumnFamilyOptions`]). A
+//! write batch may span column families; since all of them log to the one WAL, the batch is
+//! atomic across a crash. Per column family the manifest records a log number: the oldest WAL
+//! that may hold data of the column family not yet in its tables. Recovery replays a WAL
+//! record into a column family only if the WAL is at or above that number (invariant I22).
+//!
+//! Concurrency contract: a [`ColumnFamily`] handle is a cheap clone shared across threads. Its
+//! [`ColumnFamilyShared`] part holds what readers need without the database mutex (the read
+//! view, behind its own lock, and the options); [`ColumnFamilyState`] is the part guarded by
+//! the database mutex. Dropping a column family removes it from the state and the manifest
+//! and marks its files obsolete; they are deleted when the last reader (a read view, an
+//! iterator) lets go of them.
+
+use std::collections::VecDeque;
+use std::fmt;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+
+use parking_lot::RwLock;
+
+use super::{ImmutableMemTable, ReadView};
+use crate::memtable::MemTable;
+use crate::options::ColumnFamilyOptions;
+use crate::snapshot::Snapshot;
+use crate::version::tree::NUM_LEVELS;
+
+/// A handle to a column family, from [`crate::Db::create_column_family`],
+/// [`crate::Db::column_family`] or [`crate::Db::default_column_family`].
+///
+/// Handles stay valid after the column family is dropped, but every operation through them
+/// then fails with [`crate::Error::InvalidArgument`].
+#[derive(Clone)]
+pub struct ColumnFamily {
+    pub(crate) shared: Arc<ColumnFamilyShared>,
+}
+
+impl ColumnFamily {
+    /// The column family's id: 0 for the default one; ids are never reused.
+    pub fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    /// The column family's current name.
+    pub fn name(&self) -> String {
+        self.shared.name.read().clone()
+    }
+
+    /// True once the column family has been dropped.
+    pub fn is_dropped(&self) -> bool {
+        self.shared.dropped.load(Ordering::Acquire)
+    }
+}
+
+impl fmt::Debug for ColumnFamily {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("ColumnFamily").field("id", &self.id()).field("name", &self.name()).finish()
+    }
+}
+
+/// What readers and writers of a column family use without the database mutex.
+pub(crate) struct ColumnFamilyShared {
+    pub(crate) id: u32,
+    pub(crate) name: RwLock<String>,
+    pub(crate) dropped: AtomicBool,
+    pub(crate) options: RwLock<Arc<ColumnFamilyOptions>>,
+    /// The memtables and version readers use, replaced (under the database mutex) whenever
+    /// they change.
+    pub(crate) read_view: RwLock<Arc<ReadView>>,
+}
+
+impl ColumnFamilyShared {
+    pub(crate) fn new(id: u32, name: String, options: ColumnFamilyOptions, view: ReadView) -> ColumnFamilyShared {
+        ColumnFamilyShared {
+            id,
+            name: RwLock::new(name),
+            dropped: AtomicBool::new(false),
+            options: RwLock::new(Arc::new(options)),
+            read_view: RwLock::new(Arc::new(view)),
+        }
+    }
+
+    pub(crate) fn options(&self) -> Arc<ColumnFamilyOptions> {
+        Arc::clone(&self.options.read())
+    }
+
+    /// The read view and the sequence to read at, taken together under the view lock so that
+    /// every write at or below the sequence is in the view (see `read.rs`).
+    pub(crate) fn view_and_sequence(
+        &self,
+        visible_sequence: &std::sync::atomic::AtomicU64,
+        snapshot: Option<&Snapshot>,
+    ) -> (Arc<ReadView>, u64) {
+        let guard = self.read_view.read();
+        let sequence = match snapshot {
+            Some(snapshot) => snapshot.sequence(),
+            None => visible_sequence.load(Ordering::Acquire),
+        };
+        (Arc::clone(&guard), sequence)
+    }
+}
+
+/// The part of a column family guarded by the database mutex.
+pub(crate) struct ColumnFamilyState {
+    pub(crate) shared: Arc<ColumnFamilyShared>,
+    pub(crate) memtable: Arc<MemTable>,
+    /// The WAL that was current when `memtable` was created: the oldest that may hold its data.
+    pub(crate) memtable_log_number: u64,
+    /// Full memtables waiting for flush, oldest first.
+    pub(crate) immutables: VecDeque<ImmutableMemTable>,
+    /// True while a flush of this column family runs (one at a time, so tables are installed in
+    /// the order of their memtables).
+    pub(crate) flush_running: bool,
+    /// Per level: the largest user key of the last compaction, so the next one moves on.
+    pub(crate) compact_pointers: Vec<Vec<u8>>,
+}
+
+impl ColumnFamilyState {
+    pub(crate) fn new(shared: Arc<ColumnFamilyShared>, memtable: Arc<MemTable>, log_number: u64) -> Self {
+        ColumnFamilyState {
+            shared,
+            memtable,
+            memtable_log_number: log_number,
+            immutables: VecDeque::new(),
+            flush_running: false,
+            compact_pointers: vec![Vec::new(); NUM_LEVELS],
+        }
+    }
+
+    pub(crate) fn id(&self) -> u32 {
+        self.shared.id
+    }
+
+    /// The oldest WAL this column family still needs, or `None` when all its data is in
+    /// tables (then no WAL needs to be kept for it).
+    pub(crate) fn oldest_needed_log(&self) -> Option<u64> {
+        match self.immutables.front() {
+            Some(oldest) => Some(oldest.log_number),
+            None if !self.memtable.is_empty() => Some(self.memtable_log_number),
+            None => None,
+        }
+    }
+
+    /// Memory held by the active and immutable memtables.
+    pub(crate) fn memtable_memory_bytes(&self) -> usize {
+        self.memtable.approximate_memory_bytes()
+            + self.immutables.iter().map(|imm| imm.memtable.approximate_memory_bytes()).sum::<usize>()
+    }
+}

@@ -1,0 +1,204 @@
+//! The global memory cap: accounting of what the engine holds in memory, pressure levels, and
+//! the actions each level triggers.
+//!
+//! Memory is counted in four parts: active memtables and immutable memtables of every column
+//! family (their arena chunks), the block cache's charged bytes, and the indexes, filters and
+//! properties of open tables. The writer side (the write leader, under the database mutex)
+//! totals the memtables itself, because they change with every write; the cache and table
+//! parts change more slowly and are refreshed by the monitor thread every
+//! `MONITOR_INTERVAL_MS` milliseconds.
+//!
+//! The ratio of use to `max_memory_bytes` maps to a [`MemoryPressure`] level:
+//! below 70 % normal; from 70 % elevated (writers switch a memtable that is at least half full
+//! so it is flushed early, and wait 100 µs per write group); from 85 % high (the largest
+//! memtable of any column family is switched for flushing, the block cache is shrunk, and
+//! writers wait 1 ms per group); from 95 % critical (writers block until use falls below the
+//! critical mark, as long as flushes in flight can free memory). The monitor thread acts from
+//! its side too: it shrinks the block cache (down to an eighth of its configured capacity)
+//! from elevated pressure on and gives it back once pressure is normal.
+//!
+//! A writer never blocks when nothing in flight can free memory (no immutable memtable waits
+//! for flush and the memtables are empty): then the excess is table metadata that only
+//! compaction or closing tables reduces, and blocking would deadlock. Such writes are counted.
+//!
+//! Concurrency contract: the governor's fields are atomics; the configured cache capacity is
+//! changed only through [`MemoryGovernor::set_block_cache_capacity_bytes`].
+
+use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+
+use crate::cache::BlockCache;
+
+use super::stats::MemoryPressure;
+
+/// How often the monitor thread refreshes the cache and table parts and adjusts the cache.
+pub(crate) const MONITOR_INTERVAL_MS: u64 = 20;
+
+/// Fractions of the cap at which each pressure level begins, in per mille.
+const ELEVATED_PER_MILLE: u64 = 700;
+const HIGH_PER_MILLE: u64 = 850;
+const CRITICAL_PER_MILLE: u64 = 950;
+
+/// The block cache never shrinks below this fraction of its configured capacity.
+const MINIMUM_CACHE_DIVISOR: usize = 8;
+
+pub(crate) struct MemoryGovernor {
+    limit_bytes: u64,
+    /// Block cache plus open-table memory, as of the monitor's last refresh.
+    other_usage_bytes: AtomicU64,
+    /// Memtable memory as of the last write group.
+    memtable_usage_bytes: AtomicU64,
+    /// The capacity the user configured; the cache may be shrunk below it under pressure.
+    configured_cache_bytes: AtomicUsize,
+    pressure: AtomicU8,
+    /// Largest total use seen.
+    peak_usage_bytes: AtomicU64,
+    /// Writes that went on at critical pressure because nothing in flight could free memory.
+    pub(crate) unreclaimable_critical_writes: AtomicU64,
+    pub(crate) delays: AtomicU64,
+    pub(crate) delay_micros: AtomicU64,
+    pub(crate) blocks: AtomicU64,
+    pub(crate) block_micros: AtomicU64,
+}
+
+impl MemoryGovernor {
+    pub(crate) fn new(limit_bytes: u64, configured_cache_bytes: usize) -> MemoryGovernor {
+        MemoryGovernor {
+            limit_bytes,
+            other_usage_bytes: AtomicU64::new(0),
+            memtable_usage_bytes: AtomicU64::new(0),
+            configured_cache_bytes: AtomicUsize::new(configured_cache_bytes),
+            pressure: AtomicU8::new(MemoryPressure::Normal as u8),
+            peak_usage_bytes: AtomicU64::new(0),
+            unreclaimable_critical_writes: AtomicU64::new(0),
+            delays: AtomicU64::new(0),
+            delay_micros: AtomicU64::new(0),
+            blocks: AtomicU64::new(0),
+            block_micros: AtomicU64::new(0),
+        }
+    }
+
+    pub(crate) fn limit_bytes(&self) -> u64 {
+        self.limit_bytes
+    }
+
+    /// Total use as last accounted.
+    pub(crate) fn usage_bytes(&self) -> u64 {
+        self.other_usage_bytes.load(Ordering::Relaxed) + self.memtable_usage_bytes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn peak_usage_bytes(&self) -> u64 {
+        self.peak_usage_bytes.load(Ordering::Relaxed)
+    }
+
+    pub(crate) fn pressure(&self) -> MemoryPressure {
+        MemoryPressure::from_u8(self.pressure.load(Ordering::Relaxed))
+    }
+
+    /// Records the memtables' memory (from the write path) and returns the pressure level.
+    pub(crate) fn update_memtables(&self, memtable_bytes: u64) -> MemoryPressure {
+        self.memtable_usage_bytes.store(memtable_bytes, Ordering::Relaxed);
+        self.refresh_pressure()
+    }
+
+    /// Records the cache and table memory (from the monitor) and returns the pressure level.
+    pub(crate) fn update_other(&self, other_bytes: u64) -> MemoryPressure {
+        self.other_usage_bytes.store(other_bytes, Ordering::Relaxed);
+        self.refresh_pressure()
+    }
+
+    fn refresh_pressure(&self) -> MemoryPressure {
+        let usage = self.usage_bytes();
+        self.peak_usage_bytes.fetch_max(usage, Ordering::Relaxed);
+        let level = pressure_for(usage, self.limit_bytes);
+        self.pressure.store(level as u8, Ordering::Relaxed);
+        level
+    }
+
+    /// The capacity the block cache should have at `pressure`.
+    pub(crate) fn cache_capacity_for(&self, pressure: MemoryPressure) -> usize {
+        let configured = self.configured_cache_bytes.load(Ordering::Relaxed);
+        let minimum = configured / MINIMUM_CACHE_DIVISOR;
+        match pressure {
+            MemoryPressure::Normal => configured,
+            MemoryPressure::Elevated => (configured / 2).max(minimum),
+            MemoryPressure::High | MemoryPressure::Critical => minimum,
+        }
+    }
+
+    /// Sets the user's cache capacity; the cache gets it (or less, under pressure) at once.
+    pub(crate) fn set_block_cache_capacity_bytes(&self, cache: &BlockCache, capacity_bytes: usize) {
+        self.configured_cache_bytes.store(capacity_bytes, Ordering::Relaxed);
+        cache.set_capacity_bytes(self.cache_capacity_for(self.pressure()));
+    }
+}
+
+/// The pressure level of `usage_bytes` against `limit_bytes`.
+pub(crate) fn pressure_for(usage_bytes: u64, limit_bytes: u64) -> MemoryPressure {
+    let per_mille = (u128::from(usage_bytes) * 1000 / u128::from(limit_bytes.max(1))) as u64;
+    if per_mille >= CRITICAL_PER_MILLE {
+        MemoryPressure::Critical
+    } else if per_mille >= HIGH_PER_MILLE {
+        MemoryPressure::High
+    } else if per_mille >= ELEVATED_PER_MILLE {
+        MemoryPressure::Elevated
+    } else {
+        MemoryPressure::Normal
+    }
+}
+
+/// Background thread body: refreshes the slow-moving parts of the accounting, adjusts the
+/// block cache to the pressure level and wakes writers waiting for memory.
+pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
+    let interval = std::time::Duration::from_millis(MONITOR_INTERVAL_MS);
+    let mut last_pressure = MemoryPressure::Normal;
+    while !inner.shutting_down.load(Ordering::Acquire) {
+        std::thread::sleep(interval);
+        let memtable_bytes: u64 = {
+            let state = inner.state.lock();
+            state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum()
+        };
+        inner.memory.update_memtables(memtable_bytes);
+        let other = inner.block_cache.usage_bytes() as u64 + inner.table_cache.memory_usage_bytes() as u64;
+        let pressure = inner.memory.update_other(other);
+        let capacity = inner.memory.cache_capacity_for(pressure);
+        if capacity != inner.block_cache.capacity_bytes() {
+            inner.block_cache.set_capacity_bytes(capacity);
+        }
+        if pressure < last_pressure {
+            // Writers blocked at critical pressure re-check when woken.
+            let _state = inner.state.lock();
+            inner.background_done.notify_all();
+        }
+        last_pressure = pressure;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn pressure_levels_follow_the_ratio() {
+        assert_eq!(pressure_for(0, 1000), MemoryPressure::Normal);
+        assert_eq!(pressure_for(699, 1000), MemoryPressure::Normal);
+        assert_eq!(pressure_for(700, 1000), MemoryPressure::Elevated);
+        assert_eq!(pressure_for(850, 1000), MemoryPressure::High);
+        assert_eq!(pressure_for(949, 1000), MemoryPressure::High);
+        assert_eq!(pressure_for(950, 1000), MemoryPressure::Critical);
+        assert_eq!(pressure_for(5000, 1000), MemoryPressure::Critical);
+        assert_eq!(pressure_for(u64::MAX, 1), MemoryPressure::Critical);
+    }
+
+    #[test]
+    fn cache_shrinks_with_pressure_and_comes_back() {
+        let governor = MemoryGovernor::new(1000, 800);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Normal), 800);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Elevated), 400);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::High), 100);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Critical), 100);
+        assert_eq!(governor.update_memtables(900), MemoryPressure::High);
+        assert_eq!(governor.update_other(60), MemoryPressure::Critical);
+        assert_eq!(governor.update_memtables(100), MemoryPressure::Normal);
+        assert_eq!(governor.peak_usage_bytes(), 960);
+    }
+}
