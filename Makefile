@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-report bench-compare clean soak fuzz sanitize
+.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -39,6 +39,16 @@ bench-deps:
 ## compiled RocksDB is reused).
 bench-build:
 	CARGO_TARGET_DIR=$(BENCH_TARGET_DIR) RUSTFLAGS="$(BENCH_RUSTFLAGS)" $(CARGO) build --release -p riptide-bench --features rocksdb
+
+## bench-longrun: the long random-write run, Riptide then RocksDB (same build as `bench`): uniform
+## 16-byte keys and 100-byte values in batches of 100 from 2 threads, far beyond the 64 MiB
+## memtables, for LONGRUN_SECONDS per engine (default 600, plus settling); the report adds
+## throughput over time, write stalls, write amplification, peak RSS and tail latencies.
+## LONGRUN_OPERATIONS sets how many keys it may write (default 200000000, more than 10 minutes allow).
+LONGRUN_SECONDS ?= 600
+LONGRUN_OPERATIONS ?=
+bench-longrun: setup bench-deps bench-build
+	$(BENCH_BIN) suite --suite longrun --max-seconds $(LONGRUN_SECONDS) $(if $(LONGRUN_OPERATIONS),--operations $(LONGRUN_OPERATIONS)) --db-path $(BENCH_DB_PATH) $(BENCH_ARGS)
 
 ## bench-riptide: the suite on Riptide alone, without building RocksDB.
 bench-riptide: setup

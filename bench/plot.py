@@ -143,16 +143,48 @@ def plot_resources(plt, directory, tests, by_key):
     plt.close(figure)
 
 
+# Above this many samples a run's line is drawn without markers, with a moving average on top.
+DENSE_SAMPLES = 120
+# The moving average of dense runs spans this many one-second samples.
+AVERAGE_SAMPLES = 10
+# Samples shorter than this are the phase's ragged end, not a whole second (as in the report).
+WHOLE_SECOND_MINIMUM_SECONDS = 0.5
+
+
+def moving_rates(points, width):
+    """Trailing averages of (elapsed, operations, interval) points: (elapsed, ops/s) per point."""
+    averaged = []
+    for index, (elapsed, _operations, _interval) in enumerate(points):
+        window = points[max(0, index - width + 1):index + 1]
+        seconds = sum(interval for _, _, interval in window)
+        if seconds > 0:
+            averaged.append((elapsed, sum(operations for _, operations, _ in window) / seconds))
+    return averaged
+
+
+def engine_label(engine, row):
+    """The legend entry: the engine, with its stall time and write amplification when known."""
+    details = []
+    stall = number(row, "write_stall_seconds") if row else None
+    if stall is not None:
+        details.append(f"stalled {stall:.1f} s")
+    amplification = number(row, "write_amplification") if row else None
+    if amplification is not None:
+        details.append(f"write amp {amplification:.2f}")
+    return f"{engine} ({', '.join(details)})" if details else engine
+
+
 def plot_over_time(plt, directory, rows, by_key):
     samples = read_csv(os.path.join(directory, "timeseries.csv"))
     if not samples:
         return
-    # The longest of the main write runs (named write_*), up to four; any write run otherwise.
+    # The longest of the long runs and the main write runs (named longrun_* or write_*), up to
+    # four; any write run otherwise.
     durations = {}
     for (test, _engine), row in by_key.items():
         if row.get("workload") == "write" and row.get("sync") != "true":
             durations[test] = max(durations.get(test, 0.0), number(row, "duration_seconds") or 0.0)
-    main_writes = [test for test in durations if test.startswith("write_")]
+    main_writes = [test for test in durations if test.startswith(("longrun_", "write_"))]
     candidates = main_writes if main_writes else list(durations)
     longest = sorted(candidates, key=durations.get, reverse=True)[:4]
     if not longest:
@@ -160,12 +192,36 @@ def plot_over_time(plt, directory, rows, by_key):
     figure, axes = plt.subplots(len(longest), 1, figsize=(10, 2.8 * len(longest)), squeeze=False)
     for axis, test in zip(axes[:, 0], longest):
         for engine in ENGINES:
-            points = [(number(sample, "elapsed_seconds"), number(sample, "ops_per_second"))
-                      for sample in samples if sample["test"] == test and sample["engine"] == engine]
-            points = [(x, y) for x, y in points if x is not None and y is not None]
-            if points:
-                axis.plot([x for x, _ in points], [y for _, y in points], marker=".", label=engine,
-                          color=COLORS.get(engine))
+            points = []
+            for sample in samples:
+                if sample["test"] != test or sample["engine"] != engine:
+                    continue
+                elapsed = number(sample, "elapsed_seconds")
+                operations = number(sample, "operations")
+                interval = number(sample, "interval_seconds")
+                if elapsed is not None and operations is not None and interval is not None:
+                    # A rerun into the same file starts again at its first second and replaces
+                    # the earlier samples, as the report does.
+                    if points and elapsed <= points[-1][0]:
+                        points = []
+                    points.append((elapsed, operations, interval))
+            if not points:
+                continue
+            label = engine_label(engine, by_key.get((test, engine)))
+            # The phase's ragged end (a few milliseconds after the last whole second) is left out of
+            # the per-second line, where it would show as a drop to nothing; the averages keep it,
+            # weighted by its length.
+            rates = [(elapsed, operations / interval) for elapsed, operations, interval in points
+                     if interval >= WHOLE_SECOND_MINIMUM_SECONDS]
+            color = COLORS.get(engine)
+            if len(points) > DENSE_SAMPLES:
+                # Per-second rates of a long run are a dense band; the average shows the trend.
+                axis.plot([x for x, _ in rates], [y for _, y in rates], linewidth=0.5, alpha=0.35, color=color)
+                averaged = moving_rates(points, AVERAGE_SAMPLES)
+                axis.plot([x for x, _ in averaged], [y for _, y in averaged], linewidth=1.6, color=color,
+                          label=f"{label}, {AVERAGE_SAMPLES} s average")
+            else:
+                axis.plot([x for x, _ in rates], [y for _, y in rates], marker=".", label=label, color=color)
         axis.set_title(test, fontsize=9)
         axis.set_xlabel("seconds")
         axis.set_ylabel("ops/s")

@@ -131,6 +131,11 @@ impl Row {
         row.push("live_keys", result.live_keys.to_string());
         row.push("live_logical_bytes", result.live_logical_bytes.to_string());
         row.push("space_amplification", optional(result.space_amplification()));
+        row.push("write_stall_seconds", optional(result.write_stalls.map(|stalls| stalls.stall_seconds())));
+        row.push(
+            "write_stall_count",
+            result.write_stalls.map(|stalls| stalls.stall_count.to_string()).unwrap_or_default(),
+        );
         row
     }
 }
@@ -334,6 +339,23 @@ mod tests {
         assert!(append_result(&path, &sample_result("third", 1.0)).is_err());
         std::fs::remove_file(&path).unwrap();
         std::fs::remove_file(&copy).unwrap();
+    }
+
+    #[test]
+    fn stall_columns_are_seconds_and_counts_or_empty() {
+        let unknown = Row::from_result(&sample_result("unknown", 1000.0));
+        assert_eq!((unknown.text("write_stall_seconds"), unknown.text("write_stall_count")), ("", ""));
+        let stalls = crate::engine::WriteStalls { stall_micros: 1_500_250, stall_count: 7 };
+        let stalled = RunResult { write_stalls: Some(stalls), ..sample_result("stalled", 1000.0) };
+        let row = Row::from_result(&stalled);
+        assert_eq!(row.number("write_stall_seconds"), Some(1.50025));
+        assert_eq!(row.text("write_stall_count"), "7");
+        let none = RunResult { write_stalls: Some(Default::default()), ..sample_result("none", 1000.0) };
+        assert_eq!(Row::from_result(&none).text("write_stall_seconds"), "0");
+        // The counters are cumulative; a phase's figure is the difference, never negative.
+        let later = crate::engine::WriteStalls { stall_micros: 2_000_000, stall_count: 9 };
+        assert_eq!(later.since(&stalls), crate::engine::WriteStalls { stall_micros: 499_750, stall_count: 2 });
+        assert_eq!(stalls.since(&later), crate::engine::WriteStalls::default());
     }
 
     #[test]

@@ -5,7 +5,8 @@
 //! (`report`), or compares two result files (`compare`). The library holds the pieces so that
 //! tests can drive them: key and value generation ([`keys`]), the engines ([`engine`]), one
 //! measured run ([`workload`]), metric arithmetic and `/proc` counters ([`metrics`]), result
-//! files ([`csv`]), reports ([`report`]), suites ([`suite`]) and comparisons ([`compare`]).
+//! files ([`csv`]), throughput over time ([`timeline`]), reports ([`report`]), suites ([`suite`])
+//! and comparisons ([`compare`]).
 
 pub mod compare;
 pub mod csv;
@@ -16,4 +17,5 @@ pub mod metrics;
 pub mod report;
 pub mod suite;
 pub mod system;
+pub mod timeline;
 pub mod workload;

@@ -26,7 +26,7 @@ struct Cli {
 enum Command {
     /// Run one workload on one engine and print (and optionally record) its metrics.
     Run(RunParameters),
-    /// Run a suite (quick, standard, large) on every engine and write a report.
+    /// Run a suite (quick, standard, large, longrun) on every engine and write a report.
     Suite(SuiteOptions),
     /// Redraw the charts and rewrite report.md of a results directory.
     Report {

@@ -11,12 +11,13 @@ use std::time::{SystemTime, UNIX_EPOCH};
 use crate::csv::Row;
 use crate::metrics::geometric_mean;
 use crate::system::MachineInfo;
+use crate::timeline::{summarize, Timeline};
 use crate::workload::group_thousands;
 
 /// Everything around the rows that a suite report shows.
 #[derive(Clone, Debug, Default)]
 pub struct ReportContext {
-    /// Suite name (quick, standard, large, or custom).
+    /// Suite name (quick, standard, large, longrun, or custom).
     pub suite: String,
     /// When the suite started, readable.
     pub started: String,
@@ -40,7 +41,13 @@ pub struct ReportContext {
     pub failures: Vec<(String, String, String)>,
     /// One-minute load average at the start and the highest seen before a run.
     pub load: Option<(String, String)>,
+    /// Each run's throughput samples (from `timeseries.csv`).
+    pub timelines: Vec<Timeline>,
 }
+
+/// Phases at least this long get a throughput-over-time summary; shorter ones have too few
+/// seconds for their first and last tenths to say anything.
+pub const MIN_SUMMARIZED_PHASE_SECONDS: f64 = 30.0;
 
 /// One test's speedup of Riptide over RocksDB.
 #[derive(Clone, Debug, PartialEq)]
@@ -284,6 +291,118 @@ fn throughput_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(out);
 }
 
+fn timeline_section(out: &mut String, rows: &[Row], timelines: &[Timeline]) {
+    let mut lines = String::new();
+    for (test, row) in engine_rows(rows) {
+        let engine = row.text("engine");
+        let Some(timeline) = timelines.iter().find(|timeline| timeline.test == test && timeline.engine == engine)
+        else {
+            continue;
+        };
+        let Some(summary) = summarize(&timeline.samples) else {
+            continue;
+        };
+        if summary.phase_seconds < MIN_SUMMARIZED_PHASE_SECONDS {
+            continue;
+        }
+        let kept = (summary.first_tenth_ops_per_second > 0.0)
+            .then(|| summary.last_tenth_ops_per_second / summary.first_tenth_ops_per_second * 100.0);
+        let _ = writeln!(
+            lines,
+            "| {test} | {engine} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            decimals(Some(summary.phase_seconds), 0),
+            rate(Some(summary.mean_ops_per_second)),
+            rate(Some(summary.first_tenth_ops_per_second)),
+            rate(Some(summary.last_tenth_ops_per_second)),
+            decimals(kept, 0),
+            rate(Some(summary.median_second_ops_per_second)),
+            rate(Some(summary.slowest_second_ops_per_second)),
+            summary.slow_seconds,
+            summary.idle_seconds,
+        );
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Throughput over time
+"
+    );
+    let _ = writeln!(
+        out,
+        "From the one-second samples of `timeseries.csv`, for phases of at least {MIN_SUMMARIZED_PHASE_SECONDS:.0} s. \
+         First and last 10 % are the ops/s of the first and the last tenth of the phase (a write run starts at \
+         memtable speed and ends at what flushes and compactions sustain); last/first is the share kept. Median \
+         and slowest are per whole second; \"slow s\" counts seconds below half the median and \"idle s\" seconds \
+         in which no operation completed.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Test | Engine | phase s | ops/s | first 10 % | last 10 % | last/first % | median 1 s | slowest 1 s | slow s | \
+         idle s |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "{lines}");
+}
+
+fn stall_section(out: &mut String, rows: &[Row]) {
+    let mut lines = String::new();
+    for (test, row) in engine_rows(rows) {
+        if !matches!(row.text("workload"), "write" | "mixed" | "delete") {
+            continue;
+        }
+        let Some(stall_seconds) = row.number("write_stall_seconds") else {
+            continue;
+        };
+        let share = row
+            .number("duration_seconds")
+            .filter(|duration| *duration > 0.0)
+            .map(|duration| stall_seconds / duration * 100.0);
+        let gibibytes = row.number("logical_write_bytes").map(|bytes| bytes / (1u64 << 30) as f64);
+        let _ = writeln!(
+            lines,
+            "| {test} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.text("engine"),
+            decimals(Some(stall_seconds), 2),
+            decimals(share, 1),
+            rate(row.number("write_stall_count")),
+            decimals(gibibytes, 2),
+            decimals(row.number("write_amplification"), 2),
+            mebibytes(row.number("peak_rss_bytes")),
+            row.text("latency_unit"),
+            micros(row.number("latency_p99_us")),
+            micros(row.number("latency_p999_us")),
+            micros(row.number("latency_max_us")),
+        );
+    }
+    if lines.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Write stalls\n");
+    let _ = writeln!(
+        out,
+        "Stall s is the time writes were held back for flushes or compactions during the measured phase, as each \
+         engine counts it: Riptide's `write_stall_micros` (a write waiting for a memtable slot, or for level 0 to \
+         fall below `level0_stop_writes_files`; Riptide never slows writes down, it only stops them), RocksDB's \
+         `Cumulative stall` of `rocksdb.dbstats` (the counter behind its `rocksdb.stall.micros` statistic: writes \
+         slowed down once level 0 or pending compaction bytes pass their slowdown triggers, and writes stopped). \
+         Both count only the leader of a write group, so the time is wall time during which writes waited, not a \
+         sum over threads. Stalls counted differ in kind: Riptide counts writes that waited; RocksDB counts the \
+         flushes and compactions that ended while writes were delayed or stopped (`total-delays` + `total-stops` \
+         of `rocksdb.cf-write-stall-stats`). Write amp, peak RSS and the write latencies repeat the other tables, \
+         so that a long write run reads at a glance; latencies are in µs per unit (a whole batch for batched \
+         writes).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Test | Engine | Stall s | % of phase | Stalls counted | Logical GiB written | Write amp | Peak RSS MiB | \
+         Unit | p99 | p99.9 | max |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---|---:|---:|---:|");
+    let _ = writeln!(out, "{lines}");
+}
+
 fn latency_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(out, "## Latency (µs)\n");
     let _ = writeln!(
@@ -495,6 +614,8 @@ pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
         }
     }
     throughput_section(&mut out, rows);
+    timeline_section(&mut out, rows, &context.timelines);
+    stall_section(&mut out, rows);
     latency_section(&mut out, rows);
     amplification_section(&mut out, rows);
     resource_section(&mut out, rows);
@@ -515,6 +636,7 @@ pub fn single_run_report(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Riptide benchtool run\n");
     throughput_section(&mut out, rows);
+    stall_section(&mut out, rows);
     latency_section(&mut out, rows);
     amplification_section(&mut out, rows);
     resource_section(&mut out, rows);
@@ -586,6 +708,68 @@ mod tests {
         assert!(report.contains("RocksDB is faster on 1 of 2 tests."));
         assert!(report.contains("## Latency (µs)"));
         assert!(report.contains("## Memory and CPU"));
+    }
+
+    #[test]
+    fn long_runs_get_their_timeline_and_stall_tables() {
+        use crate::workload::Sample;
+        let mut riptide = row("long", "riptide", 150.0, 100.0 * 1024.0 * 1024.0);
+        for (name, value) in [
+            ("duration_seconds", "40"),
+            ("write_stall_seconds", "4"),
+            ("write_stall_count", "12"),
+            ("logical_write_bytes", "2147483648"),
+            ("write_amplification", "3.5"),
+            ("latency_unit", "batch"),
+            ("latency_p99_us", "1500"),
+            ("latency_p999_us", "25000.4"),
+            ("latency_max_us", "900000"),
+        ] {
+            riptide.push(name, value);
+        }
+        // RocksDB's row comes from an older build without stall columns: it is left out there.
+        let rocksdb = row("long", "rocksdb", 100.0, 1.0);
+        let read = row("reads", "riptide", 100.0, 1.0);
+        let mut read = read;
+        read.push("workload", "read");
+        read.push("write_stall_seconds", "0");
+        let samples: Vec<Sample> = (1..=40)
+            .map(|second| Sample {
+                elapsed_seconds: f64::from(second),
+                interval_seconds: 1.0,
+                operations: if second <= 4 {
+                    400
+                } else if second == 20 {
+                    0
+                } else {
+                    100
+                },
+            })
+            .collect();
+        let short = vec![Sample { elapsed_seconds: 1.0, interval_seconds: 1.0, operations: 5 }];
+        let context = ReportContext {
+            timelines: vec![
+                Timeline { test: "long".to_string(), engine: "riptide".to_string(), samples },
+                Timeline { test: "long".to_string(), engine: "rocksdb".to_string(), samples: short },
+            ],
+            ..Default::default()
+        };
+        let report = suite_report(&context, &[riptide, rocksdb, read]);
+        assert!(report.contains("## Throughput over time"), "{report}");
+        // 40 s: 4 x 400, then 100 per second but for one idle second (5,100 / 40 = 128 ops/s); the
+        // last tenth keeps 25 % of the first.
+        assert!(report.contains("| long | riptide | 40 | 128 | 400 | 100 | 25 | 100 | 0 | 1 | 1 |"), "{report}");
+        assert!(!report.contains("| long | rocksdb | 1 |"), "a one-second phase has no over-time summary");
+        assert!(report.contains("## Write stalls"));
+        assert!(
+            report.contains(
+                "| long | riptide | 4.00 | 10.0 | 12 | 2.00 | 3.50 | 100.0 | batch | 1,500 | 25,000 | 900,000 |"
+            ),
+            "{report}"
+        );
+        assert!(!report.contains("| reads | riptide | 0.00"), "reads have no write stalls to show");
+        let without = suite_report(&ReportContext::default(), &[row("a", "riptide", 1.0, 1.0)]);
+        assert!(!without.contains("## Write stalls") && !without.contains("## Throughput over time"));
     }
 
     #[test]

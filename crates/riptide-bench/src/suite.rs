@@ -3,7 +3,10 @@
 //! `standard` reproduces seed 004's 8-thread suite case by case (writes, reads, mixed, deletes,
 //! value sizes, batch sizes, seeks, range scans) plus synced random writes at 1, 4, 8 and 16
 //! threads; `large` runs the same cases at 16 threads with 4x the operations; `quick` runs the
-//! standard cases with a tenth of the operations. Every (case, engine) pair runs in a fresh
+//! standard cases with a tenth of the operations; `longrun` writes uniformly drawn keys far
+//! beyond the memtable budget for a time budget (10 minutes per engine by default), so that
+//! throughput over time, write stalls and write amplification of sustained writing show.
+//! Every (case, engine) pair runs in a fresh
 //! child process of this binary (`riptide-bench run ...`) on a fresh directory, one after
 //! another, so that peak RSS, CPU time and I/O counters belong to that run alone. The children
 //! append their rows to `results.csv`; the suite then draws charts with `bench/plot.py` (when
@@ -23,6 +26,7 @@ use crate::error::{Context, Result};
 use crate::keys::KeyPattern;
 use crate::report::{suite_report, utc_timestamps, ReportContext};
 use crate::system::{commit_description, load_average, rustc_version, BuildInfo, MachineInfo};
+use crate::timeline::read_timelines_if_present;
 use crate::workload::{operations_label, RunParameters, Workload};
 
 /// The predefined suites.
@@ -34,7 +38,19 @@ pub enum SuiteName {
     Standard,
     /// The standard cases at 16 threads with 4x the operations.
     Large,
+    /// One long random-write run per engine, stopped by the time budget (10 minutes each).
+    Longrun,
 }
+
+/// Keys the long run may write when `--operations` does not say: 200 million puts of 116 bytes
+/// are 21.6 GiB of keys and values, more than this 2-core machine sustains in 10 minutes, so the
+/// time budget, not the key count, ends the run and both engines write for equally long.
+pub const LONGRUN_DEFAULT_OPERATIONS: u64 = 200_000_000;
+/// Writer threads of the long run: one per core, so the engines' background work competes with
+/// the writers as it would on a busy server of this size.
+pub const LONGRUN_THREADS: usize = 2;
+/// Puts per write batch of the long run.
+pub const LONGRUN_BATCH_SIZE: usize = 100;
 
 impl SuiteName {
     /// The name used on the command line and in reports.
@@ -43,6 +59,7 @@ impl SuiteName {
             SuiteName::Quick => "quick",
             SuiteName::Standard => "standard",
             SuiteName::Large => "large",
+            SuiteName::Longrun => "longrun",
         }
     }
 
@@ -52,6 +69,7 @@ impl SuiteName {
             SuiteName::Quick => 60.0,
             SuiteName::Standard => 600.0,
             SuiteName::Large => 0.0,
+            SuiteName::Longrun => 600.0,
         }
     }
 }
@@ -74,9 +92,14 @@ pub struct SuiteOptions {
     /// Run only the tests whose name contains one of these strings (comma-separated).
     #[arg(long, value_delimiter = ',')]
     pub filter: Vec<String>,
-    /// Time limit of each measured phase in seconds (default: 60 quick, 600 standard, none large).
+    /// Time limit of each measured phase in seconds (default: 60 quick, 600 standard and longrun,
+    /// none large).
     #[arg(long = "max-seconds")]
     pub max_seconds: Option<f64>,
+    /// Keys the longrun suite may write (default: 200000000, more than its time budget allows);
+    /// the other suites have fixed counts.
+    #[arg(long)]
+    pub operations: Option<u64>,
     /// The chart script (default: bench/plot.py of this source tree).
     #[arg(long = "plot-script")]
     pub plot_script: Option<PathBuf>,
@@ -91,12 +114,45 @@ pub struct SuiteOptions {
     pub list: bool,
 }
 
+/// The long random-write run: `operations` puts of uniformly drawn keys (with replacement, so
+/// later writes overwrite earlier ones and compactions drop them), 16-byte keys, 100-byte
+/// values, batches of 100, 2 threads, the default 64 MiB memtables and block cache.
+pub fn longrun_cases(operations: u64) -> Vec<RunParameters> {
+    vec![RunParameters {
+        test_name: Some(format!(
+            "longrun_write_uniform_{}_t{LONGRUN_THREADS}_b{LONGRUN_BATCH_SIZE}",
+            operations_label(operations)
+        )),
+        workload: Workload::Write,
+        pattern: KeyPattern::Uniform,
+        operations,
+        threads: LONGRUN_THREADS,
+        batch_size: LONGRUN_BATCH_SIZE,
+        ..RunParameters::default()
+    }]
+}
+
+/// The cases `options` ask for: the suite's own, with the long run's key count overridden.
+pub fn selected_cases(options: &SuiteOptions) -> Result<Vec<RunParameters>> {
+    match (options.suite, options.operations) {
+        (_, Some(0)) => bail!("--operations must be positive"),
+        (SuiteName::Longrun, operations) => Ok(longrun_cases(operations.unwrap_or(LONGRUN_DEFAULT_OPERATIONS))),
+        (suite, Some(_)) => bail!(
+            "--operations applies to the longrun suite only; the {} suite's counts are fixed (quick, standard and \
+             large scale them)",
+            suite.as_str()
+        ),
+        (suite, None) => Ok(suite_cases(suite)),
+    }
+}
+
 /// The cases of a suite (engine-independent: the engine field is set per run).
 pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
     let (numerator, denominator, threads) = match suite {
         SuiteName::Quick => (1, 10, 8),
         SuiteName::Standard => (1, 1, 8),
         SuiteName::Large => (4, 1, 16),
+        SuiteName::Longrun => return longrun_cases(LONGRUN_DEFAULT_OPERATIONS),
     };
     let scaled = |base: u64| base * numerator / denominator;
     let case =
@@ -264,7 +320,7 @@ pub fn run_suite(options: &SuiteOptions) -> Result<PathBuf> {
         }
     }
     let max_seconds = options.max_seconds.unwrap_or_else(|| options.suite.default_max_seconds());
-    let cases: Vec<RunParameters> = suite_cases(options.suite)
+    let cases: Vec<RunParameters> = selected_cases(options)?
         .into_iter()
         .map(|case| RunParameters { max_seconds, progress_seconds: options.progress_seconds, ..case })
         .filter(|case| {
@@ -451,6 +507,11 @@ pub fn write_report(directory: &Path, plot_script: Option<&Path>) -> Result<Path
         chart_note,
         failures,
         load: lookup("load_at_start").zip(lookup("load_highest")),
+        // Damaged samples cost the over-time table, not the whole report.
+        timelines: read_timelines_if_present(&directory.join("timeseries.csv")).unwrap_or_else(|error| {
+            eprintln!("warning: {error}; the report leaves out throughput over time");
+            Vec::new()
+        }),
     };
     let report = suite_report(&context, &rows);
     let path = directory.join("report.md");
@@ -553,6 +614,50 @@ mod tests {
         assert!(large.iter().any(|case| case.effective_test_name() == "write_seq_40M_t16_b1000"));
     }
 
+    fn longrun_options(operations: Option<u64>) -> SuiteOptions {
+        use clap::Parser;
+        #[derive(Parser)]
+        struct Wrapper {
+            #[command(flatten)]
+            options: SuiteOptions,
+        }
+        let mut arguments = vec!["suite".to_string(), "--suite".to_string(), "longrun".to_string()];
+        if let Some(operations) = operations {
+            arguments.extend(["--operations".to_string(), operations.to_string()]);
+        }
+        Wrapper::try_parse_from(arguments).unwrap().options
+    }
+
+    #[test]
+    fn longrun_writes_uniform_keys_for_ten_minutes() {
+        let cases = selected_cases(&longrun_options(None)).unwrap();
+        assert_eq!(cases.len(), 1);
+        let case = &cases[0];
+        assert_eq!(case.effective_test_name(), "longrun_write_uniform_200M_t2_b100");
+        assert_eq!((case.workload, case.pattern), (Workload::Write, KeyPattern::Uniform));
+        assert_eq!((case.threads, case.batch_size), (2, 100));
+        assert_eq!((case.key_size_bytes, case.value_size_bytes), (16, 100));
+        assert_eq!((case.memtable_size_bytes, case.block_cache_size_bytes), (64 << 20, 64 << 20));
+        assert!(!case.sync);
+        assert_eq!(SuiteName::Longrun.default_max_seconds(), 600.0);
+        // Several GiB of keys and values even at a modest sustained rate.
+        assert!(case.operations * 116 > 16 << 30);
+        assert_eq!(suite_cases(SuiteName::Longrun), cases);
+    }
+
+    #[test]
+    fn longrun_key_count_is_overridable_and_only_there() {
+        let cases = selected_cases(&longrun_options(Some(5_000_000))).unwrap();
+        assert_eq!(cases[0].operations, 5_000_000);
+        assert_eq!(cases[0].effective_test_name(), "longrun_write_uniform_5M_t2_b100");
+        assert!(selected_cases(&longrun_options(Some(0))).is_err());
+        let quick = SuiteOptions { suite: SuiteName::Quick, ..longrun_options(Some(1000)) };
+        let error = selected_cases(&quick).unwrap_err().to_string();
+        assert!(error.contains("longrun suite only"), "{error}");
+        let quick = SuiteOptions { operations: None, ..quick };
+        assert_eq!(selected_cases(&quick).unwrap(), suite_cases(SuiteName::Quick));
+    }
+
     #[test]
     fn case_arguments_parse_back() {
         use clap::Parser;
@@ -561,7 +666,7 @@ mod tests {
             #[command(flatten)]
             parameters: RunParameters,
         }
-        for case in suite_cases(SuiteName::Quick) {
+        for case in suite_cases(SuiteName::Quick).into_iter().chain(suite_cases(SuiteName::Longrun)) {
             let arguments = case.to_arguments();
             let parsed = Wrapper::try_parse_from(std::iter::once("run".to_string()).chain(arguments)).unwrap();
             let expected = RunParameters { test_name: Some(case.effective_test_name()), ..case.clone() };

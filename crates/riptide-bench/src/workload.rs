@@ -20,7 +20,7 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 
 use crate::bail;
-use crate::engine::{with_engine, Engine, EngineKind, EngineSettings, EngineUser, Session};
+use crate::engine::{with_engine, Engine, EngineKind, EngineSettings, EngineUser, Session, WriteStalls};
 use crate::error::{BenchError, Context, Result};
 use crate::keys::{check_key_size, encode_key, KeyPattern, KeySpace, SplitMix64, ValuePool};
 use crate::metrics::{
@@ -372,6 +372,8 @@ pub struct RunResult {
     pub live_logical_bytes: u64,
     /// Live keys after the run.
     pub live_keys: u64,
+    /// Write stalls during the measured phase, as the engine counts them (`None`: not known).
+    pub write_stalls: Option<WriteStalls>,
 }
 
 impl RunResult {
@@ -467,6 +469,7 @@ fn run_in_directory(parameters: &RunParameters, test: &str, directory: &Path) ->
         db_size_bytes,
         live_logical_bytes,
         live_keys,
+        write_stalls: measured.write_stalls,
     };
     Ok(RunOutput { result, samples: measured.samples })
 }
@@ -489,6 +492,7 @@ struct Measured {
     peak_rss_bytes: u64,
     peak_rss_reset: bool,
     samples: Vec<Sample>,
+    write_stalls: Option<WriteStalls>,
 }
 
 struct MeasuredRun<'a> {
@@ -538,7 +542,11 @@ impl EngineUser for MeasuredRun<'_> {
                 .then(|| Instant::now() + Duration::from_secs_f64(parameters.max_seconds)),
             label: label.clone(),
         };
+        // The engines' stall counters run from open; the difference keeps the populate phase's
+        // stalls and the settling flush out of the measured phase's figure.
+        let stalls_before = engine.write_stalls();
         let phase = run_phase(&engine, parameters, self.pool, &spec)?;
+        let write_stalls = stalls_before.zip(engine.write_stalls()).map(|(before, after)| after.since(&before));
         let settle_started = Instant::now();
         engine.settle()?;
         let settle_seconds = settle_started.elapsed().as_secs_f64();
@@ -563,6 +571,7 @@ impl EngineUser for MeasuredRun<'_> {
             peak_rss_bytes,
             peak_rss_reset,
             samples,
+            write_stalls,
         })
     }
 }
@@ -1035,10 +1044,16 @@ pub fn append_timeseries(path: &Path, test: &str, engine: &str, samples: &[Sampl
     }
     for sample in samples {
         let rate = if sample.interval_seconds > 0.0 { sample.operations as f64 / sample.interval_seconds } else { 0.0 };
-        text.push_str(&format!(
-            "{test},{engine},{:.3},{:.3},{},{:.1}\n",
-            sample.elapsed_seconds, sample.interval_seconds, sample.operations, rate
-        ));
+        let numbers = [
+            format!("{:.3}", sample.elapsed_seconds),
+            format!("{:.3}", sample.interval_seconds),
+            sample.operations.to_string(),
+            format!("{rate:.1}"),
+        ];
+        // Quoted like results.csv, so a test name with a comma still reads back as one field.
+        let fields = [test, engine].into_iter().chain(numbers.iter().map(String::as_str));
+        text.push_str(&crate::csv::format_line(fields));
+        text.push('\n');
     }
     file.write_all(text.as_bytes()).with_context(|| format!("writing {}", path.display()))?;
     Ok(())

@@ -174,6 +174,10 @@ fn recorded_outputs_are_written() {
     assert_eq!(rows[1].text("workload"), "read");
     assert_eq!(rows[1].number("found"), Some(2000.0));
     assert!(rows[0].number("write_amplification").is_some());
+    // Riptide reports its stalls, so every row has the stall columns filled in.
+    assert!(rows
+        .iter()
+        .all(|row| row.number("write_stall_seconds").is_some() && row.number("write_stall_count").is_some()));
     let samples = std::fs::read_to_string(&timeseries).unwrap();
     assert!(samples.starts_with("test,engine,elapsed_seconds"));
     assert!(samples.lines().count() >= 3);

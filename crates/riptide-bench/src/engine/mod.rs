@@ -10,6 +10,7 @@
 pub mod riptide_engine;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb_engine;
+pub mod rocksdb_properties;
 
 use std::path::Path;
 
@@ -93,6 +94,36 @@ pub struct ScanOutcome {
     pub bytes: u64,
 }
 
+/// How long writes waited for flushes and compactions, as the engine itself counts it.
+///
+/// Both engines count the time a writer (the leader of a write group) spent waiting before its
+/// batch could go into the memtable. The counts differ in kind: Riptide counts writes that
+/// waited; RocksDB counts how often a column family entered or stayed in a delayed or stopped
+/// condition (each flush or compaction that finished while it held), which is why reports show
+/// them apart from the time.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
+pub struct WriteStalls {
+    /// Total time writers waited, in microseconds.
+    pub stall_micros: u64,
+    /// Stalls in the engine's own unit (see above).
+    pub stall_count: u64,
+}
+
+impl WriteStalls {
+    /// What accumulated between `earlier` and `self` (both cumulative since the engine opened).
+    pub fn since(&self, earlier: &WriteStalls) -> WriteStalls {
+        WriteStalls {
+            stall_micros: self.stall_micros.saturating_sub(earlier.stall_micros),
+            stall_count: self.stall_count.saturating_sub(earlier.stall_count),
+        }
+    }
+
+    /// The stall time in seconds.
+    pub fn stall_seconds(&self) -> f64 {
+        self.stall_micros as f64 / 1e6
+    }
+}
+
 /// A database opened for a run.
 pub trait Engine: Sync + Sized {
     /// A per-thread handle (owns the thread's reusable buffers and options).
@@ -111,6 +142,9 @@ pub trait Engine: Sync + Sized {
 
     /// The engine's own statistics dump (levels, flushes, compactions, stalls), for diagnosis.
     fn statistics(&self) -> String;
+
+    /// The write stalls since the database opened; `None` when the engine would not say.
+    fn write_stalls(&self) -> Option<WriteStalls>;
 
     /// Closes the database, reporting errors.
     fn close(self) -> Result<()>;

@@ -8,7 +8,7 @@ use std::path::Path;
 
 use riptide::{Compression, Db, DbIterator, Options, ReadOptions, SyncMode, WriteBatch, WriteOptions};
 
-use super::{Engine, EngineSettings, ScanOutcome, Session, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY};
+use super::{Engine, EngineSettings, ScanOutcome, Session, WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY};
 use crate::error::{Context, Result};
 
 /// The Riptide options for `settings`.
@@ -69,6 +69,12 @@ impl Engine for RiptideEngine {
 
     fn statistics(&self) -> String {
         self.db.stats().to_string()
+    }
+
+    fn write_stalls(&self) -> Option<WriteStalls> {
+        // Riptide counts each write that waited for a memtable slot or for level 0 to shrink.
+        let stats = self.db.stats();
+        Some(WriteStalls { stall_micros: stats.write_stall_micros, stall_count: stats.write_stall_count })
     }
 
     fn close(self) -> Result<()> {

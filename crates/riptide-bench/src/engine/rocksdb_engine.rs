@@ -12,9 +12,12 @@ use rocksdb::{
     DB,
 };
 
+use super::rocksdb_properties::{
+    parse_cumulative_stall_micros, parse_stall_condition_counts, CF_WRITE_STALL_PROPERTY, DB_STATS_PROPERTY,
+};
 use super::{
-    rocksdb_settings_text, Engine, EngineSettings, ScanOutcome, Session, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY,
-    ROCKSDB_BACKGROUND_JOBS,
+    rocksdb_settings_text, Engine, EngineSettings, ScanOutcome, Session, WriteStalls, BLOCK_SIZE_BYTES,
+    BLOOM_BITS_PER_KEY, ROCKSDB_BACKGROUND_JOBS,
 };
 use crate::error::{Context, Result};
 
@@ -99,6 +102,16 @@ impl Engine for RocksDbEngine {
             Ok(None) => "RocksDB returned no rocksdb.stats".to_string(),
             Err(error) => format!("reading rocksdb.stats failed: {error}"),
         }
+    }
+
+    fn write_stalls(&self) -> Option<WriteStalls> {
+        // Both figures come from properties RocksDB keeps anyway; enabling its statistics object
+        // would give the same stall time but would also change what is being measured.
+        let db_stats = self.db.property_value(DB_STATS_PROPERTY).ok()??;
+        let stall_micros = parse_cumulative_stall_micros(&db_stats)?;
+        let stall_text = self.db.property_value(CF_WRITE_STALL_PROPERTY).ok()??;
+        let counts = parse_stall_condition_counts(&stall_text)?;
+        Some(WriteStalls { stall_micros, stall_count: counts.delays + counts.stops })
     }
 
     fn close(self) -> Result<()> {
