@@ -151,10 +151,18 @@ pub(crate) fn pressure_for(usage_bytes: u64, limit_bytes: u64) -> MemoryPressure
 pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
     let interval = std::time::Duration::from_millis(MONITOR_INTERVAL_MS);
     let mut last_pressure = MemoryPressure::Normal;
-    while !inner.shutting_down.load(Ordering::Acquire) {
-        std::thread::sleep(interval);
+    loop {
         let memtable_bytes: u64 = {
-            let state = inner.state.lock();
+            let mut state = inner.state.lock();
+            // Close sets the flag, then signals under the mutex: checking it under the mutex
+            // before waiting means the signal cannot be missed.
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
+            inner.shutdown_signal.wait_for(&mut state, interval);
+            if inner.shutting_down.load(Ordering::Acquire) {
+                return;
+            }
             state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum()
         };
         inner.memory.update_memtables(memtable_bytes);

@@ -120,6 +120,9 @@ pub(crate) struct DbInner {
     pub(crate) background_done: Condvar,
     /// Signalled when there may be work for the background threads.
     pub(crate) work_available: Condvar,
+    /// Signalled (with the state mutex) when the database closes, for threads that otherwise
+    /// wait out a timer.
+    pub(crate) shutdown_signal: Condvar,
     pub(crate) write_queue: Mutex<WriteQueue>,
     pub(crate) wal: Mutex<WalState>,
     /// Highest sequence number assigned to a write (written to the WAL). Only the write leader
@@ -494,6 +497,7 @@ impl Db {
             let _state = self.inner.state.lock();
             self.inner.work_available.notify_all();
             self.inner.background_done.notify_all();
+            self.inner.shutdown_signal.notify_all();
         }
         for handle in self.threads.lock().drain(..) {
             let _ = handle.join();

@@ -227,6 +227,7 @@ pub(crate) fn open_with_column_families(
         state: Mutex::new(state),
         background_done: Condvar::new(),
         work_available: Condvar::new(),
+        shutdown_signal: Condvar::new(),
         write_queue: Mutex::new(WriteQueue::default()),
         wal: Mutex::new(WalState { writer: Some(log_writer), number: log_number, unsynced: false }),
         last_sequence: AtomicU64::new(max_sequence),
