@@ -117,15 +117,22 @@ pub(crate) struct CompactionPlan {
 }
 
 impl CompactionPlan {
-    /// True when the job can be done by moving its one file to the output level in the manifest
-    /// alone: nothing in the output level overlaps it, and the job was not asked to rewrite the
-    /// file (manual and tombstone jobs exist to drop entries, which a move would not do).
+    /// True when the job can be done by moving its files to the output level in the manifest
+    /// alone: nothing in the output level overlaps them, they do not overlap each other (level-0
+    /// files may; sequential inserts give disjoint ones, and moving them saves a rewrite), and
+    /// the job was not asked to rewrite them (manual and tombstone jobs exist to drop entries,
+    /// which a move would not do).
     pub(crate) fn is_trivial_move(&self) -> bool {
-        self.level > 0
-            && self.inputs.len() == 1
-            && self.output_inputs.is_empty()
-            && self.output_level != self.level
-            && !matches!(self.reason, CompactionReason::Manual | CompactionReason::TombstoneDensity)
+        if !self.output_inputs.is_empty()
+            || self.output_level == self.level
+            || matches!(self.reason, CompactionReason::Manual | CompactionReason::TombstoneDensity)
+        {
+            return false;
+        }
+        let mut ranges: Vec<(&[u8], &[u8])> =
+            self.inputs.iter().map(|file| (file.smallest_user_key(), file.largest_user_key())).collect();
+        ranges.sort_unstable();
+        !ranges.is_empty() && ranges.windows(2).all(|pair| pair[0].1 < pair[1].0)
     }
 
     /// The bytes of all files the job reads.
@@ -226,27 +233,26 @@ pub(crate) struct LevelTargets {
     pub(crate) target_bytes: [u64; NUM_LEVELS],
 }
 
-/// Computes the dynamic level targets. The rule: the last level's target is
-/// `max(its size, base_level_size_bytes)`; walking up, each level's target is the one below
-/// divided by `level_size_ratio`, and the walk stops before the first level whose target would
-/// be below `base_level_size_bytes` (or at level 1). The highest level reached is the base
-/// level, whose target therefore lies in `[base_level_size_bytes, base_level_size_bytes *
-/// ratio)` unless it is level 1. With the last level under `base * ratio` the base level is the
-/// last level; it moves to the level above at `base * ratio`, and up one more at every further
-/// factor of `ratio`.
+/// Computes the dynamic level targets. The rule (that of RocksDB's dynamic level sizes): while
+/// the last level holds at most `base_level_size_bytes`, it is the base level and its target is
+/// `base_level_size_bytes`. Beyond that its target is its size, and walking up, each level's
+/// target is the one below divided by `level_size_ratio`; the first level whose target is at
+/// most `base_level_size_bytes` is the base level (or level 1, if the walk gets there first).
+/// The base level's target therefore lies in `(base / ratio, base]`, so a level-0 job, which
+/// carries about `base` bytes, merges with at most about as many bytes of the base level: the
+/// cost of moving data out of level 0 stays near 2, however large the database.
 pub(crate) fn level_targets(version: &Version, options: &PickerOptions) -> LevelTargets {
     let base_size_bytes = options.base_size_bytes();
     let ratio = options.size_ratio();
     let mut target_bytes = [0; NUM_LEVELS];
-    target_bytes[LAST_LEVEL] = version.level_bytes(LAST_LEVEL).max(base_size_bytes);
+    let last_bytes = version.level_bytes(LAST_LEVEL);
+    target_bytes[LAST_LEVEL] = last_bytes.max(base_size_bytes);
     let mut base_level = LAST_LEVEL;
-    while base_level > 1 {
-        let above_bytes = target_bytes[base_level] / ratio;
-        if above_bytes < base_size_bytes {
-            break;
-        }
+    let mut level_bytes = target_bytes[LAST_LEVEL];
+    while base_level > 1 && level_bytes > base_size_bytes {
+        level_bytes /= ratio;
         base_level -= 1;
-        target_bytes[base_level] = above_bytes;
+        target_bytes[base_level] = level_bytes.max(1);
     }
     LevelTargets { base_level, target_bytes }
 }
@@ -820,9 +826,10 @@ mod tests {
     fn the_base_level_moves_up_one_level_per_ratio_of_growth() {
         let cases = [
             (BASE_BYTES / 2, 6),
-            (BASE_BYTES * 10 - 1, 6),
+            (BASE_BYTES, 6),
+            (BASE_BYTES + 10, 5),
             (BASE_BYTES * 10, 5),
-            (BASE_BYTES * 100 - 1, 5),
+            (BASE_BYTES * 10 + 10, 4),
             (BASE_BYTES * 100, 4),
             (BASE_BYTES * 1_000, 3),
             (BASE_BYTES * 10_000_000, 1),
@@ -836,10 +843,28 @@ mod tests {
             for level in expected_base_level..LAST_LEVEL {
                 assert_eq!(targets.target_bytes[level], targets.target_bytes[level + 1] / 10);
             }
-            if expected_base_level > 1 {
-                assert!((BASE_BYTES..BASE_BYTES * 10).contains(&targets.target_bytes[expected_base_level]));
+            if expected_base_level > 1 && expected_base_level < LAST_LEVEL {
+                // The base level's target lies in (base / ratio, base], give or take the
+                // rounding of integer division.
+                let base_target = targets.target_bytes[expected_base_level];
+                assert!(base_target >= BASE_BYTES / 10 && base_target <= BASE_BYTES, "{base_target}");
             }
         }
+    }
+
+    #[test]
+    fn disjoint_level0_files_move_without_a_rewrite() {
+        let mut tree = Tree::new();
+        tree.add(0, "a", "b", 10);
+        tree.add(0, "c", "d", 10);
+        tree.add(0, "e", "f", 10);
+        tree.add(0, "g", "h", 10);
+        let plan = pick_plan(&tree.version(), &[]);
+        assert_eq!(plan.level, 0);
+        assert!(plan.is_trivial_move(), "sequential level-0 files need no merge");
+        tree.add(6, "c", "c", 10);
+        let plan = pick_plan(&tree.version(), &[]);
+        assert!(!plan.is_trivial_move(), "a base-level file overlaps");
     }
 
     #[test]
@@ -899,7 +924,7 @@ mod tests {
         assert_eq!(numbers(&plan.inputs), level0, "every level-0 file, newest first");
         assert_eq!(numbers(&plan.output_inputs), vec![under_keys]);
         assert!(plan.bottommost);
-        assert!(!plan.is_trivial_move(), "level-0 jobs are never trivial moves");
+        assert!(!plan.is_trivial_move(), "overlapping level-0 files must be merged");
 
         let mut tree = Tree::new();
         tree.add(0, "a", "b", BASE_BYTES * 2);

@@ -262,17 +262,20 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         if !state.column_families.contains_key(&job.column_family) {
             return Ok(());
         }
-        let file = &plan.inputs[0];
         let mut edit = VersionEdit { column_family: job.column_family, ..VersionEdit::default() };
-        edit.deleted_files.push((plan.level as u32, file.number()));
-        edit.new_files.push((plan.output_level as u32, file.meta.clone()));
+        for file in &plan.inputs {
+            edit.deleted_files.push((plan.level as u32, file.number()));
+            edit.new_files.push((plan.output_level as u32, file.meta.clone()));
+        }
         state.versions.log_and_apply(edit)?;
         if let Some(family) = state.column_families.get_mut(&job.column_family) {
-            if let Some(pointer) = family.compact_pointers.get_mut(plan.level) {
-                *pointer = file.largest_user_key().to_vec();
+            if let (Some(pointer), Some(largest)) =
+                (family.compact_pointers.get_mut(plan.level), plan.inputs.iter().map(|f| f.largest_user_key()).max())
+            {
+                *pointer = largest.to_vec();
             }
         }
-        state.stats.trivial_moves += 1;
+        state.stats.trivial_moves += plan.inputs.len() as u64;
         inner.install_read_view(&state, job.column_family);
         return Ok(());
     }
