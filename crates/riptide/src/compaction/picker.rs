@@ -25,7 +25,7 @@
 //! leaves in sequence order, I5) and only one level-0 job runs at a time; data moves down only
 //! past levels that neither hold nor are receiving keys of its range (so for every user key
 //! shallower levels hold newer versions, I17); and no two running jobs write overlapping
-//! user-key ranges into the same level.
+//! user-key ranges into the same level (I23, checked by `RunningJobs::admits`).
 
 use std::collections::HashSet;
 use std::fmt;
@@ -457,7 +457,7 @@ impl<'a> RunningJobs<'a> {
     /// True when `plan` can run next to every running job: it shares no file with them, it is
     /// not a second level-0 job, and no running job writes keys of its range into its output
     /// level or into a level it moves data past (level 0's output may skip unused levels, which
-    /// is right only while no job is filling them with keys of the range, I17).
+    /// is right only while no job is filling them with keys of the range, I17). Invariant I23.
     fn admits(&self, plan: &CompactionPlan) -> bool {
         if plan.file_numbers().any(|number| self.busy_file_numbers.contains(&number)) {
             return false;

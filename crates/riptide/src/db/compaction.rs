@@ -173,6 +173,8 @@ fn running_of(state: &DbState, column_family: u32) -> Vec<RunningCompaction> {
         .collect()
 }
 
+/// Records `plan` as running; done under the state mutex in the same critical section that
+/// picked it, so the next pick sees it (I23).
 fn register(state: &mut DbState, column_family: u32, plan: &CompactionPlan) {
     state.running_compactions.push(RunningJob { column_family, job: RunningCompaction::from_plan(plan) });
 }

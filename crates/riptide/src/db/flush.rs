@@ -5,7 +5,8 @@
 //! (synced, and its directory entry synced), then records the table and the column family's
 //! new log number in the manifest. Only then is the memtable dropped from the read view and
 //! are the WALs no column family needs any more deleted (invariant I2: data leaves the WAL only
-//! after it is durable in a table the manifest names). With several flush threads, column
+//! after it is durable in a table the manifest names; I22: a log goes only when no column
+//! family's memtables hold data in it). With several flush threads, column
 //! families flush in parallel, but each column family flushes one memtable at a time, so its
 //! tables are installed in the order of its memtables.
 

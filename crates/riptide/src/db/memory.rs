@@ -19,7 +19,8 @@
 //!
 //! A writer never blocks when nothing in flight can free memory (no immutable memtable waits
 //! for flush and the memtables are empty): then the excess is table metadata that only
-//! compaction or closing tables reduces, and blocking would deadlock. Such writes are counted.
+//! compaction or closing tables reduces, and blocking would deadlock (invariant I24). Such
+//! writes are counted.
 //!
 //! Concurrency contract: the governor's fields are atomics; the configured cache capacity is
 //! changed only through [`MemoryGovernor::set_block_cache_capacity_bytes`].

@@ -668,6 +668,7 @@ fn memory_flush_candidate(state: &DbState, pressure: MemoryPressure) -> Option<u
 }
 
 /// True when flushes in flight (or memtables that can still be switched) will free memory.
+/// Writers block on memory only while this holds (I24).
 fn memory_reclaimable(state: &DbState) -> bool {
     state.column_families.values().any(|family| !family.immutables.is_empty())
 }
@@ -857,7 +858,7 @@ pub(crate) fn rename_column_family(inner: &DbInner, column_family: &ColumnFamily
 /// Deletes the WALs that no column family needs any more: those older than the oldest log any
 /// memtable still has data in (or than the current log when every memtable is empty). The
 /// manifest may name an older log number for a column family whose memtables are empty; its
-/// records are all in tables, and recovery skips missing logs.
+/// records are all in tables, and recovery skips missing logs (I22).
 pub(crate) fn delete_obsolete_logs(inner: &DbInner, state: &mut DbState) {
     let current = state.live_logs.back().copied().unwrap_or(0);
     let oldest_needed = state
