@@ -6,12 +6,12 @@
 //!
 //! Level sizes are dynamic: the last level's target is its actual size (at least
 //! `base_level_size_bytes`), each level above it gets a tenth (`1 / level_size_ratio`) of the
-//! target below, and the walk up stops before a level whose target would drop under
-//! `base_level_size_bytes`. The highest level reached is the base level, the one level 0 compacts
-//! into; the levels between 1 and the base level are unused (target 0). So an empty or small
-//! database compacts level 0 straight into the last level (every byte is written about twice),
-//! and the base level moves up one level each time the last level grows by another factor of
-//! `level_size_ratio` past `base_level_size_bytes`. See [`level_targets`].
+//! target below, and the walk up stops at the first level whose target is at most
+//! `base_level_size_bytes`. That level is the base level, the one level 0 compacts into; the
+//! levels between 1 and the base level are unused (target 0). So a database whose last level
+//! holds at most `base_level_size_bytes` compacts level 0 straight into the last level, and the
+//! base level moves up one level each time the last level grows by another factor of
+//! `level_size_ratio`. See [`level_targets`].
 //!
 //! Concurrency contract: every function is pure and takes no lock. The engine calls them under
 //! its state mutex, passes the current version together with the jobs that are running
@@ -358,9 +358,9 @@ pub(crate) fn pick_manual(
 
 /// Splits a job into at most `max_subcompactions` key ranges of roughly equal input bytes, for
 /// executors that run them in parallel. Returns the boundaries, sorted and strictly inside the
-/// job's user-key range; subrange `i` holds the user keys above boundary `i - 1` up to and
-/// including boundary `i` (the first starts at the job's smallest key, the last ends at its
-/// largest), so no user key is split. Empty means "do not split": when asked for fewer than 2
+/// job's user-key range; subrange `i` holds the user keys from boundary `i - 1` (inclusive) up
+/// to boundary `i` (exclusive), the first starting at the job's smallest key and the last
+/// ending at its largest, so no user key is split. Empty means "do not split": when asked for fewer than 2
 /// ranges, or when the job reads less than `2 * target_file_size_bytes`. Every range should
 /// fill at least one output file, so there are at most `input bytes / target_file_size_bytes`
 /// ranges.

@@ -18,8 +18,9 @@
 //! from elevated pressure on and gives it back once pressure is normal.
 //!
 //! A writer never blocks when nothing in flight can free memory (no immutable memtable waits
-//! for flush and the memtables are empty): then the excess is table metadata that only
-//! compaction or closing tables reduces, and blocking would deadlock (invariant I24). Such
+//! for flush): then the excess is in active memtables (which the high-pressure step switches
+//! for flushing first) or table metadata that only compaction or closing tables reduces, and
+//! blocking would deadlock (invariant I24). Such
 //! writes are counted.
 //!
 //! Concurrency contract: the governor's fields are atomics; the configured cache capacity is

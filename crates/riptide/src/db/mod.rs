@@ -418,7 +418,8 @@ impl Db {
     /// `column_family` down through the levels, rewriting every table that holds such keys, so
     /// that deleted and overwritten data in the range gives its space back. Memtables are
     /// flushed first. Returns when done; fails with `Error::Closed` when the database closes
-    /// or [`Db::cancel_manual_compactions`] is called meanwhile.
+    /// and with `Error::Cancelled` when [`Db::cancel_manual_compactions`] is called meanwhile
+    /// (jobs already installed stay).
     pub fn compact_range(&self, column_family: &ColumnFamily, start: Option<&[u8]>, end: Option<&[u8]>) -> Result<()> {
         self.check_open()?;
         self.inner.live_column_family(column_family)?;
@@ -426,8 +427,9 @@ impl Db {
         compaction::compact_range(&self.inner, column_family, start, end)
     }
 
-    /// Stops every `compact_range` in progress (they return `Error::Closed`) at the next
-    /// table boundary; automatic compactions go on.
+    /// Stops every `compact_range` in progress: they return `Error::Cancelled` before their
+    /// next job, and a job that is running stops within 1,024 entries (its partial outputs are
+    /// removed). Automatic compactions go on.
     pub fn cancel_manual_compactions(&self) {
         compaction::cancel_manual_compactions(&self.inner);
     }
