@@ -246,6 +246,10 @@ pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
         let result = run_job(&inner, &job);
         let mut state = inner.state.lock();
         unregister(&mut state, job.column_family, &job.plan);
+        // The plan holds the input files; they are obsolete now, and dropping the last handle
+        // deletes them. Drop it before the mutex goes, so that whoever sees the job gone (such
+        // as `wait_for_background_work`) also sees its inputs gone from the disk.
+        drop(job);
         match result {
             Ok(()) | Err(Error::Closed(_)) | Err(Error::Cancelled(_)) => {}
             Err(error) => inner.set_background_error(&mut state, error),
