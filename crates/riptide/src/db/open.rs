@@ -31,7 +31,7 @@ use super::flush::write_level0_table;
 use super::memory::MemoryGovernor;
 use super::stats::RecoveryStats;
 use super::table_cache::TableCache;
-use super::write::{insert_batch, WalState, WriteQueue};
+use super::write::{check_column_family_name_length, insert_batch, WalState, WriteQueue};
 use super::{BackgroundStats, Db, DbInner, DbState, ReadView};
 use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::cache::BlockCache;
@@ -64,6 +64,8 @@ pub(crate) fn open_with_column_families(
 ) -> Result<Db> {
     options.validate()?;
     for (name, column_family_options) in &column_families {
+        // A listed name that does not exist creates a column family, so it must be a valid name.
+        check_column_family_name_length(name)?;
         column_family_options
             .validate()
             .map_err(|error| Error::invalid(format!("options of column family {name:?}: {error}")))?;

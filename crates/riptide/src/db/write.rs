@@ -37,6 +37,7 @@ use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, SyncMode, WriteOptions};
 use crate::version::edit::VersionEdit;
+use crate::version::tree::Version;
 use crate::wal::LogWriter;
 
 /// A group never grows past this many bytes, so one huge batch does not delay the small ones
@@ -769,13 +770,19 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
 /// Longest accepted column family name.
 const MAX_COLUMN_FAMILY_NAME_BYTES: usize = 255;
 
-fn check_column_family_name(state: &DbState, name: &str) -> Result<()> {
+/// `InvalidArgument` unless `name` is 1 to 255 bytes long (also for names listed at open).
+pub(crate) fn check_column_family_name_length(name: &str) -> Result<()> {
     if name.is_empty() || name.len() > MAX_COLUMN_FAMILY_NAME_BYTES {
         return Err(Error::invalid(format!(
             "column family names must be 1 to {MAX_COLUMN_FAMILY_NAME_BYTES} bytes, got {}",
             name.len()
         )));
     }
+    Ok(())
+}
+
+fn check_column_family_name(state: &DbState, name: &str) -> Result<()> {
+    check_column_family_name_length(name)?;
     if state.column_families.values().any(|family| *family.shared.name.read() == name) {
         return Err(Error::invalid(format!("a column family named {name:?} exists")));
     }
@@ -826,6 +833,15 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
         state.column_families.remove(&shared.id);
         shared.dropped.store(true, Ordering::Release);
         inner.column_family_handles.write().remove(&shared.id);
+        // Handles outlive the drop and hold the shared part, so its last read view would keep
+        // the memtables and the tables (and their files) alive as long as any handle does.
+        // Readers that took the view before keep it through their own reference.
+        let empty_view = ReadView {
+            memtable: Arc::new(MemTable::new(DROPPED_MEMTABLE_SIZE_BYTES)),
+            immutables: Vec::new(),
+            version: Arc::new(Version::empty()),
+        };
+        *shared.read_view.write() = Arc::new(empty_view);
         // Its memtables no longer pin logs.
         delete_obsolete_logs(inner, &mut state);
         inner.background_done.notify_all();
@@ -833,6 +849,10 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
         Ok(())
     })
 }
+
+/// The capacity hint of the empty memtable a dropped column family's handles keep: the
+/// smallest valid memtable size, since nothing is ever written to it.
+const DROPPED_MEMTABLE_SIZE_BYTES: usize = 4096;
 
 /// Renames a column family; durable in the manifest when it returns.
 pub(crate) fn rename_column_family(inner: &DbInner, column_family: &ColumnFamily, new_name: &str) -> Result<()> {
