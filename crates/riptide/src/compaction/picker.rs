@@ -847,7 +847,7 @@ mod tests {
                 // The base level's target lies in (base / ratio, base], give or take the
                 // rounding of integer division.
                 let base_target = targets.target_bytes[expected_base_level];
-                assert!(base_target >= BASE_BYTES / 10 && base_target <= BASE_BYTES, "{base_target}");
+                assert!((BASE_BYTES / 10..=BASE_BYTES).contains(&base_target), "{base_target}");
             }
         }
     }
