@@ -124,8 +124,10 @@ pub struct Options {
     /// Global cap on the memory the engine holds: memtables (active and immutable, of every
     /// column family), the block cache, and the indexes and filters of open tables. As use
     /// nears the cap writes are slowed, memtables flushed early and the block cache shrunk;
-    /// at the cap writes wait. 0 means the default: half of the machine's physical memory (or
-    /// 1 GiB when that cannot be read). Must be at least 16 MiB.
+    /// at the cap writes wait. The block cache never holds more than the room below 70 % of
+    /// the cap that memtables and tables leave, whatever `block_cache_size_bytes` says. 0
+    /// means the default: half of the machine's physical memory (or 1 GiB when that cannot be
+    /// read). Must be at least 16 MiB.
     pub max_memory_bytes: u64,
     /// Largest accepted key. Default 64 KiB; at most 1 MiB.
     pub max_key_size_bytes: usize,

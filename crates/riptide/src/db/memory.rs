@@ -17,6 +17,13 @@
 //! its side too: it shrinks the block cache (down to an eighth of its configured capacity)
 //! from elevated pressure on and gives it back once pressure is normal.
 //!
+//! Whatever its configured capacity, the block cache may only fill the room below the elevated
+//! mark that memtables and tables leave (see [`MemoryGovernor::cache_room_bytes`]): so the cache
+//! never raises the pressure by itself, and the total stays within the critical mark plus the
+//! write group that crossed it. The monitor applies the room at every refresh, and writers
+//! shrink the cache at once when memtables grow into its room, because the monitor's refresh
+//! comes too late: reads can fill the cache by many MiB between two refreshes.
+//!
 //! A writer never blocks when nothing in flight can free memory (no immutable memtable waits
 //! for flush): then the excess is in active memtables (which the high-pressure step switches
 //! for flushing first) or table metadata that only compaction or closing tables reduces, and
@@ -40,13 +47,21 @@ const ELEVATED_PER_MILLE: u64 = 700;
 const HIGH_PER_MILLE: u64 = 850;
 const CRITICAL_PER_MILLE: u64 = 950;
 
-/// The block cache never shrinks below this fraction of its configured capacity.
+/// The block cache never shrinks below this fraction of its configured capacity (unless the
+/// room the cap leaves it is smaller).
 const MINIMUM_CACHE_DIVISOR: usize = 8;
+
+/// When writers shrink the block cache to its room, they shrink it this fraction of the cap
+/// further, so that steadily growing memtables shrink it once per step rather than at every
+/// write group (each shrink locks every shard).
+const CACHE_SHRINK_STEP_DIVISOR: u64 = 64;
 
 pub(crate) struct MemoryGovernor {
     limit_bytes: u64,
     /// Block cache plus open-table memory, as of the monitor's last refresh.
     other_usage_bytes: AtomicU64,
+    /// The open-table part of `other_usage_bytes`.
+    table_usage_bytes: AtomicU64,
     /// Memtable memory as of the last write group.
     memtable_usage_bytes: AtomicU64,
     /// The capacity the user configured; the cache may be shrunk below it under pressure.
@@ -67,6 +82,7 @@ impl MemoryGovernor {
         MemoryGovernor {
             limit_bytes,
             other_usage_bytes: AtomicU64::new(0),
+            table_usage_bytes: AtomicU64::new(0),
             memtable_usage_bytes: AtomicU64::new(0),
             configured_cache_bytes: AtomicUsize::new(configured_cache_bytes),
             pressure: AtomicU8::new(MemoryPressure::Normal as u8),
@@ -103,8 +119,9 @@ impl MemoryGovernor {
     }
 
     /// Records the cache and table memory (from the monitor) and returns the pressure level.
-    pub(crate) fn update_other(&self, other_bytes: u64) -> MemoryPressure {
-        self.other_usage_bytes.store(other_bytes, Ordering::Relaxed);
+    pub(crate) fn update_other(&self, cache_bytes: u64, table_bytes: u64) -> MemoryPressure {
+        self.table_usage_bytes.store(table_bytes, Ordering::Relaxed);
+        self.other_usage_bytes.store(cache_bytes + table_bytes, Ordering::Relaxed);
         self.refresh_pressure()
     }
 
@@ -116,14 +133,34 @@ impl MemoryGovernor {
         level
     }
 
-    /// The capacity the block cache should have at `pressure`.
+    /// The most the block cache may hold now: the room below the elevated mark that the
+    /// memtables and open tables leave.
+    pub(crate) fn cache_room_bytes(&self) -> usize {
+        let elevated_mark = (u128::from(self.limit_bytes) * u128::from(ELEVATED_PER_MILLE) / 1000) as u64;
+        let others = self.memtable_usage_bytes.load(Ordering::Relaxed) + self.table_usage_bytes.load(Ordering::Relaxed);
+        usize::try_from(elevated_mark.saturating_sub(others)).unwrap_or(usize::MAX)
+    }
+
+    /// The capacity the block cache should have at `pressure`, within its room.
     pub(crate) fn cache_capacity_for(&self, pressure: MemoryPressure) -> usize {
         let configured = self.configured_cache_bytes.load(Ordering::Relaxed);
         let minimum = configured / MINIMUM_CACHE_DIVISOR;
-        match pressure {
+        let wanted = match pressure {
             MemoryPressure::Normal => configured,
             MemoryPressure::Elevated => (configured / 2).max(minimum),
             MemoryPressure::High | MemoryPressure::Critical => minimum,
+        };
+        wanted.min(self.cache_room_bytes())
+    }
+
+    /// Called by writers after recording the memtables: when they have grown into the block
+    /// cache's room, shrinks the cache now (a step below the room) instead of at the monitor's
+    /// next refresh.
+    pub(crate) fn fit_block_cache(&self, cache: &BlockCache) {
+        let room = self.cache_room_bytes();
+        if cache.capacity_bytes() > room {
+            let step = usize::try_from(self.limit_bytes / CACHE_SHRINK_STEP_DIVISOR).unwrap_or(usize::MAX);
+            cache.set_capacity_bytes(room.saturating_sub(step));
         }
     }
 
@@ -168,8 +205,9 @@ pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
             state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum()
         };
         inner.memory.update_memtables(memtable_bytes);
-        let other = inner.block_cache.usage_bytes() as u64 + inner.table_cache.memory_usage_bytes() as u64;
-        let pressure = inner.memory.update_other(other);
+        let pressure = inner
+            .memory
+            .update_other(inner.block_cache.usage_bytes() as u64, inner.table_cache.memory_usage_bytes() as u64);
         let capacity = inner.memory.cache_capacity_for(pressure);
         if capacity != inner.block_cache.capacity_bytes() {
             inner.block_cache.set_capacity_bytes(capacity);
@@ -201,14 +239,36 @@ mod tests {
 
     #[test]
     fn cache_shrinks_with_pressure_and_comes_back() {
-        let governor = MemoryGovernor::new(1000, 800);
+        let governor = MemoryGovernor::new(10_000, 800);
         assert_eq!(governor.cache_capacity_for(MemoryPressure::Normal), 800);
         assert_eq!(governor.cache_capacity_for(MemoryPressure::Elevated), 400);
         assert_eq!(governor.cache_capacity_for(MemoryPressure::High), 100);
         assert_eq!(governor.cache_capacity_for(MemoryPressure::Critical), 100);
-        assert_eq!(governor.update_memtables(900), MemoryPressure::High);
-        assert_eq!(governor.update_other(60), MemoryPressure::Critical);
-        assert_eq!(governor.update_memtables(100), MemoryPressure::Normal);
-        assert_eq!(governor.peak_usage_bytes(), 960);
+        assert_eq!(governor.update_memtables(9000), MemoryPressure::High);
+        assert_eq!(governor.update_other(500, 100), MemoryPressure::Critical);
+        assert_eq!(governor.update_memtables(1000), MemoryPressure::Normal);
+        assert_eq!(governor.peak_usage_bytes(), 9600);
+    }
+
+    #[test]
+    fn cache_gets_only_the_room_below_the_elevated_mark() {
+        // A cache configured larger than the whole cap gets what memtables and tables leave
+        // below 70 % of it, at every pressure level.
+        let governor = MemoryGovernor::new(1000, 4000);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Normal), 700);
+        governor.update_memtables(300);
+        governor.update_other(0, 100);
+        assert_eq!(governor.cache_room_bytes(), 300);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Normal), 300);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Critical), 300);
+        governor.update_memtables(900);
+        assert_eq!(governor.cache_capacity_for(MemoryPressure::Normal), 0);
+        // Writers shrink the cache a step below its room as soon as memtables grow into it.
+        let cache = BlockCache::new(4000);
+        governor.update_memtables(500);
+        governor.fit_block_cache(&cache);
+        assert_eq!(cache.capacity_bytes(), 100 - 1000 / 64);
+        governor.fit_block_cache(&cache);
+        assert_eq!(cache.capacity_bytes(), 100 - 1000 / 64, "no shrink while within the room");
     }
 }

@@ -29,7 +29,7 @@ use super::compaction::ManualCompactions;
 use super::filename::{log_path, parse_file_name, table_path, FileKind, CURRENT_FILE_NAME, LOCK_FILE_NAME};
 use super::flush::write_level0_table;
 use super::memory::MemoryGovernor;
-use super::stats::RecoveryStats;
+use super::stats::{MemoryPressure, RecoveryStats};
 use super::table_cache::TableCache;
 use super::write::{check_column_family_name_length, insert_batch, WalState, WriteQueue};
 use super::{BackgroundStats, Db, DbInner, DbState, ReadView};
@@ -222,6 +222,8 @@ pub(crate) fn open_with_column_families(
         stats: BackgroundStats::default(),
     };
     let memory = MemoryGovernor::new(options.effective_max_memory_bytes(), options.block_cache_size_bytes);
+    // A cache configured larger than the room the cap leaves it starts within that room.
+    block_cache.set_capacity_bytes(memory.cache_capacity_for(MemoryPressure::Normal));
     let inner = Arc::new(DbInner {
         dir: dir.to_path_buf(),
         file_system,

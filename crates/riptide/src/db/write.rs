@@ -568,6 +568,7 @@ pub(crate) fn make_room_for_write(
         // with delays, and blocking.
         let memtable_bytes: u64 = state.column_families.values().map(|f| f.memtable_memory_bytes() as u64).sum();
         let pressure = inner.memory.update_memtables(memtable_bytes);
+        inner.memory.fit_block_cache(&inner.block_cache);
         if pressure >= MemoryPressure::Elevated {
             if let Some(id) = memory_flush_candidate(state, pressure) {
                 if let Err(error) = switch_memtable(inner, state, id) {
