@@ -727,33 +727,39 @@ fn cancel_manual_compactions_stops_a_long_compact_range() {
     assert_eq!(dump(&db, &ReadOptions::default()), model, "after reopen");
 }
 
-/// A large range delete in a database whose base level is above the last level: the
-/// tombstones land in the base level (the last level still holds the keys, so they cannot be
-/// dropped), where the level is far under its size target and no size rule would move them.
-/// The tombstone-density rule must compact them down by itself, freeing the deleted data.
+/// A range delete in a database whose base level is above the last level: the tombstones land
+/// in the base level (the last level still holds the keys, so they cannot be dropped), where
+/// they stay far under the level's size target (a ratio of 2 gives the base level half the
+/// last level's size), so no size rule moves them. The tombstone-density rule must compact
+/// them down by itself, freeing the deleted data. The data is put into the last level with a
+/// `compact_range` first, so that every tombstone meets its key only there.
 #[test]
 fn tombstone_density_trigger_frees_a_deleted_range_without_manual_compaction() {
     let memory = MemFileSystem::new();
-    let options = Options { tombstone_compaction_min_entries: 200, ..small_options(Arc::new(memory.clone())) };
+    let options = Options {
+        // Uncompressed, so that sizes follow the key counts.
+        compression: Compression::None,
+        level_size_ratio: 2,
+        tombstone_compaction_min_entries: 200,
+        ..small_options(Arc::new(memory.clone()))
+    };
     let db = Db::open("/tombstone-density", options).expect("open");
-    let mut model = Model::new();
-    for i in 0..3000u64 {
-        db.put(&key(i), &value(i, 0, 100)).expect("put");
-        model.insert(key(i), value(i, 0, 100));
-    }
-    db.flush().expect("flush");
+    let mut model = load_into_last_level(&db, 900);
     db.wait_for_background_work().expect("idle");
     let loaded = db.stats();
-    assert!(loaded.column_families[0].base_level < 6, "setup: the base level should be above the last:\n{loaded}");
-    for i in 500..2500u64 {
-        db.delete(&key(i)).expect("delete");
-        model.remove(&key(i));
+    assert_eq!(loaded.column_families[0].base_level, 5, "setup: the base level should be level 5:\n{loaded}");
+    // Two flushes, so that level 0 reaches its trigger of two files.
+    for range in [100..400u64, 400..700] {
+        for i in range {
+            db.delete(&key(i)).expect("delete");
+            model.remove(&key(i));
+        }
+        db.flush().expect("flush");
     }
-    db.flush().expect("flush");
     db.wait_for_background_work().expect("idle");
     let stats = db.stats();
     assert!(stats.tombstone_compactions > 0, "no tombstone-density compaction ran:\n{stats}");
-    assert_eq!(stats.manual_compactions, 0);
+    assert_eq!(stats.manual_compactions, loaded.manual_compactions, "only the setup compacted by hand");
     assert!(
         stats.total_table_bytes() < loaded.total_table_bytes() / 2,
         "two thirds of the data were deleted, yet tables went from {} to {} bytes:\n{stats}",
