@@ -31,8 +31,11 @@ fn workload(db: &Db) -> (Entries, bool) {
     let mut acknowledged = Vec::new();
     let mut saw_error = false;
     for i in 0..90u64 {
-        let k = key(i);
-        let v = value(i, 1, 200);
+        // A permutation of 0..90, so that flushed tables overlap and must be merged (disjoint
+        // level-0 tables would only be moved, and the sweep must interrupt a compaction).
+        let n = i * 37 % 90;
+        let k = key(n);
+        let v = value(n, 1, 200);
         match db.put_opt(&k, &v, &WriteOptions { sync: true }) {
             Ok(()) => {
                 assert!(!saw_error, "write {i} acknowledged after an earlier failure: a failed sync must stick");
