@@ -326,8 +326,6 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     state.versions.log_and_apply(edit)?;
     let stats = &mut state.stats;
     stats.compaction_count += 1;
-    stats.compaction_bytes_read += plan.input_bytes();
-    stats.compaction_bytes_written += bytes_written;
     stats.level_bytes_read[plan.level] += plan.inputs.iter().map(|f| f.meta.file_size_bytes).sum::<u64>();
     stats.level_bytes_read[plan.output_level] += plan.output_inputs.iter().map(|f| f.meta.file_size_bytes).sum::<u64>();
     stats.level_bytes_written[plan.output_level] += bytes_written;

@@ -128,7 +128,6 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             state.versions.set_last_sequence(last_sequence);
             state.versions.log_and_apply(edit)?;
             state.stats.flush_count += 1;
-            state.stats.flush_bytes_written += bytes_written;
             state.stats.level_bytes_written[0] += bytes_written;
             Ok(())
         });

@@ -90,10 +90,7 @@ pub(crate) struct DbState {
 #[derive(Clone, Debug, Default)]
 pub(crate) struct BackgroundStats {
     pub(crate) flush_count: u64,
-    pub(crate) flush_bytes_written: u64,
     pub(crate) compaction_count: u64,
-    pub(crate) compaction_bytes_read: u64,
-    pub(crate) compaction_bytes_written: u64,
     pub(crate) trivial_moves: u64,
     /// Per output level: bytes written by compactions (level 0: by flushes).
     pub(crate) level_bytes_written: [u64; crate::version::tree::NUM_LEVELS],

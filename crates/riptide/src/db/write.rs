@@ -617,12 +617,13 @@ pub(crate) fn make_room_for_write(
         for &id in ids {
             let Some(family) = state.column_families.get(&id) else { continue };
             let memtable = &family.memtable;
-            let full = memtable.approximate_memory_bytes() >= family.shared.options().memtable_size_bytes;
+            let options = family.shared.options();
+            let full = memtable.approximate_memory_bytes() >= options.memtable_size_bytes;
             let forced = force && !switched.contains(&id);
             if memtable.is_empty() || !(full || forced) {
                 continue;
             }
-            if family.immutables.len() >= family.shared.options().max_immutable_memtables {
+            if family.immutables.len() >= options.max_immutable_memtables {
                 stall_started.get_or_insert_with(Instant::now);
                 inner.work_available.notify_all();
                 inner.background_done.wait_for(state, Duration::from_millis(100));
@@ -657,19 +658,17 @@ fn memory_flush_candidate(state: &DbState, pressure: MemoryPressure) -> Option<u
         })
         .map(|family| (family.id(), family.memtable.approximate_memory_bytes(), family))
         .max_by_key(|(_, bytes, _)| *bytes)?;
-    let half_full = bytes >= family.shared.options().memtable_size_bytes / 2;
+    let memtable_size_bytes = family.shared.options().memtable_size_bytes;
     let worth_it = match pressure {
         MemoryPressure::Normal => false,
-        MemoryPressure::Elevated => half_full,
+        MemoryPressure::Elevated => bytes >= memtable_size_bytes / 2,
         // Switching a nearly empty memtable frees nothing; wait for the ones in flight.
-        MemoryPressure::High | MemoryPressure::Critical => {
-            bytes >= (64 << 10).min(family.shared.options().memtable_size_bytes / 4)
-        }
+        MemoryPressure::High | MemoryPressure::Critical => bytes >= (64 << 10).min(memtable_size_bytes / 4),
     };
     worth_it.then_some(id)
 }
 
-/// True when flushes in flight (or memtables that can still be switched) will free memory.
+/// True when flushes in flight will free memory: some column family has an immutable memtable.
 /// Writers block on memory only while this holds (I24).
 fn memory_reclaimable(state: &DbState) -> bool {
     state.column_families.values().any(|family| !family.immutables.is_empty())
