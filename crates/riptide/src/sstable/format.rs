@@ -32,6 +32,23 @@ pub(crate) const BLOCK_TRAILER_SIZE_BYTES: usize = 5;
 /// absurd allocation.
 pub(crate) const MAX_UNCOMPRESSED_BLOCK_BYTES: usize = 1 << 31;
 
+/// The most bytes one compressed payload byte can expand to, per codec, with a small allowance
+/// for headers. A damaged (or, with checksums off, forged) length prefix is checked against
+/// `payload_length * ratio` before anything is allocated, so a 40-byte block cannot make the
+/// reader allocate gigabytes. LZ4's block format encodes at most 255 output bytes per extension
+/// byte; Snappy's densest copy (2 bytes for 64 output bytes) is below 32; Zstandard's RLE block
+/// turns a 4-byte block into up to 128 KiB.
+const MAX_EXPANSION_LZ4: usize = 256;
+const MAX_EXPANSION_SNAPPY: usize = 32;
+const MAX_EXPANSION_ZSTD: usize = 32 * 1024;
+const EXPANSION_ALLOWANCE_BYTES: usize = 64;
+
+/// Whether `raw_length` is a length `payload_length` compressed bytes could decode to.
+fn plausible_uncompressed_length(raw_length: usize, payload_length: usize, max_expansion: usize) -> bool {
+    raw_length <= MAX_UNCOMPRESSED_BLOCK_BYTES
+        && raw_length <= payload_length.saturating_mul(max_expansion).saturating_add(EXPANSION_ALLOWANCE_BYTES)
+}
+
 /// Type byte of a block stored as is.
 pub(crate) const BLOCK_TYPE_NONE: u8 = 0;
 /// Type byte of an LZ4 (block format) compressed block.
@@ -221,12 +238,15 @@ pub(crate) fn decode_stored_block(
         BLOCK_TYPE_LZ4 | BLOCK_TYPE_ZSTD => {
             let (raw_length, header_length) =
                 get_varint64(stored).ok_or_else(|| corruption("bad uncompressed length".to_string()))?;
+            let payload = stored.get(header_length..).unwrap_or_default();
+            let max_expansion = if block_type == BLOCK_TYPE_LZ4 { MAX_EXPANSION_LZ4 } else { MAX_EXPANSION_ZSTD };
             let raw_length = usize::try_from(raw_length)
                 .ok()
-                .filter(|&length| length <= MAX_UNCOMPRESSED_BLOCK_BYTES)
-                .ok_or_else(|| corruption(format!("uncompressed length {raw_length} is too large")))?;
+                .filter(|&length| plausible_uncompressed_length(length, payload.len(), max_expansion))
+                .ok_or_else(|| {
+                    corruption(format!("uncompressed length {raw_length} is impossible for {} stored bytes", payload.len()))
+                })?;
             debug_assert_eq!(header_length, varint_length(raw_length as u64));
-            let payload = stored.get(header_length..).unwrap_or_default();
             let mut output = vec![0u8; raw_length];
             let written = if block_type == BLOCK_TYPE_LZ4 {
                 lz4_flex::block::decompress_into(payload, &mut output)
@@ -243,8 +263,11 @@ pub(crate) fn decode_stored_block(
         BLOCK_TYPE_SNAPPY => {
             let raw_length = snap::raw::decompress_len(stored)
                 .map_err(|error| corruption(format!("Snappy header damaged: {error}")))?;
-            if raw_length > MAX_UNCOMPRESSED_BLOCK_BYTES {
-                return Err(corruption(format!("uncompressed length {raw_length} is too large")));
+            if !plausible_uncompressed_length(raw_length, stored.len(), MAX_EXPANSION_SNAPPY) {
+                return Err(corruption(format!(
+                    "uncompressed length {raw_length} is impossible for {} stored bytes",
+                    stored.len()
+                )));
             }
             let mut output = vec![0u8; raw_length];
             let written = snap::raw::Decoder::new()
@@ -397,6 +420,45 @@ mod tests {
                 assert!(error.is_corruption());
             }
             assert!(decode_stored_block(&PathBuf::from("t.sst"), 7, vec![1, 2], true).unwrap_err().is_corruption());
+        }
+    }
+
+    /// Story: a review of the stored-block decoder (last session's reliability note) found that a
+    /// block whose checksum is not checked (or collides) could claim an uncompressed length of up to 2 GiB in a few header bytes, and
+    /// the reader allocated that much before the decompressor noticed the payload was too short.
+    /// The claimed length is now checked against what the payload could possibly expand to.
+    #[test]
+    fn claimed_lengths_beyond_the_codecs_expansion_are_rejected_before_allocating() {
+        let path = PathBuf::from("t.sst");
+        for block_type in [BLOCK_TYPE_LZ4, BLOCK_TYPE_ZSTD] {
+            let mut stored = Vec::new();
+            put_varint64(&mut stored, 1 << 30);
+            stored.extend_from_slice(&[0u8; 8]);
+            let mut file_bytes = stored.clone();
+            file_bytes.extend_from_slice(&block_trailer(&stored, block_type));
+            for verify in [true, false] {
+                let error = decode_stored_block(&path, 0, file_bytes.clone(), verify).unwrap_err();
+                assert!(error.to_string().contains("impossible"), "{block_type}: {error}");
+            }
+        }
+        let mut stored = Vec::new();
+        put_varint64(&mut stored, 1 << 30);
+        stored.extend_from_slice(&[0u8; 8]);
+        let mut file_bytes = stored.clone();
+        file_bytes.extend_from_slice(&block_trailer(&stored, BLOCK_TYPE_SNAPPY));
+        let error = decode_stored_block(&path, 0, file_bytes, false).unwrap_err();
+        assert!(error.to_string().contains("impossible"), "{error}");
+    }
+
+    /// The expansion bounds must never reject what the codecs really produce: a run of one byte
+    /// is each codec's best case.
+    #[test]
+    fn the_most_compressible_blocks_still_decode() {
+        let raw = vec![0u8; 4 << 20];
+        for compression in [Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+            let (block_type, decoded) = round_trip(compression, &raw);
+            assert_ne!(block_type, BLOCK_TYPE_NONE, "{compression:?}");
+            assert!(decoded == raw, "{compression:?}");
         }
     }
 
