@@ -244,7 +244,10 @@ pub(crate) fn decode_stored_block(
                 .ok()
                 .filter(|&length| plausible_uncompressed_length(length, payload.len(), max_expansion))
                 .ok_or_else(|| {
-                    corruption(format!("uncompressed length {raw_length} is impossible for {} stored bytes", payload.len()))
+                    corruption(format!(
+                        "uncompressed length {raw_length} is impossible for {} stored bytes",
+                        payload.len()
+                    ))
                 })?;
             debug_assert_eq!(header_length, varint_length(raw_length as u64));
             let mut output = vec![0u8; raw_length];
@@ -423,10 +426,11 @@ mod tests {
         }
     }
 
-    /// Story: a review of the stored-block decoder (last session's reliability note) found that a
-    /// block whose checksum is not checked (or collides) could claim an uncompressed length of up to 2 GiB in a few header bytes, and
-    /// the reader allocated that much before the decompressor noticed the payload was too short.
-    /// The claimed length is now checked against what the payload could possibly expand to.
+    /// Story: a review of the stored-block decoder (last session's reliability note) found that
+    /// a block whose checksum is not checked (or collides) could claim an uncompressed length of
+    /// up to 2 GiB in a few header bytes, and the reader allocated that much before the
+    /// decompressor noticed the payload was too short. The claimed length is now checked
+    /// against what the payload could possibly expand to.
     #[test]
     fn claimed_lengths_beyond_the_codecs_expansion_are_rejected_before_allocating() {
         let path = PathBuf::from("t.sst");
