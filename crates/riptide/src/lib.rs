@@ -47,5 +47,7 @@ pub use db::{
     ColumnFamily, ColumnFamilyStats, Db, DbIterator, LevelStats, MemoryPressure, RangeStats, RecoveryStats, Stats,
 };
 pub use error::{Error, Result};
-pub use options::{ColumnFamilyOptions, Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions};
+pub use options::{
+    ColumnFamilyOptions, CompactionPriority, Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions,
+};
 pub use snapshot::Snapshot;

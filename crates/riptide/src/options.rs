@@ -24,6 +24,21 @@ pub enum Compression {
     Snappy,
 }
 
+/// How a compaction of level 1 or deeper chooses the file it moves down when its level is over
+/// target.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+#[non_exhaustive]
+pub enum CompactionPriority {
+    /// The file whose overlapping bytes in the next level are smallest relative to its own
+    /// size: the move that rewrites the least data per byte it brings down. Ranges where the
+    /// next level is sparse absorb data cheaply, so write amplification is lower than with
+    /// round robin, most of all while the database grows. The default.
+    MinOverlappingRatio,
+    /// The file after the one compacted last, wrapping around: every part of the key space is
+    /// visited at the same pace, whatever the cost.
+    RoundRobin,
+}
+
 /// When the write-ahead log is forced to stable storage.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
@@ -114,12 +129,21 @@ pub struct Options {
     pub tombstone_compaction_ratio: f64,
     /// See `tombstone_compaction_ratio`. Default 1,000.
     pub tombstone_compaction_min_entries: u64,
+    /// Which file a level over target moves down first. Default
+    /// [`CompactionPriority::MinOverlappingRatio`].
+    pub compaction_priority: CompactionPriority,
     /// Background threads that flush memtables. Default 1.
     pub max_background_flushes: usize,
     /// Background threads that run compactions; jobs on disjoint key ranges run in parallel.
-    /// Default 2.
+    /// 0 (the default) means half the CPUs, between 1 and 8: compaction threads compete with
+    /// the writers and the flush thread for cores. On a 2-core machine a second compaction
+    /// thread made the benchtool's long random-write run slower and raised its write
+    /// amplification: jobs started as soon as a level is due are smaller, so the level below
+    /// is rewritten more often for the same data.
     pub max_background_compactions: usize,
-    /// A large compaction is split into at most this many key ranges run in parallel. Default 2.
+    /// A large compaction is split into at most this many key ranges run in parallel. 0 (the
+    /// default) means a quarter of the CPUs, between 1 and 4 (so 1, no splitting, below 8
+    /// CPUs).
     pub max_subcompactions: usize,
     /// Global cap on the memory the engine holds: memtables (active and immutable, of every
     /// column family), the block cache, and the indexes and filters of open tables. As use
@@ -163,9 +187,10 @@ impl Default for Options {
             bottommost_compression: None,
             tombstone_compaction_ratio: 0.5,
             tombstone_compaction_min_entries: 1000,
+            compaction_priority: CompactionPriority::MinOverlappingRatio,
             max_background_flushes: 1,
-            max_background_compactions: 2,
-            max_subcompactions: 2,
+            max_background_compactions: 0,
+            max_subcompactions: 0,
             max_memory_bytes: 0,
             max_key_size_bytes: 64 << 10,
             max_value_size_bytes: 64 << 20,
@@ -199,6 +224,7 @@ impl std::fmt::Debug for Options {
             .field("bottommost_compression", &self.bottommost_compression)
             .field("tombstone_compaction_ratio", &self.tombstone_compaction_ratio)
             .field("tombstone_compaction_min_entries", &self.tombstone_compaction_min_entries)
+            .field("compaction_priority", &self.compaction_priority)
             .field("max_background_flushes", &self.max_background_flushes)
             .field("max_background_compactions", &self.max_background_compactions)
             .field("max_subcompactions", &self.max_subcompactions)
@@ -227,11 +253,8 @@ impl Options {
         check(self.max_value_size_bytes <= 1 << 30, "max_value_size_bytes must be at most 1 GiB")?;
         check(self.max_batch_size_bytes <= 1 << 30, "max_batch_size_bytes must be at most 1 GiB")?;
         check((1..=16).contains(&self.max_background_flushes), "max_background_flushes must be between 1 and 16")?;
-        check(
-            (1..=16).contains(&self.max_background_compactions),
-            "max_background_compactions must be between 1 and 16",
-        )?;
-        check((1..=16).contains(&self.max_subcompactions), "max_subcompactions must be between 1 and 16")?;
+        check(self.max_background_compactions <= 16, "max_background_compactions must be at most 16 (0: automatic)")?;
+        check(self.max_subcompactions <= 16, "max_subcompactions must be at most 16 (0: automatic)")?;
         check(
             self.max_memory_bytes == 0 || self.max_memory_bytes >= 16 << 20,
             "max_memory_bytes must be 0 (default) or at least 16 MiB",
@@ -262,6 +285,25 @@ impl Options {
             base_level_size_bytes: self.base_level_size_bytes,
             tombstone_compaction_ratio: self.tombstone_compaction_ratio,
             tombstone_compaction_min_entries: self.tombstone_compaction_min_entries,
+            compaction_priority: self.compaction_priority,
+        }
+    }
+
+    /// The number of compaction threads in effect: `max_background_compactions`, or half the
+    /// CPUs (1 to 8) when it is 0.
+    pub fn effective_max_background_compactions(&self) -> usize {
+        match self.max_background_compactions {
+            0 => (cpu_count() / 2).clamp(1, 8),
+            threads => threads,
+        }
+    }
+
+    /// The sub-compaction limit in effect: `max_subcompactions`, or a quarter of the CPUs (1 to
+    /// 4) when it is 0.
+    pub fn effective_max_subcompactions(&self) -> usize {
+        match self.max_subcompactions {
+            0 => (cpu_count() / 4).clamp(1, 4),
+            ranges => ranges,
         }
     }
 
@@ -272,6 +314,11 @@ impl Options {
         }
         physical_memory_bytes().map_or(1 << 30, |total| (total / 2).max(16 << 20))
     }
+}
+
+/// The CPUs this process may run on (1 when unknown).
+fn cpu_count() -> usize {
+    std::thread::available_parallelism().map_or(1, usize::from)
 }
 
 /// Total physical memory, from `/proc/meminfo` (Linux); `None` elsewhere or when unreadable.
@@ -322,6 +369,8 @@ pub struct ColumnFamilyOptions {
     pub tombstone_compaction_ratio: f64,
     /// See [`Options::tombstone_compaction_min_entries`].
     pub tombstone_compaction_min_entries: u64,
+    /// See [`Options::compaction_priority`].
+    pub compaction_priority: CompactionPriority,
 }
 
 impl Default for ColumnFamilyOptions {

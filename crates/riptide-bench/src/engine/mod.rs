@@ -172,7 +172,10 @@ pub trait Session {
 /// follows when a run has written it).
 pub fn describe_settings(kind: EngineKind, settings: &EngineSettings) -> String {
     match kind {
-        EngineKind::Riptide => format!("{:#?}", riptide_engine::options(settings)),
+        EngineKind::Riptide => match riptide_engine::options(settings) {
+            Ok(options) => format!("{options:#?}"),
+            Err(error) => format!("invalid Riptide options: {error}"),
+        },
         EngineKind::Rocksdb => rocksdb_settings_text(settings),
     }
 }

@@ -3,17 +3,26 @@
 //! Options: the memtable and block cache sizes of the run, LZ4, 10 bloom bits per key (or no
 //! filter), 4 KiB blocks, WAL without background sync ([`SyncMode::None`]); `--sync` makes every
 //! write a synced write (`WriteOptions { sync: true }`), shared by group commit.
+//!
+//! For tuning experiments, the environment variable `RIPTIDE_BENCH_TUNING` overrides compaction
+//! and background options, e.g. `max_background_compactions=1,compaction_priority=round_robin`;
+//! the report's configuration dump shows the options a run really used.
 
 use std::path::Path;
 
-use riptide::{Compression, Db, DbIterator, Options, ReadOptions, SyncMode, WriteBatch, WriteOptions};
+use riptide::{
+    CompactionPriority, Compression, Db, DbIterator, Options, ReadOptions, SyncMode, WriteBatch, WriteOptions,
+};
 
 use super::{Engine, EngineSettings, ScanOutcome, Session, WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY};
-use crate::error::{Context, Result};
+use crate::error::{BenchError, Context, Result};
 
-/// The Riptide options for `settings`.
-pub fn options(settings: &EngineSettings) -> Options {
-    Options {
+/// The environment variable holding tuning overrides (see the module documentation).
+pub const TUNING_VARIABLE: &str = "RIPTIDE_BENCH_TUNING";
+
+/// The Riptide options for `settings`, with the overrides of [`TUNING_VARIABLE`] applied.
+pub fn options(settings: &EngineSettings) -> Result<Options> {
+    let mut options = Options {
         memtable_size_bytes: settings.memtable_size_bytes,
         block_cache_size_bytes: settings.block_cache_size_bytes,
         bloom_bits_per_key: if settings.bloom { BLOOM_BITS_PER_KEY } else { 0 },
@@ -21,7 +30,41 @@ pub fn options(settings: &EngineSettings) -> Options {
         compression: Compression::Lz4,
         wal_sync_mode: SyncMode::None,
         ..Options::default()
+    };
+    if let Ok(tuning) = std::env::var(TUNING_VARIABLE) {
+        apply_tuning(&mut options, &tuning).with_context(|| format!("reading {TUNING_VARIABLE}={tuning:?}"))?;
     }
+    Ok(options)
+}
+
+/// Applies comma-separated `name=value` overrides to `options`; an unknown name or a value
+/// that does not parse is an error, so a typo never runs a benchmark with the defaults.
+fn apply_tuning(options: &mut Options, tuning: &str) -> Result<()> {
+    for setting in tuning.split(',').map(str::trim).filter(|setting| !setting.is_empty()) {
+        let (name, value) =
+            setting.split_once('=').ok_or_else(|| BenchError::new(format!("{setting:?} is not name=value")))?;
+        let number = || value.parse::<u64>().map_err(|_| BenchError::new(format!("{name}: {value:?} is not a number")));
+        match name {
+            "max_background_compactions" => options.max_background_compactions = number()? as usize,
+            "max_background_flushes" => options.max_background_flushes = number()? as usize,
+            "max_subcompactions" => options.max_subcompactions = number()? as usize,
+            "level_size_ratio" => options.level_size_ratio = number()?,
+            "base_level_size_bytes" => options.base_level_size_bytes = number()?,
+            "target_file_size_bytes" => options.target_file_size_bytes = number()?,
+            "level0_compaction_trigger_files" => options.level0_compaction_trigger_files = number()? as usize,
+            "level0_slowdown_writes_files" => options.level0_slowdown_writes_files = number()? as usize,
+            "level0_stop_writes_files" => options.level0_stop_writes_files = number()? as usize,
+            "compaction_priority" => {
+                options.compaction_priority = match value {
+                    "min_overlapping_ratio" => CompactionPriority::MinOverlappingRatio,
+                    "round_robin" => CompactionPriority::RoundRobin,
+                    _ => return Err(BenchError::new(format!("compaction_priority: unknown {value:?}"))),
+                }
+            }
+            _ => return Err(BenchError::new(format!("unknown tuning option {name:?}"))),
+        }
+    }
+    Ok(())
 }
 
 /// An open Riptide database.
@@ -34,7 +77,7 @@ pub struct RiptideEngine {
 impl RiptideEngine {
     /// Opens (creating) the database in `path`.
     pub fn open(path: &Path, settings: &EngineSettings) -> Result<RiptideEngine> {
-        let options = options(settings);
+        let options = options(settings)?;
         let db = Db::open(path, options.clone()).with_context(|| format!("opening Riptide in {}", path.display()))?;
         Ok(RiptideEngine { db, options, write_options: WriteOptions { sync: settings.sync } })
     }

@@ -31,6 +31,7 @@ use std::collections::HashSet;
 use std::fmt;
 use std::sync::Arc;
 
+use crate::options::CompactionPriority;
 use crate::version::tree::{TableFile, Version, NUM_LEVELS};
 
 /// The deepest level. It has no size target of its own to exceed: its target follows its size.
@@ -65,6 +66,8 @@ pub(crate) struct PickerOptions {
     pub(crate) tombstone_density_ratio: f64,
     /// ... provided it holds at least this many entries.
     pub(crate) tombstone_min_entries: u64,
+    /// How a size job of level 1 or deeper chooses its file.
+    pub(crate) priority: CompactionPriority,
 }
 
 impl PickerOptions {
@@ -114,6 +117,11 @@ pub(crate) struct CompactionPlan {
     pub(crate) bottommost: bool,
     /// Why the job was picked.
     pub(crate) reason: CompactionReason,
+    /// The smallest user keys of the files of `output_level + 1` that start inside the job's
+    /// range, ascending. The executor prefers to end an output file where one of them begins,
+    /// so that the output files line up with the level below and a later job moving one of
+    /// them down does not rewrite a partly overlapped neighbour there.
+    pub(crate) grandparent_starts: Vec<Vec<u8>>,
 }
 
 impl CompactionPlan {
@@ -270,12 +278,12 @@ pub(crate) fn level_scores(version: &Version, options: &PickerOptions, targets: 
 ///
 /// Due levels are tried in decreasing score order, where scores count only files no running job
 /// holds (so a level that running jobs will bring under target does not start more jobs). Level
-/// 0 takes every level-0 file. A level of 1 or deeper takes files round robin:
-/// `compact_pointers[level]` is the largest user key of the level's last job, and the first
-/// file after it (wrapping around) that can run is chosen; files are not ranked by their overlap
-/// with the next level, so every part of the key space is visited at the same pace. The chosen
-/// file is then joined by the neighbours that fit in the same output-level files, within
-/// `max_compaction_bytes`.
+/// 0 takes every level-0 file. A level of 1 or deeper takes the first file that can run in the
+/// order of `options.priority`: with `MinOverlappingRatio`, the file whose overlapping bytes in
+/// the next level are the smallest share of its own bytes (ties, and `RoundRobin`, go in key
+/// order starting after `compact_pointers[level]`, the largest user key of the level's last
+/// job, wrapping around). The chosen file is then joined by the neighbours that fit in the same
+/// output-level files, within `max_compaction_bytes`.
 ///
 /// When nothing is due by size, a file of level 1 or deeper dense with tombstones is compacted
 /// down, or rewritten in place at the last level (densest first). Whether the rewrite drops the
@@ -520,8 +528,8 @@ fn level0_output_level(version: &Version, base_level: usize, smallest: &[u8], la
         .unwrap_or(base_level)
 }
 
-/// A size job of a sorted level (1 or deeper): round robin from `pointer`, first file that can
-/// run.
+/// A size job of a sorted level (1 or deeper): the first file that can run, in the order of
+/// [`sorted_level_candidates`].
 fn pick_sorted_level(
     version: &Version,
     options: &PickerOptions,
@@ -530,9 +538,7 @@ fn pick_sorted_level(
     pointer: &[u8],
 ) -> Option<CompactionPlan> {
     let files = &version.levels[level];
-    // Files of a sorted level do not overlap (I4), so their largest keys ascend too.
-    let start = files.partition_point(|file| file.largest_user_key() <= pointer);
-    for index in (start..files.len()).chain(0..start) {
+    for index in sorted_level_candidates(version, options.priority, level, pointer) {
         let file = &files[index];
         if running.is_busy(file) {
             continue;
@@ -546,6 +552,51 @@ fn pick_sorted_level(
         }
     }
     None
+}
+
+/// The indexes of `level`'s files in the order a size job tries them. Round robin: key order
+/// starting with the first file after `pointer`, wrapping around. Min overlapping ratio: by the
+/// bytes of next-level files each overlaps divided by its own bytes, ascending; the sort is
+/// stable, so equal ratios keep the round-robin order and no range is starved among equals.
+fn sorted_level_candidates(
+    version: &Version,
+    priority: CompactionPriority,
+    level: usize,
+    pointer: &[u8],
+) -> Vec<usize> {
+    let files = &version.levels[level];
+    // Files of a sorted level do not overlap (I4), so their largest keys ascend too.
+    let start = files.partition_point(|file| file.largest_user_key() <= pointer);
+    let mut order: Vec<usize> = (start..files.len()).chain(0..start).collect();
+    if priority == CompactionPriority::RoundRobin || level == LAST_LEVEL {
+        return order;
+    }
+    let overlap = overlapping_bytes_below(version, level);
+    let ratio = |index: usize| overlap[index] as f64 / files[index].meta.file_size_bytes.max(1) as f64;
+    order.sort_by(|&a, &b| ratio(a).total_cmp(&ratio(b)));
+    order
+}
+
+/// For each file of sorted `level` (1 to the last but one), the total bytes of the files of
+/// `level + 1` whose user-key ranges overlap it. Both levels are sorted and free of overlaps
+/// within themselves (I4), so one sweep finds them; a next-level file that straddles two
+/// neighbouring files counts for both, as it would be rewritten by either job.
+fn overlapping_bytes_below(version: &Version, level: usize) -> Vec<u64> {
+    let next = &version.levels[level + 1];
+    let mut first_candidate = 0;
+    version.levels[level]
+        .iter()
+        .map(|file| {
+            while first_candidate < next.len() && next[first_candidate].largest_user_key() < file.smallest_user_key() {
+                first_candidate += 1;
+            }
+            next[first_candidate..]
+                .iter()
+                .take_while(|below| below.smallest_user_key() <= file.largest_user_key())
+                .map(|below| below.meta.file_size_bytes)
+                .fold(0, u64::saturating_add)
+        })
+        .collect()
 }
 
 /// Adds to a sorted-level job the input-level files that lie inside its range when that brings
@@ -672,7 +723,16 @@ fn make_plan(
     let (smallest, largest) = user_key_range_of(inputs.iter().chain(&output_inputs))?;
     let bottommost = (output_level + 1..NUM_LEVELS)
         .all(|deeper| !version.levels[deeper].iter().any(|file| file.overlaps(smallest, largest)));
-    Some(CompactionPlan { level, output_level, inputs, output_inputs, bottommost, reason })
+    let grandparent_starts = match version.levels.get(output_level + 1) {
+        Some(grandparents) if output_level > level => grandparents
+            .iter()
+            .map(|file| file.smallest_user_key())
+            .filter(|&start| smallest < start && start <= largest)
+            .map(<[u8]>::to_vec)
+            .collect(),
+        _ => Vec::new(),
+    };
+    Some(CompactionPlan { level, output_level, inputs, output_inputs, bottommost, reason, grandparent_starts })
 }
 
 /// The smallest and largest user keys over `files`; `None` when there are none.
@@ -716,6 +776,7 @@ mod tests {
             max_compaction_bytes: 10_000,
             tombstone_density_ratio: 0.5,
             tombstone_min_entries: 50,
+            priority: CompactionPriority::MinOverlappingRatio,
         }
     }
 
@@ -963,9 +1024,77 @@ mod tests {
         for (pointer, expected) in cases {
             let mut pointers = no_pointers();
             pointers[4] = pointer.to_vec();
-            let plan = pick(&version, &options(), &[], &pointers).expect("a plan");
-            assert_eq!(numbers(&plan.inputs), vec![expected], "pointer {pointer:?}");
+            for priority in [CompactionPriority::RoundRobin, CompactionPriority::MinOverlappingRatio] {
+                // Nothing lies below level 4 but the far-away last level, so every file's
+                // overlap ratio is 0 and the tie keeps the round-robin order.
+                let options = PickerOptions { priority, ..options() };
+                let plan = pick(&version, &options, &[], &pointers).expect("a plan");
+                assert_eq!(numbers(&plan.inputs), vec![expected], "{priority:?}, pointer {pointer:?}");
+            }
         }
+    }
+
+    #[test]
+    fn min_overlapping_ratio_moves_the_file_that_rewrites_least_below() {
+        let mut tree = Tree::with_last_level_bytes(BASE_BYTES * 100);
+        // Level 4 is over target; below it, level 5 is dense under "a".."b", sparse under
+        // "e".."f", and "c".."d" has a middling overlap but is a small file.
+        let dense = tree.add(4, "a", "b", BASE_BYTES);
+        let small = tree.add(4, "c", "d", BASE_BYTES / 10);
+        let sparse = tree.add(4, "e", "f", BASE_BYTES);
+        tree.add(5, "a", "a5", 5 * BASE_BYTES);
+        tree.add(5, "a6", "b", 5 * BASE_BYTES);
+        tree.add(5, "c", "d", BASE_BYTES);
+        tree.add(5, "e", "f", BASE_BYTES / 2);
+        let version = tree.version();
+        let min_overlap = options();
+        assert_eq!(numbers(&pick(&version, &min_overlap, &[], &no_pointers()).expect("a plan").inputs), vec![sparse]);
+        let round_robin = PickerOptions { priority: CompactionPriority::RoundRobin, ..options() };
+        assert_eq!(numbers(&pick(&version, &round_robin, &[], &no_pointers()).expect("a plan").inputs), vec![dense]);
+        // The ratios: dense 10, small 10, sparse 0.5. With "e".."f" busy, the next cheapest is
+        // tried next; the tie between dense and small keeps key order.
+        let running = [RunningCompaction::from_plan(&pick(&version, &min_overlap, &[], &no_pointers()).unwrap())];
+        let second = pick(&version, &min_overlap, &running, &no_pointers()).expect("a plan");
+        assert_eq!(numbers(&second.inputs), vec![dense]);
+        // The full order: sparse, then the tie in key order from the pointer.
+        let by_number = |order: Vec<usize>| order.into_iter().map(|index| version.levels[4][index].number()).collect();
+        let order: Vec<u64> =
+            by_number(sorted_level_candidates(&version, CompactionPriority::MinOverlappingRatio, 4, b""));
+        assert_eq!(order, vec![sparse, dense, small]);
+        let order: Vec<u64> =
+            by_number(sorted_level_candidates(&version, CompactionPriority::MinOverlappingRatio, 4, b"b"));
+        assert_eq!(order, vec![sparse, small, dense]);
+    }
+
+    #[test]
+    fn plans_list_the_starts_of_the_files_below_their_output_inside_their_range() {
+        let mut tree = Tree::with_last_level_bytes(BASE_BYTES * 100);
+        let input = tree.add(4, "c", "m", BASE_BYTES * 2);
+        tree.add(5, "b", "e", 10);
+        tree.add(6, "a", "b", 10);
+        tree.add(6, "c", "d", 10);
+        tree.add(6, "f", "g", 10);
+        tree.add(6, "k", "n", 10);
+        tree.add(6, "o", "p", 10);
+        let plan = pick_plan(&tree.version(), &[]);
+        assert_eq!(numbers(&plan.inputs), vec![input]);
+        // The job spans "b".."m" (its level-5 file starts at "b"); "c", "f" and "k" start inside
+        // it, "b" is its first key (nothing to line up with before it), "a" and "o" are outside.
+        let starts: Vec<&[u8]> = plan.grandparent_starts.iter().map(Vec::as_slice).collect();
+        assert_eq!(starts, vec![&b"c"[..], b"f", b"k"]);
+    }
+
+    #[test]
+    fn overlapping_bytes_count_files_straddling_two_inputs_for_both() {
+        let mut tree = Tree::new();
+        tree.add(3, "b", "d", 10);
+        tree.add(3, "f", "h", 10);
+        tree.add(3, "x", "y", 10);
+        tree.add(4, "a", "c", 100);
+        tree.add(4, "c5", "g", 1_000);
+        tree.add(4, "h5", "i", 10_000);
+        tree.add(4, "z", "zz", 100_000);
+        assert_eq!(overlapping_bytes_below(&tree.version(), 3), vec![1_100, 1_000, 0]);
     }
 
     #[test]

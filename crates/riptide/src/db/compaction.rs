@@ -133,6 +133,7 @@ pub(crate) fn picker_options(options: &ColumnFamilyOptions) -> PickerOptions {
             f64::INFINITY
         },
         tombstone_min_entries: options.tombstone_compaction_min_entries,
+        priority: options.compaction_priority,
     }
 }
 
@@ -286,8 +287,11 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         return Ok(());
     }
     let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
-    let boundaries =
-        picker::subcompaction_boundaries(plan, &picker_options(&job.options), inner.options.max_subcompactions);
+    let boundaries = picker::subcompaction_boundaries(
+        plan,
+        &picker_options(&job.options),
+        inner.options.effective_max_subcompactions(),
+    );
     let mut outputs: Vec<FileMetadata> = Vec::new();
     let written = if boundaries.is_empty() {
         write_outputs(inner, job, None, None, smallest_snapshot, &mut outputs)
@@ -413,6 +417,40 @@ fn interruption(inner: &DbInner, job: &Job) -> Option<Error> {
     None
 }
 
+/// Decides where a compaction ends one output file and starts the next: at the target size, or
+/// from half of it on where a file of the level below the output begins (so outputs line up
+/// with that level, and moving one down later rewrites no partly overlapped neighbour), and
+/// only between user keys, so that all versions of a key stay in one file (I4).
+struct OutputSplitter<'a> {
+    /// Ascending start keys of the files below the output level (`grandparent_starts`).
+    starts: &'a [Vec<u8>],
+    /// The first of `starts` above the last user key seen.
+    next_start: usize,
+    target_file_size_bytes: u64,
+}
+
+impl<'a> OutputSplitter<'a> {
+    /// A splitter for a range beginning at `lower` (starts at or below it were passed before).
+    fn new(starts: &'a [Vec<u8>], lower: Option<&[u8]>, target_file_size_bytes: u64) -> OutputSplitter<'a> {
+        let next_start = lower.map_or(0, |lower| starts.partition_point(|start| start.as_slice() <= lower));
+        OutputSplitter { starts, next_start, target_file_size_bytes }
+    }
+
+    /// Whether the file being written (of `size` bytes so far; `None` when there is none) ends
+    /// before `user_key`, which follows `last_user_key`. Call once per entry, in order.
+    fn should_split(&mut self, user_key: &[u8], last_user_key: &[u8], size: Option<u64>) -> bool {
+        let crosses_start = self.starts.get(self.next_start).is_some_and(|start| start.as_slice() <= user_key);
+        while self.starts.get(self.next_start).is_some_and(|start| start.as_slice() <= user_key) {
+            self.next_start += 1;
+        }
+        let Some(size) = size else {
+            return false;
+        };
+        user_key != last_user_key
+            && (size >= self.target_file_size_bytes || (crosses_start && size >= self.target_file_size_bytes / 2))
+    }
+}
+
 /// Merges the job's inputs with user keys in `[lower, upper)` (unbounded when `None`) into new
 /// tables of the output level. Output metadata is pushed to `outputs` as files are finished, so
 /// the caller can clean up after an error.
@@ -443,6 +481,7 @@ fn write_outputs(
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut zeroed_key: Vec<u8> = Vec::new();
     let mut steps: u64 = 0;
+    let mut splitter = OutputSplitter::new(&plan.grandparent_starts, lower, target_file_size_bytes);
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
         steps += 1;
@@ -463,9 +502,8 @@ fn write_outputs(
             merged.next();
             continue;
         }
-        let split = builder.as_ref().is_some_and(|(_, b)| {
-            b.estimated_file_size_bytes() >= target_file_size_bytes && current_user_key != last_user_key.as_slice()
-        });
+        let size = builder.as_ref().map(|(_, b)| b.estimated_file_size_bytes());
+        let split = splitter.should_split(current_user_key, &last_user_key, size);
         if split {
             if let Some((number, finished)) = builder.take() {
                 let properties = finished.finish()?;
@@ -625,6 +663,28 @@ fn has_deletions_in_range(version: &Version, level: usize, start: Option<&[u8]>,
 mod tests {
     use super::*;
     use crate::key::make_internal_key;
+
+    #[test]
+    fn outputs_end_at_the_target_size_or_from_half_of_it_where_a_file_below_begins() {
+        let starts = vec![b"d".to_vec(), b"h".to_vec(), b"p".to_vec()];
+        let mut splitter = OutputSplitter::new(&starts, None, 100);
+        // No file yet: never a split, but passing "d" is remembered.
+        assert!(!splitter.should_split(b"e", b"", None));
+        assert!(!splitter.should_split(b"g", b"e", Some(70)));
+        // Crossing "h" below half the target: no split.
+        assert!(!splitter.should_split(b"i", b"g", Some(40)));
+        // The target size splits anywhere between user keys, but not inside one.
+        assert!(splitter.should_split(b"j", b"i", Some(100)));
+        assert!(!splitter.should_split(b"j", b"j", Some(150)));
+        // From half the target on, crossing a start splits; "p" itself counts as crossed.
+        assert!(!splitter.should_split(b"k", b"j", Some(60)));
+        assert!(splitter.should_split(b"p", b"k", Some(60)));
+        assert!(!splitter.should_split(b"q", b"p", Some(60)));
+        // A range that begins past "h" only looks at later starts.
+        let mut ranged = OutputSplitter::new(&starts, Some(b"h"), 100);
+        assert!(!ranged.should_split(b"i", b"", Some(60)));
+        assert!(ranged.should_split(b"r", b"i", Some(60)));
+    }
 
     #[test]
     fn only_bottommost_puts_at_or_below_the_smallest_snapshot_lose_their_sequence() {

@@ -257,7 +257,7 @@ pub(crate) fn open_with_column_families(
         let flush_inner = Arc::clone(&inner);
         threads.push(spawn(format!("riptide-flush-{index}"), Box::new(move || super::flush::flush_loop(flush_inner)))?);
     }
-    for index in 0..inner.options.max_background_compactions {
+    for index in 0..inner.options.effective_max_background_compactions() {
         let compaction_inner = Arc::clone(&inner);
         threads.push(spawn(
             format!("riptide-compact-{index}"),
