@@ -793,6 +793,51 @@ mod tests {
     }
 
     #[test]
+    fn a_reverse_comparator_orders_the_whole_memtable() {
+        let comparator = KeyComparator::Custom(Arc::new(crate::comparator::ReverseBytewiseComparator));
+        let memtable = Arc::new(MemTable::new(1 << 20, comparator.clone()));
+        let mut rng = SmallRng::seed_from_u64(5);
+        let mut numbers: Vec<u64> = (0..2000).collect();
+        numbers.shuffle(&mut rng);
+        for (index, &number) in numbers.iter().enumerate() {
+            let sequence = index as u64 + 1;
+            memtable.insert(&user_key_for(number), sequence, ValueKind::Put, &sequence.to_le_bytes());
+            if number % 5 == 0 {
+                memtable.insert(&user_key_for(number), sequence + 10_000, ValueKind::Delete, b"");
+            }
+        }
+        assert_eq!(memtable.list.verify_structure(), 2000 + 400);
+        let forward = collect_forward(&mut memtable.iter());
+        let mut backward = collect_backward(&mut memtable.iter());
+        backward.reverse();
+        assert_eq!(forward, backward);
+        assert!(forward.windows(2).all(|pair| comparator.compare_internal_keys(&pair[0].0, &pair[1].0).is_lt()));
+        // Largest user key first; a key's newest version (here a tombstone) first.
+        assert_eq!(key::user_key(&forward[0].0), user_key_for(1999).as_slice());
+        let first_of_1995 = forward.iter().find(|entry| key::user_key(&entry.0) == user_key_for(1995)).expect("1995");
+        assert_eq!(parse_internal_key(&first_of_1995.0).map(|parsed| parsed.kind), Some(ValueKind::Delete));
+        for number in [0, 5, 1234, 1999] {
+            let expected = if number % 5 == 0 { Some(MemTableLookup::Deleted) } else { None };
+            let found = memtable.get(&user_key_for(number), MAX_SEQUENCE_NUMBER);
+            match expected {
+                Some(deleted) => assert_eq!(found, Some(deleted)),
+                None => assert!(matches!(found, Some(MemTableLookup::Value(_)))),
+            }
+        }
+        // A seek between two keys lands on the next smaller one.
+        let mut iterator = memtable.iter();
+        let between = {
+            let mut key = user_key_for(1000);
+            key.push(b'!');
+            make_internal_key(&key, MAX_SEQUENCE_NUMBER, ValueKind::Put)
+        };
+        iterator.seek(&between);
+        assert_eq!(key::user_key(iterator.key()), user_key_for(1000).as_slice());
+        iterator.prev();
+        assert_eq!(key::user_key(iterator.key()), user_key_for(1001).as_slice());
+    }
+
+    #[test]
     fn iterator_keeps_memtable_alive_and_is_send() {
         fn assert_send_static<T: Send + 'static>(_: &T) {}
         fn assert_send_sync<T: Send + Sync>() {}

@@ -509,6 +509,28 @@ mod tests {
     }
 
     #[test]
+    fn a_column_family_comparator_encodes_as_documented() {
+        // The example of docs/format/manifest.md.
+        let edit = VersionEdit {
+            column_family: 2,
+            add_column_family: Some("desc".to_string()),
+            column_family_comparator: Some("riptide.reverse_bytewise".to_string()),
+            max_column_family: Some(2),
+            log_number: Some(21),
+            next_file_number: Some(22),
+            last_sequence: Some(900),
+            ..VersionEdit::default()
+        };
+        let mut expected = vec![7, 2, 8, 4];
+        expected.extend_from_slice(b"desc");
+        expected.extend_from_slice(&[12, 24]);
+        expected.extend_from_slice(b"riptide.reverse_bytewise");
+        expected.extend_from_slice(&[11, 2, 2, 21, 3, 22, 4, 0x84, 0x07]);
+        assert_eq!(encode(&edit), expected);
+        assert_eq!(VersionEdit::decode(&expected, &path(), 0).expect("decodes"), edit);
+    }
+
+    #[test]
     fn ignorable_tags_are_skipped_and_unknown_tags_rejected() {
         let mut encoded = encode(&full_edit());
         let known_length = encoded.len() as u64;

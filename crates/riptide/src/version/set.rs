@@ -191,6 +191,7 @@ impl VersionSet {
             if let Some(&number) = family.files.keys().find(|&&number| number >= next_file_number) {
                 return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
             }
+            // I25: a column family is read only in the order it was written in.
             let recorded = family.comparator_name.as_deref().unwrap_or(BYTEWISE_COMPARATOR_NAME);
             let comparator = comparator_of(&family.name);
             if comparator.name() != recorded {
@@ -617,6 +618,202 @@ fn build_version(
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comparator::ReverseBytewiseComparator;
+    use crate::db::table_cache::TableCache;
+    use crate::fs::MemFileSystem;
+    use crate::key::{make_internal_key, ValueKind};
+
+    fn reverse() -> KeyComparator {
+        KeyComparator::Custom(Arc::new(ReverseBytewiseComparator))
+    }
+
+    /// An in-memory directory and the janitor a version set needs.
+    fn directory() -> (Arc<dyn FileSystem>, PathBuf, Arc<FileJanitor>) {
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = PathBuf::from("/db");
+        file_system.create_dir_all(&dir).expect("mkdir");
+        let table_cache = Arc::new(TableCache::new(dir.clone(), Arc::clone(&file_system), None, 16));
+        let janitor = Arc::new(FileJanitor { dir: dir.clone(), file_system: Arc::clone(&file_system), table_cache });
+        (file_system, dir, janitor)
+    }
+
+    /// Writes `edits` as manifest 1 and points `CURRENT` at it.
+    fn write_manifest(file_system: &Arc<dyn FileSystem>, dir: &Path, edits: &[VersionEdit]) {
+        let path = manifest_path(dir, 1);
+        let mut writer = LogWriter::new(file_system.create(&path).expect("create"), path);
+        for edit in edits {
+            let mut record = Vec::new();
+            edit.encode(&mut record);
+            writer.add_record(&record).expect("append");
+        }
+        writer.sync().expect("sync");
+        set_current_file(file_system.as_ref(), dir, 1).expect("CURRENT");
+    }
+
+    /// The first record of a manifest: the global fields and the default column family.
+    fn first_record() -> VersionEdit {
+        VersionEdit {
+            comparator: Some(BYTEWISE_COMPARATOR_NAME.to_string()),
+            log_number: Some(0),
+            next_file_number: Some(10),
+            last_sequence: Some(0),
+            max_column_family: Some(3),
+            ..VersionEdit::default()
+        }
+    }
+
+    fn file(number: u64, smallest: &[u8], largest: &[u8]) -> FileMetadata {
+        FileMetadata {
+            number,
+            file_size_bytes: 100,
+            smallest: make_internal_key(smallest, 5, ValueKind::Put),
+            largest: make_internal_key(largest, 5, ValueKind::Put),
+            smallest_sequence: 5,
+            largest_sequence: 5,
+            num_entries: 2,
+            num_deletions: 0,
+        }
+    }
+
+    fn recover_with(
+        file_system: &Arc<dyn FileSystem>,
+        dir: &Path,
+        janitor: &Arc<FileJanitor>,
+        comparator_of: &dyn Fn(&str) -> KeyComparator,
+    ) -> Result<VersionSet> {
+        VersionSet::recover(dir, Arc::clone(file_system), Arc::clone(janitor), comparator_of)
+    }
+
+    #[test]
+    fn comparators_are_recorded_only_when_not_bytewise_and_survive_recovery() {
+        let (file_system, dir, janitor) = directory();
+        let mut set = VersionSet::new_empty(&dir, Arc::clone(&file_system), Arc::clone(&janitor), reverse());
+        let id = set.new_column_family_id();
+        let add = |name: &str, id: u32| VersionEdit {
+            column_family: id,
+            add_column_family: Some(name.to_string()),
+            log_number: Some(0),
+            ..VersionEdit::default()
+        };
+        set.add_column_family(add("bytes", id), KeyComparator::Bytewise).expect("add bytes");
+        let id = set.new_column_family_id();
+        set.add_column_family(add("descending", id), reverse()).expect("add descending");
+        // A file whose keys are in reverse order, valid only in a reverse column family.
+        let number = set.new_file_number();
+        let edit =
+            VersionEdit { column_family: id, new_files: vec![(1, file(number, b"z", b"a"))], ..VersionEdit::default() };
+        set.log_and_apply(edit).expect("file");
+        // Adding goes through add_column_family, which knows the order.
+        assert!(set.log_and_apply(add("other", 9)).is_err());
+        let changing = VersionEdit {
+            column_family: id,
+            column_family_comparator: Some("other".to_string()),
+            ..VersionEdit::default()
+        };
+        assert!(set.log_and_apply(changing).is_err(), "the comparator of a column family cannot change");
+
+        // The manifest records the non-bytewise orders only.
+        let manifest = file_system.read_all(&manifest_path(&dir, set.manifest_number())).expect("manifest");
+        let mut reader = LogReader::new(manifest, PathBuf::from("m"), WalRecovery::Absolute, true);
+        let mut recorded = Vec::new();
+        while let Some((_, record)) = reader.next_record().expect("record") {
+            let edit = VersionEdit::decode(record, Path::new("m"), 0).expect("edit");
+            recorded.push((edit.column_family, edit.column_family_comparator));
+        }
+        let reverse_name = Some(reverse().name().to_string());
+        assert_eq!(recorded, vec![(0, reverse_name.clone()), (1, None), (2, reverse_name.clone()), (2, None)]);
+
+        let by_name = |name: &str| if name == "bytes" { KeyComparator::Bytewise } else { reverse() };
+        let recovered = recover_with(&file_system, &dir, &janitor, &by_name).expect("recover");
+        let names: Vec<(&str, &str)> = recovered
+            .column_families()
+            .values()
+            .map(|family| (family.name.as_str(), family.comparator().name()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("default", "riptide.reverse_bytewise"),
+                ("bytes", "riptide.bytewise"),
+                ("descending", "riptide.reverse_bytewise")
+            ]
+        );
+        assert_eq!(recovered.current(id).levels[1].len(), 1);
+
+        // Any other comparator for any of them is refused, naming both orders.
+        for wrong in ["default", "bytes", "descending"] {
+            let swapped = |name: &str| {
+                let right = by_name(name);
+                match (name == wrong, right.is_bytewise()) {
+                    (false, _) => right,
+                    (true, true) => reverse(),
+                    (true, false) => KeyComparator::Bytewise,
+                }
+            };
+            match recover_with(&file_system, &dir, &janitor, &swapped) {
+                Err(Error::InvalidArgument(message)) => {
+                    assert!(message.contains(wrong) && message.contains("riptide.reverse_bytewise"), "{message}");
+                    assert!(message.contains("riptide.bytewise"), "{message}");
+                }
+                other => panic!("{wrong}: expected InvalidArgument, got {:?}", other.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn comparators_are_accepted_only_where_a_column_family_is_created() {
+        let (file_system, dir, janitor) = directory();
+        let reverse_name = Some(reverse().name().to_string());
+        let always_reverse = |_: &str| reverse();
+        let expect_corruption = |edits: &[VersionEdit], what: &str| {
+            write_manifest(&file_system, &dir, edits);
+            match recover_with(&file_system, &dir, &janitor, &always_reverse) {
+                Err(error) if error.is_corruption() => {}
+                other => panic!("{what}: expected corruption, got {:?}", other.map(|_| ())),
+            }
+        };
+        // The default column family's comparator belongs in the first record.
+        let first = VersionEdit { column_family_comparator: reverse_name.clone(), ..first_record() };
+        write_manifest(&file_system, &dir, &[first]);
+        recover_with(&file_system, &dir, &janitor, &always_reverse).expect("in the first record");
+        let later = VersionEdit { column_family_comparator: reverse_name.clone(), ..VersionEdit::default() };
+        expect_corruption(&[first_record(), later], "default column family, later record");
+        // Another column family's comparator belongs in the edit that adds it.
+        let add = VersionEdit {
+            column_family: 1,
+            add_column_family: Some("one".to_string()),
+            column_family_comparator: reverse_name.clone(),
+            ..VersionEdit::default()
+        };
+        let default_reverse = VersionEdit { column_family_comparator: reverse_name.clone(), ..first_record() };
+        write_manifest(&file_system, &dir, &[default_reverse.clone(), add.clone()]);
+        recover_with(&file_system, &dir, &janitor, &always_reverse).expect("with the add");
+        let set_later =
+            VersionEdit { column_family: 1, column_family_comparator: reverse_name, ..VersionEdit::default() };
+        let add_bytewise = VersionEdit { column_family_comparator: None, ..add };
+        expect_corruption(&[default_reverse, add_bytewise, set_later], "after the add");
+    }
+
+    #[test]
+    fn a_manifest_without_comparators_is_bytewise_and_key_ranges_follow_the_order() {
+        let (file_system, dir, janitor) = directory();
+        // Keys "z".."a" are a valid range in reverse order only.
+        let reversed_file = VersionEdit { new_files: vec![(1, file(3, b"z", b"a"))], ..VersionEdit::default() };
+        write_manifest(&file_system, &dir, &[first_record(), reversed_file]);
+        match recover_with(&file_system, &dir, &janitor, &|_| KeyComparator::Bytewise) {
+            Err(error) if error.is_corruption() => {}
+            other => panic!("a reversed range in a bytewise column family: {:?}", other.map(|_| ())),
+        }
+        // Without tag 12 the column family is bytewise, so a reverse comparator is refused.
+        match recover_with(&file_system, &dir, &janitor, &|_| reverse()) {
+            Err(Error::InvalidArgument(_)) => {}
+            other => panic!("expected InvalidArgument, got {:?}", other.map(|_| ())),
+        }
+        let ordered_file = VersionEdit { new_files: vec![(1, file(3, b"a", b"z"))], ..VersionEdit::default() };
+        write_manifest(&file_system, &dir, &[first_record(), ordered_file]);
+        let set = recover_with(&file_system, &dir, &janitor, &|_| KeyComparator::Bytewise).expect("bytewise");
+        assert!(set.current(0).comparator.is_bytewise());
+    }
 
     #[test]
     fn current_parsing() {
