@@ -4,7 +4,8 @@
 //! ([`crate::ColumnFamilyOptions::comparator`]); internal keys then order by that user-key order,
 //! and by trailer descending among the versions of one user key. The comparator's name is
 //! recorded in the manifest and in every table, and a database refuses to open a column family
-//! with a comparator of another name, since tables sorted one way cannot be read the other way.
+//! with a comparator of another name, since tables sorted one way cannot be read the other way
+//! (invariant I25).
 //!
 //! Inside the engine a comparator travels as a [`KeyComparator`]: the bytewise order is its own
 //! variant, so the hot paths (memtable inserts, block seeks, the merging heap) compare slices

@@ -494,9 +494,9 @@ pub struct ReadOptions {
     /// metadata are always verified; turning this off skips the check only for uncached
     /// reads (`fill_cache: false`). Default `true`.
     pub verify_checksums: bool,
-    /// Iterators: the smallest user key returned (inclusive).
+    /// Iterators: the smallest user key returned (inclusive), in the column family's order.
     pub lower_bound: Option<Vec<u8>>,
-    /// Iterators: the first user key not returned (exclusive).
+    /// Iterators: the first user key not returned (exclusive), in the column family's order.
     pub upper_bound: Option<Vec<u8>>,
 }
 

@@ -388,6 +388,7 @@ impl Db {
         let shared = self.inner.live_column_family(column_family)?;
         let _state = self.inner.state.lock();
         let current = shared.options();
+        // I25: the order is fixed at creation; memtables, tables and versions all follow it.
         if options.comparator.name() != current.comparator.name() {
             return Err(Error::invalid(format!(
                 "the comparator of column family {:?} cannot change (from {:?} to {:?})",

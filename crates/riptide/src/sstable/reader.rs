@@ -102,7 +102,7 @@ fn read_block_contents(
 impl Table {
     /// Opens a table of a column family ordered by `comparator`: reads and verifies the footer,
     /// properties, index and filter. A table that records another comparator's name is
-    /// corruption (the manifest said it belongs to a column family of this order).
+    /// corruption (the manifest said it belongs to a column family of this order; I25).
     pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
