@@ -39,8 +39,9 @@ pub enum Error {
     },
     /// The caller passed an argument that breaks a documented limit or contract: for example a
     /// key, value or batch over its limit, invalid options, or `create_if_missing` /
-    /// `error_if_exists` refusing to open. Also returned when the database uses another
-    /// comparator, when sequence numbers are exhausted, and when an internal consistency check
+    /// `error_if_exists` refusing to open. Also returned when a column family is opened with a
+    /// comparator of another name than it was created with, or asked to change its comparator,
+    /// when sequence numbers are exhausted, and when an internal consistency check
     /// fails (a version edit that would make files of a level overlap, "internal error (I4)"),
     /// which is a bug in Riptide rather than in the caller.
     InvalidArgument(String),

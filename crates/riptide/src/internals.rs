@@ -25,6 +25,7 @@ pub mod decode {
 
     use crate::batch::WriteBatch;
     use crate::cache::BlockCache;
+    use crate::comparator::KeyComparator;
     use crate::db::table_cache::TableCache;
     use crate::error::{Error, Result};
     use crate::fs::{FileSystem, MemFileSystem};
@@ -111,7 +112,8 @@ pub mod decode {
 
     /// Runs `VersionSet::recover` (the parsing of `CURRENT`, the replay of the manifest it names
     /// and the checks on the resulting version) over an in-memory directory holding `CURRENT`
-    /// with `current` and each `(number, bytes)` of `manifests` as `MANIFEST-<number>`.
+    /// with `current` and each `(number, bytes)` of `manifests` as `MANIFEST-<number>`. Every
+    /// column family is opened with the bytewise comparator.
     pub fn recover_manifest(current: &[u8], manifests: &[(u64, &[u8])]) -> Result<RecoveredManifest> {
         let memory = MemFileSystem::new();
         let directory = Path::new(DIRECTORY);
@@ -124,7 +126,7 @@ pub mod decode {
         let table_cache = Arc::new(TableCache::new(directory.to_path_buf(), Arc::clone(&file_system), None, 16));
         let janitor =
             Arc::new(FileJanitor { dir: directory.to_path_buf(), file_system: Arc::clone(&file_system), table_cache });
-        let set = VersionSet::recover(directory, file_system, janitor)?;
+        let set = VersionSet::recover(directory, file_system, janitor, &|_| KeyComparator::Bytewise)?;
         let version = set.current(0);
         Ok(RecoveredManifest {
             manifest_number: set.manifest_number(),
@@ -185,7 +187,7 @@ pub mod decode {
             ));
         }
         for (key, _) in &entries {
-            iter.seek(key);
+            iter.seek(key, &KeyComparator::Bytewise);
             if let Some(corruption) = iter.corruption() {
                 return Err(corruption.into_error(path, 0));
             }
@@ -218,7 +220,7 @@ pub mod decode {
         let path = directory.join("000001.sst");
         write_file(&memory, &path, data)?;
         let file = memory.open(&path)?;
-        let table = Table::open(file, path.clone(), 1, Some(BlockCache::new(1 << 20)))?;
+        let table = Table::open(file, path.clone(), 1, Some(BlockCache::new(1 << 20)), KeyComparator::Bytewise)?;
         let options = BlockReadOptions { verify_checksums, fill_cache: true };
         let mut contents = TableContents::default();
         let mut iter = table.iter(options);
@@ -260,6 +262,7 @@ pub mod decode {
 pub mod encode {
     use std::path::Path;
 
+    use crate::comparator::KeyComparator;
     use crate::error::Result;
     use crate::fs::{FileSystem, MemFileSystem};
     use crate::key::{make_internal_key, ValueKind};
@@ -353,7 +356,13 @@ pub mod encode {
     ) -> Result<Vec<u8>> {
         let memory = MemFileSystem::new();
         let path = Path::new("/encode.sst");
-        let options = TableOptions { block_size_bytes, block_restart_interval, bloom_bits_per_key, compression };
+        let options = TableOptions {
+            block_size_bytes,
+            block_restart_interval,
+            bloom_bits_per_key,
+            compression,
+            comparator: KeyComparator::Bytewise,
+        };
         let mut builder = TableBuilder::new(memory.create(path)?, path.to_path_buf(), options);
         for (user_key, sequence, value) in entries {
             let kind = if value.is_some() { ValueKind::Put } else { ValueKind::Delete };

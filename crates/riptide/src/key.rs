@@ -2,8 +2,8 @@
 //! kind of the entry.
 //!
 //! Layout: `user_key ++ fixed64_le((sequence << 8) | kind)`. Internal keys sort by user key
-//! ascending (bytewise), then by sequence number descending, then by kind descending, so the
-//! newest version of a user key comes first. Invariant I3 (see `docs/invariants.md`): sequence
+//! ascending in the column family's order (`crate::comparator::KeyComparator`), then by sequence
+//! number descending, then by kind descending, so the newest version of a user key comes first. Invariant I3 (see `docs/invariants.md`): sequence
 //! numbers fit in 56 bits.
 
 use std::cmp::Ordering;
@@ -105,7 +105,9 @@ pub(crate) fn parse_internal_key(internal_key: &[u8]) -> Option<ParsedKey<'_>> {
     Some(ParsedKey { user_key: user_key(internal_key), sequence: packed >> 8, kind })
 }
 
-/// Orders two internal keys: user key ascending, then trailer descending.
+/// Orders two internal keys in the bytewise order: user key ascending, then trailer descending.
+/// Only for column families whose comparator is the bytewise one; the engine goes through
+/// `KeyComparator::compare_internal_keys`, which picks this order or the column family's own.
 #[inline]
 pub(crate) fn compare_internal_keys(a: &[u8], b: &[u8]) -> Ordering {
     match user_key(a).cmp(user_key(b)) {

@@ -27,6 +27,7 @@ mod batch;
 mod cache;
 mod coding;
 mod compaction;
+mod comparator;
 mod db;
 mod error;
 pub mod fs;
@@ -43,6 +44,7 @@ mod wal;
 pub mod internals;
 
 pub use batch::{BatchEntry, BatchIter, BatchOp, WriteBatch};
+pub use comparator::{BytewiseComparator, Comparator, ReverseBytewiseComparator};
 pub use db::{
     ColumnFamily, ColumnFamilyStats, Db, DbIterator, LevelStats, MemoryPressure, RangeStats, RecoveryStats, Stats,
 };

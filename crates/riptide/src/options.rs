@@ -6,6 +6,7 @@
 
 use std::sync::Arc;
 
+use crate::comparator::{BytewiseComparator, Comparator};
 use crate::error::{Error, Result};
 use crate::fs::{FileSystem, OsFileSystem};
 use crate::snapshot::Snapshot;
@@ -80,6 +81,12 @@ pub struct Options {
     pub error_if_exists: bool,
     /// The file system all I/O goes through. Default: the operating system's.
     pub file_system: Arc<dyn FileSystem>,
+    /// The order of the default column family's user keys (and of every column family opened
+    /// without options of its own). Fixed when the column family is created: its name is
+    /// stored, and opening with a comparator of another name fails with
+    /// [`Error::InvalidArgument`]. Default [`BytewiseComparator`]. See
+    /// [`ColumnFamilyOptions::comparator`].
+    pub comparator: Arc<dyn Comparator>,
     /// Size at which the active memtable becomes immutable and is flushed. Default 64 MiB.
     pub memtable_size_bytes: usize,
     /// Immutable memtables allowed to wait for flush before writers stall. Default 2.
@@ -167,6 +174,7 @@ impl Default for Options {
             create_if_missing: true,
             error_if_exists: false,
             file_system: Arc::new(OsFileSystem),
+            comparator: Arc::new(BytewiseComparator),
             memtable_size_bytes: 64 << 20,
             max_immutable_memtables: 2,
             block_size_bytes: 4096,
@@ -204,6 +212,7 @@ impl std::fmt::Debug for Options {
         f.debug_struct("Options")
             .field("create_if_missing", &self.create_if_missing)
             .field("error_if_exists", &self.error_if_exists)
+            .field("comparator", &self.comparator.name())
             .field("memtable_size_bytes", &self.memtable_size_bytes)
             .field("max_immutable_memtables", &self.max_immutable_memtables)
             .field("block_size_bytes", &self.block_size_bytes)
@@ -269,6 +278,7 @@ impl Options {
     /// any column family opened without options of its own).
     pub fn column_family_options(&self) -> ColumnFamilyOptions {
         ColumnFamilyOptions {
+            comparator: Arc::clone(&self.comparator),
             memtable_size_bytes: self.memtable_size_bytes,
             max_immutable_memtables: self.max_immutable_memtables,
             block_size_bytes: self.block_size_bytes,
@@ -329,14 +339,25 @@ fn physical_memory_bytes() -> Option<u64> {
     Some(kibibytes * 1024)
 }
 
-/// Options of one column family: its memtables, tables and compaction. Every field may be
-/// changed while the database runs ([`crate::Db::set_column_family_options`]); changes apply to
-/// memtables and tables created afterwards, and to the next compaction decisions. The fields
-/// mean the same as the [`Options`] fields of the same names, which are the default column
-/// family's options.
-#[derive(Clone, Debug, PartialEq)]
+/// Options of one column family: its key order, memtables, tables and compaction. Every field
+/// but the comparator may be changed while the database runs
+/// ([`crate::Db::set_column_family_options`]); changes apply to memtables and tables created
+/// afterwards, and to the next compaction decisions. The fields mean the same as the
+/// [`Options`] fields of the same names, which are the default column family's options.
+///
+/// Two option sets are equal when every field is, comparators by name (the name is a
+/// comparator's identity, see [`Comparator`]).
+#[derive(Clone)]
 #[non_exhaustive]
 pub struct ColumnFamilyOptions {
+    /// The order of the column family's user keys (as RocksDB's
+    /// `ColumnFamilyOptions::comparator`): iteration, bounds, seeks and key ranges all follow
+    /// it. It is fixed when the column family is created: its name is recorded in the manifest
+    /// and in every table, reopening the database with a comparator of another name fails with
+    /// [`Error::InvalidArgument`] naming both, and
+    /// [`crate::Db::set_column_family_options`] refuses to change it. Default
+    /// [`BytewiseComparator`]; [`crate::ReverseBytewiseComparator`] gives a descending order.
+    pub comparator: Arc<dyn Comparator>,
     /// See [`Options::memtable_size_bytes`].
     pub memtable_size_bytes: usize,
     /// See [`Options::max_immutable_memtables`].
@@ -379,9 +400,79 @@ impl Default for ColumnFamilyOptions {
     }
 }
 
+impl std::fmt::Debug for ColumnFamilyOptions {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("ColumnFamilyOptions")
+            .field("comparator", &self.comparator.name())
+            .field("memtable_size_bytes", &self.memtable_size_bytes)
+            .field("max_immutable_memtables", &self.max_immutable_memtables)
+            .field("block_size_bytes", &self.block_size_bytes)
+            .field("block_restart_interval", &self.block_restart_interval)
+            .field("bloom_bits_per_key", &self.bloom_bits_per_key)
+            .field("compression", &self.compression)
+            .field("compression_per_level", &self.compression_per_level)
+            .field("bottommost_compression", &self.bottommost_compression)
+            .field("level0_compaction_trigger_files", &self.level0_compaction_trigger_files)
+            .field("level0_slowdown_writes_files", &self.level0_slowdown_writes_files)
+            .field("level0_stop_writes_files", &self.level0_stop_writes_files)
+            .field("target_file_size_bytes", &self.target_file_size_bytes)
+            .field("level_size_ratio", &self.level_size_ratio)
+            .field("base_level_size_bytes", &self.base_level_size_bytes)
+            .field("tombstone_compaction_ratio", &self.tombstone_compaction_ratio)
+            .field("tombstone_compaction_min_entries", &self.tombstone_compaction_min_entries)
+            .field("compaction_priority", &self.compaction_priority)
+            .finish()
+    }
+}
+
+impl PartialEq for ColumnFamilyOptions {
+    fn eq(&self, other: &ColumnFamilyOptions) -> bool {
+        // Destructuring makes a field added later fail to compile here until it is compared.
+        let ColumnFamilyOptions {
+            comparator,
+            memtable_size_bytes,
+            max_immutable_memtables,
+            block_size_bytes,
+            block_restart_interval,
+            bloom_bits_per_key,
+            compression,
+            compression_per_level,
+            bottommost_compression,
+            level0_compaction_trigger_files,
+            level0_slowdown_writes_files,
+            level0_stop_writes_files,
+            target_file_size_bytes,
+            level_size_ratio,
+            base_level_size_bytes,
+            tombstone_compaction_ratio,
+            tombstone_compaction_min_entries,
+            compaction_priority,
+        } = self;
+        comparator.name() == other.comparator.name()
+            && *memtable_size_bytes == other.memtable_size_bytes
+            && *max_immutable_memtables == other.max_immutable_memtables
+            && *block_size_bytes == other.block_size_bytes
+            && *block_restart_interval == other.block_restart_interval
+            && *bloom_bits_per_key == other.bloom_bits_per_key
+            && *compression == other.compression
+            && *compression_per_level == other.compression_per_level
+            && *bottommost_compression == other.bottommost_compression
+            && *level0_compaction_trigger_files == other.level0_compaction_trigger_files
+            && *level0_slowdown_writes_files == other.level0_slowdown_writes_files
+            && *level0_stop_writes_files == other.level0_stop_writes_files
+            && *target_file_size_bytes == other.target_file_size_bytes
+            && *level_size_ratio == other.level_size_ratio
+            && *base_level_size_bytes == other.base_level_size_bytes
+            && *tombstone_compaction_ratio == other.tombstone_compaction_ratio
+            && *tombstone_compaction_min_entries == other.tombstone_compaction_min_entries
+            && *compaction_priority == other.compaction_priority
+    }
+}
+
 impl ColumnFamilyOptions {
     /// Checks every option against its documented range.
     pub fn validate(&self) -> Result<()> {
+        check(!self.comparator.name().is_empty(), "the comparator's name must not be empty")?;
         check(self.memtable_size_bytes >= 4096, "memtable_size_bytes must be at least 4096")?;
         check(self.memtable_size_bytes <= 1 << 31, "memtable_size_bytes must be at most 2 GiB")?;
         check(self.max_immutable_memtables >= 1, "max_immutable_memtables must be at least 1")?;
@@ -455,9 +546,9 @@ pub struct ReadOptions {
     /// metadata are always verified; turning this off skips the check only for uncached
     /// reads (`fill_cache: false`). Default `true`.
     pub verify_checksums: bool,
-    /// Iterators: the smallest user key returned (inclusive).
+    /// Iterators: the smallest user key returned (inclusive), in the column family's order.
     pub lower_bound: Option<Vec<u8>>,
-    /// Iterators: the first user key not returned (exclusive).
+    /// Iterators: the first user key not returned (exclusive), in the column family's order.
     pub upper_bound: Option<Vec<u8>>,
 }
 

@@ -13,6 +13,10 @@
 //! base level moves up one level each time the last level grows by another factor of
 //! `level_size_ratio`. See [`level_targets`].
 //!
+//! Every key range (of files, jobs, pointers and manual requests) is compared in the column
+//! family's order, which the version carries ([`Version::comparator`]); a plan keeps that order
+//! for the questions asked of it later.
+//!
 //! Concurrency contract: every function is pure and takes no lock. The engine calls them under
 //! its state mutex, passes the current version together with the jobs that are running
 //! ([`RunningCompaction`], built with [`RunningCompaction::from_plan`]), and registers a returned
@@ -29,8 +33,10 @@
 
 use std::collections::HashSet;
 use std::fmt;
+use std::ops::Bound;
 use std::sync::Arc;
 
+use crate::comparator::KeyComparator;
 use crate::options::CompactionPriority;
 use crate::version::tree::{TableFile, Version, NUM_LEVELS};
 
@@ -118,10 +124,12 @@ pub(crate) struct CompactionPlan {
     /// Why the job was picked.
     pub(crate) reason: CompactionReason,
     /// The smallest user keys of the files of `output_level + 1` that start inside the job's
-    /// range, ascending. The executor prefers to end an output file where one of them begins,
-    /// so that the output files line up with the level below and a later job moving one of
-    /// them down does not rewrite a partly overlapped neighbour there.
+    /// range, ascending in `comparator`'s order. The executor prefers to end an output file
+    /// where one of them begins, so that the output files line up with the level below and a
+    /// later job moving one of them down does not rewrite a partly overlapped neighbour there.
     pub(crate) grandparent_starts: Vec<Vec<u8>>,
+    /// The order of the column family's keys (the version's).
+    pub(crate) comparator: KeyComparator,
 }
 
 impl CompactionPlan {
@@ -137,10 +145,13 @@ impl CompactionPlan {
         {
             return false;
         }
+        let comparator = &self.comparator;
         let mut ranges: Vec<(&[u8], &[u8])> =
             self.inputs.iter().map(|file| (file.smallest_user_key(), file.largest_user_key())).collect();
-        ranges.sort_unstable();
-        !ranges.is_empty() && ranges.windows(2).all(|pair| pair[0].1 < pair[1].0)
+        ranges.sort_unstable_by(|a, b| {
+            comparator.compare_user_keys(a.0, b.0).then_with(|| comparator.compare_user_keys(a.1, b.1))
+        });
+        !ranges.is_empty() && ranges.windows(2).all(|pair| comparator.compare_user_keys(pair[0].1, pair[1].0).is_lt())
     }
 
     /// The bytes of all files the job reads.
@@ -151,7 +162,7 @@ impl CompactionPlan {
     /// The smallest and largest user keys (both inclusive) over the files of both levels; the
     /// executor's outputs stay inside this range.
     pub(crate) fn user_key_range(&self) -> (Vec<u8>, Vec<u8>) {
-        let (smallest, largest) = user_key_range_of(self.all_files()).unwrap_or_default();
+        let (smallest, largest) = user_key_range_of(self.all_files(), &self.comparator).unwrap_or_default();
         (smallest.to_vec(), largest.to_vec())
     }
 
@@ -160,14 +171,21 @@ impl CompactionPlan {
         self.all_files().map(|file| file.number())
     }
 
-    /// The smallest user key after every key of this job's input-level files. A manual
-    /// compaction that [`pick_manual`] cut short continues by passing it as `start`; appending a
-    /// zero byte gives the next key in bytewise order, so a file rewritten in place at the last
-    /// level is not picked again.
+    /// The largest user key of this job's input-level files. A manual compaction that
+    /// [`pick_manual`] cut short continues after it, passing it as an excluded `start`, so that
+    /// a file rewritten in place at the last level is not picked again. (The start is excluded
+    /// rather than moved to the next key, because only the bytewise order has a "next key".)
     pub(crate) fn manual_resume_key(&self) -> Vec<u8> {
-        let mut key = self.inputs.iter().map(|file| file.largest_user_key()).max().unwrap_or_default().to_vec();
-        key.push(0);
-        key
+        self.largest_input_user_key().to_vec()
+    }
+
+    /// The largest user key of the input-level files (empty when there are none), which the
+    /// level's compaction pointer moves to.
+    pub(crate) fn largest_input_user_key(&self) -> &[u8] {
+        let comparator = &self.comparator;
+        let mut largest_keys = self.inputs.iter().map(|file| file.largest_user_key());
+        let first = largest_keys.next().unwrap_or_default();
+        largest_keys.fold(first, |largest, key| comparator.max_user_key(largest, key))
     }
 
     fn all_files(&self) -> impl Iterator<Item = &Arc<TableFile>> + '_ {
@@ -192,7 +210,8 @@ impl fmt::Debug for CompactionPlan {
 }
 
 /// A job that is running, so that parallel jobs never touch the same files or write
-/// overlapping ranges into the same level.
+/// overlapping ranges into the same level. Its key range is in the order of its column family,
+/// whose jobs alone it is compared with.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct RunningCompaction {
     /// Every file the job reads.
@@ -220,8 +239,9 @@ impl RunningCompaction {
         }
     }
 
-    fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        self.largest_user_key.as_slice() >= smallest && self.smallest_user_key.as_slice() <= largest
+    fn overlaps(&self, smallest: &[u8], largest: &[u8], comparator: &KeyComparator) -> bool {
+        comparator.compare_user_keys(&self.largest_user_key, smallest).is_ge()
+            && comparator.compare_user_keys(&self.smallest_user_key, largest).is_le()
     }
 }
 
@@ -270,7 +290,7 @@ pub(crate) fn level_targets(version: &Version, options: &PickerOptions) -> Level
 /// `base_level_size_bytes`. Levels 1 to the last but one: bytes over target, or
 /// a fixed high score for an unused level that still holds files. The last level: 0.
 pub(crate) fn level_scores(version: &Version, options: &PickerOptions, targets: &LevelTargets) -> [f64; NUM_LEVELS] {
-    scores_of_idle_files(version, options, targets, &RunningJobs::new(&[]))
+    scores_of_idle_files(version, options, targets, &RunningJobs::new(&[], &version.comparator))
 }
 
 /// Chooses the most urgent job that can run next to `running`, or `None` when no level needs
@@ -282,7 +302,8 @@ pub(crate) fn level_scores(version: &Version, options: &PickerOptions, targets: 
 /// order of `options.priority`: with `MinOverlappingRatio`, the file whose overlapping bytes in
 /// the next level are the smallest share of its own bytes (ties, and `RoundRobin`, go in key
 /// order starting after `compact_pointers[level]`, the largest user key of the level's last
-/// job, wrapping around). The chosen file is then joined by the neighbours that fit in the same
+/// job, wrapping around; empty before the first job, which in an order where the empty key is
+/// not the smallest only moves where the round starts). The chosen file is then joined by the neighbours that fit in the same
 /// output-level files, within `max_compaction_bytes`.
 ///
 /// When nothing is due by size, a file of level 1 or deeper dense with tombstones is compacted
@@ -296,7 +317,7 @@ pub(crate) fn pick(
     compact_pointers: &[Vec<u8>],
 ) -> Option<CompactionPlan> {
     let targets = level_targets(version, options);
-    let running = RunningJobs::new(running);
+    let running = RunningJobs::new(running, &version.comparator);
     let scores = scores_of_idle_files(version, options, &targets, &running);
     let mut due_levels: Vec<usize> = (0..NUM_LEVELS).filter(|&level| scores[level] >= 1.0).collect();
     // The sort is stable, so equal scores keep the shallower level first.
@@ -315,14 +336,15 @@ pub(crate) fn pick(
     pick_tombstone_dense(version, options, &running)
 }
 
-/// Chooses a manual job over the files of `level` that overlap `[start, end]` (user keys, both
-/// inclusive; `None` is unbounded). Level 0 takes those files and every level-0 file that
+/// Chooses a manual job over the files of `level` that overlap the range from `start` to `end`
+/// (user keys; `start` included, excluded or unbounded, `end` included or unbounded when
+/// `None`). Level 0 takes those files and every level-0 file that
 /// overlaps them in turn, into the base level (or a level above it holding keys of the range,
 /// see [`pick`]); levels 1 to the last but one go to the next level; the last level is rewritten
 /// in place. For levels 1 and deeper the job takes the files in key order while its input bytes
 /// (with the output-level files they overlap) stay within `max_compaction_bytes`, and at least
-/// one file; the caller continues from [`CompactionPlan::manual_resume_key`] until this returns
-/// `Ok(None)` or the resume key passes `end`.
+/// one file; the caller continues after [`CompactionPlan::manual_resume_key`] (excluded) until
+/// this returns `Ok(None)` or the resume key reaches `end`.
 ///
 /// Returns `Ok(None)` when no file of `level` overlaps the range (or `level` does not exist),
 /// and `Err(ManualConflict)` when the job would touch files or ranges of a running job.
@@ -331,21 +353,19 @@ pub(crate) fn pick_manual(
     options: &PickerOptions,
     running: &[RunningCompaction],
     level: usize,
-    start: Option<&[u8]>,
+    start: Bound<&[u8]>,
     end: Option<&[u8]>,
 ) -> Result<Option<CompactionPlan>, ManualConflict> {
     if level >= NUM_LEVELS {
         return Ok(None);
     }
-    let running = RunningJobs::new(running);
-    let in_range = |file: &&Arc<TableFile>| {
-        start.is_none_or(|start| file.largest_user_key() >= start)
-            && end.is_none_or(|end| file.smallest_user_key() <= end)
-    };
+    let comparator = &version.comparator;
+    let running = RunningJobs::new(running, comparator);
+    let in_range = |file: &&Arc<TableFile>| file_in_manual_range(file, start, end, comparator);
     let plan = if level == 0 {
         let seeds: Vec<Arc<TableFile>> = version.levels[0].iter().filter(in_range).cloned().collect();
         let inputs = close_over_level0_overlaps(version, seeds);
-        let Some((smallest, largest)) = user_key_range_of(inputs.iter()) else {
+        let Some((smallest, largest)) = user_key_range_of(inputs.iter(), comparator) else {
             return Ok(None);
         };
         let output_level = level0_output_level(version, level_targets(version, options).base_level, smallest, largest);
@@ -362,6 +382,21 @@ pub(crate) fn pick_manual(
         Some(plan) if running.admits(&plan) => Ok(Some(plan)),
         Some(_) => Err(ManualConflict),
     }
+}
+
+/// True when `file` holds user keys in the range from `start` to `end` (see [`pick_manual`]).
+pub(crate) fn file_in_manual_range(
+    file: &TableFile,
+    start: Bound<&[u8]>,
+    end: Option<&[u8]>,
+    comparator: &KeyComparator,
+) -> bool {
+    let after_start = match start {
+        Bound::Included(start) => comparator.compare_user_keys(file.largest_user_key(), start).is_ge(),
+        Bound::Excluded(start) => comparator.compare_user_keys(file.largest_user_key(), start).is_gt(),
+        Bound::Unbounded => true,
+    };
+    after_start && end.is_none_or(|end| comparator.compare_user_keys(file.smallest_user_key(), end).is_le())
 }
 
 /// Splits a job into at most `max_subcompactions` key ranges of roughly equal input bytes, for
@@ -388,17 +423,26 @@ pub(crate) fn subcompaction_boundaries(
         return Vec::new();
     }
     let ranges = max_subcompactions.min(usize::try_from(total_bytes / file_bytes).unwrap_or(usize::MAX));
+    let comparator = &plan.comparator;
     let (smallest, largest) = plan.user_key_range();
     let mut candidates: Vec<&[u8]> = plan
         .all_files()
         .map(|file| file.largest_user_key())
-        .filter(|key| *key > smallest.as_slice() && *key < largest.as_slice())
+        .filter(|key| {
+            comparator.compare_user_keys(key, &smallest).is_gt() && comparator.compare_user_keys(key, &largest).is_lt()
+        })
         .collect();
-    candidates.sort_unstable();
+    candidates.sort_unstable_by(|a, b| comparator.compare_user_keys(a, b));
+    // Equal keys are byte-identical (the comparator's contract), so adjacent duplicates go.
     candidates.dedup();
     let bytes_up_to: Vec<u64> = candidates
         .iter()
-        .map(|candidate| total_bytes_of(plan.all_files().filter(|file| file.largest_user_key() <= *candidate)))
+        .map(|candidate| {
+            total_bytes_of(
+                plan.all_files()
+                    .filter(|file| comparator.compare_user_keys(file.largest_user_key(), candidate).is_le()),
+            )
+        })
         .collect();
     let mut boundaries = Vec::new();
     let mut next_candidate = 0;
@@ -446,16 +490,18 @@ pub(crate) fn pending_compaction_bytes(version: &Version, options: &PickerOption
     pending_bytes
 }
 
-/// The running jobs, with their files in a set for quick lookups.
+/// The running jobs of one column family, with their files in a set for quick lookups.
 struct RunningJobs<'a> {
     jobs: &'a [RunningCompaction],
     busy_file_numbers: HashSet<u64>,
+    /// The column family's order, in which the jobs' key ranges are compared.
+    comparator: &'a KeyComparator,
 }
 
 impl<'a> RunningJobs<'a> {
-    fn new(jobs: &'a [RunningCompaction]) -> RunningJobs<'a> {
+    fn new(jobs: &'a [RunningCompaction], comparator: &'a KeyComparator) -> RunningJobs<'a> {
         let busy_file_numbers = jobs.iter().flat_map(|job| job.file_numbers.iter().copied()).collect();
-        RunningJobs { jobs, busy_file_numbers }
+        RunningJobs { jobs, busy_file_numbers, comparator }
     }
 
     fn is_busy(&self, file: &TableFile) -> bool {
@@ -477,7 +523,7 @@ impl<'a> RunningJobs<'a> {
         self.jobs.iter().all(|job| {
             let writes_in_the_way = job.output_level == plan.output_level
                 || (plan.level < job.output_level && job.output_level < plan.output_level);
-            !(writes_in_the_way && job.overlaps(&smallest, &largest))
+            !(writes_in_the_way && job.overlaps(&smallest, &largest, self.comparator))
         })
     }
 }
@@ -512,7 +558,7 @@ fn pick_level0(version: &Version, targets: &LevelTargets, running: &RunningJobs<
     }
     let inputs = version.levels[0].clone();
     let output_level = {
-        let (smallest, largest) = user_key_range_of(inputs.iter())?;
+        let (smallest, largest) = user_key_range_of(inputs.iter(), &version.comparator)?;
         level0_output_level(version, targets.base_level, smallest, largest)
     };
     let plan = make_plan(version, 0, output_level, inputs, CompactionReason::Level0FileCount)?;
@@ -523,9 +569,7 @@ fn pick_level0(version: &Version, targets: &LevelTargets, running: &RunningJobs<
 /// above it still holds keys of the range. Passing that level would put newer versions below
 /// older ones (I17), so the data stops there and drains down with that level.
 fn level0_output_level(version: &Version, base_level: usize, smallest: &[u8], largest: &[u8]) -> usize {
-    (1..base_level)
-        .find(|&level| version.levels[level].iter().any(|file| file.overlaps(smallest, largest)))
-        .unwrap_or(base_level)
+    (1..base_level).find(|&level| version.level_overlaps(level, smallest, largest)).unwrap_or(base_level)
 }
 
 /// A size job of a sorted level (1 or deeper): the first file that can run, in the order of
@@ -566,7 +610,8 @@ fn sorted_level_candidates(
 ) -> Vec<usize> {
     let files = &version.levels[level];
     // Files of a sorted level do not overlap (I4), so their largest keys ascend too.
-    let start = files.partition_point(|file| file.largest_user_key() <= pointer);
+    let comparator = &version.comparator;
+    let start = files.partition_point(|file| comparator.compare_user_keys(file.largest_user_key(), pointer).is_le());
     let mut order: Vec<usize> = (start..files.len()).chain(0..start).collect();
     if priority == CompactionPriority::RoundRobin || level == LAST_LEVEL {
         return order;
@@ -583,16 +628,23 @@ fn sorted_level_candidates(
 /// neighbouring files counts for both, as it would be rewritten by either job.
 fn overlapping_bytes_below(version: &Version, level: usize) -> Vec<u64> {
     let next = &version.levels[level + 1];
+    let comparator = &version.comparator;
     let mut first_candidate = 0;
     version.levels[level]
         .iter()
         .map(|file| {
-            while first_candidate < next.len() && next[first_candidate].largest_user_key() < file.smallest_user_key() {
+            while first_candidate < next.len()
+                && comparator
+                    .compare_user_keys(next[first_candidate].largest_user_key(), file.smallest_user_key())
+                    .is_lt()
+            {
                 first_candidate += 1;
             }
             next[first_candidate..]
                 .iter()
-                .take_while(|below| below.smallest_user_key() <= file.largest_user_key())
+                .take_while(|below| {
+                    comparator.compare_user_keys(below.smallest_user_key(), file.largest_user_key()).is_le()
+                })
                 .map(|below| below.meta.file_size_bytes)
                 .fold(0, u64::saturating_add)
         })
@@ -669,6 +721,7 @@ fn manual_prefix_len(
         return 0;
     };
     let output_files = &version.levels[output_level];
+    let comparator = &version.comparator;
     let mut input_bytes = 0u64;
     let mut count = 0;
     for file in candidates {
@@ -678,8 +731,12 @@ fn manual_prefix_len(
         } else {
             // Both levels are sorted and free of overlaps (I4), so the output files overlapping
             // the prefix form one run, found by binary search.
-            let from = output_files.partition_point(|output| output.largest_user_key() < first.smallest_user_key());
-            let to = output_files.partition_point(|output| output.smallest_user_key() <= file.largest_user_key());
+            let from = output_files.partition_point(|output| {
+                comparator.compare_user_keys(output.largest_user_key(), first.smallest_user_key()).is_lt()
+            });
+            let to = output_files.partition_point(|output| {
+                comparator.compare_user_keys(output.smallest_user_key(), file.largest_user_key()).is_le()
+            });
             total_bytes_of(output_files[from..to.max(from)].iter())
         };
         if count > 0 && input_bytes.saturating_add(overlap_bytes) > options.max_compaction_bytes {
@@ -697,7 +754,7 @@ fn manual_prefix_len(
 fn close_over_level0_overlaps(version: &Version, seeds: Vec<Arc<TableFile>>) -> Vec<Arc<TableFile>> {
     let mut chosen = seeds;
     loop {
-        let Some((smallest, largest)) = user_key_range_of(chosen.iter()) else {
+        let Some((smallest, largest)) = user_key_range_of(chosen.iter(), &version.comparator) else {
             return chosen;
         };
         let grown = version.overlapping_files(0, smallest, largest);
@@ -717,31 +774,47 @@ fn make_plan(
     inputs: Vec<Arc<TableFile>>,
     reason: CompactionReason,
 ) -> Option<CompactionPlan> {
-    let (smallest, largest) = user_key_range_of(inputs.iter())?;
+    let comparator = &version.comparator;
+    let (smallest, largest) = user_key_range_of(inputs.iter(), comparator)?;
     let output_inputs =
         if output_level == level { Vec::new() } else { version.overlapping_files(output_level, smallest, largest) };
-    let (smallest, largest) = user_key_range_of(inputs.iter().chain(&output_inputs))?;
-    let bottommost = (output_level + 1..NUM_LEVELS)
-        .all(|deeper| !version.levels[deeper].iter().any(|file| file.overlaps(smallest, largest)));
+    let (smallest, largest) = user_key_range_of(inputs.iter().chain(&output_inputs), comparator)?;
+    let bottommost = (output_level + 1..NUM_LEVELS).all(|deeper| !version.level_overlaps(deeper, smallest, largest));
     let grandparent_starts = match version.levels.get(output_level + 1) {
         Some(grandparents) if output_level > level => grandparents
             .iter()
             .map(|file| file.smallest_user_key())
-            .filter(|&start| smallest < start && start <= largest)
+            .filter(|&start| {
+                comparator.compare_user_keys(smallest, start).is_lt()
+                    && comparator.compare_user_keys(start, largest).is_le()
+            })
             .map(<[u8]>::to_vec)
             .collect(),
         _ => Vec::new(),
     };
-    Some(CompactionPlan { level, output_level, inputs, output_inputs, bottommost, reason, grandparent_starts })
+    Some(CompactionPlan {
+        level,
+        output_level,
+        inputs,
+        output_inputs,
+        bottommost,
+        reason,
+        grandparent_starts,
+        comparator: comparator.clone(),
+    })
 }
 
-/// The smallest and largest user keys over `files`; `None` when there are none.
-fn user_key_range_of<'a>(files: impl Iterator<Item = &'a Arc<TableFile>>) -> Option<(&'a [u8], &'a [u8])> {
+/// The smallest and largest user keys over `files` in `comparator`'s order; `None` when there
+/// are none.
+fn user_key_range_of<'a>(
+    files: impl Iterator<Item = &'a Arc<TableFile>>,
+    comparator: &KeyComparator,
+) -> Option<(&'a [u8], &'a [u8])> {
     files.fold(None, |range, file| {
         let (smallest, largest) = (file.smallest_user_key(), file.largest_user_key());
         Some(match range {
             None => (smallest, largest),
-            Some((low, high)) => (low.min(smallest), high.max(largest)),
+            Some((low, high)) => (comparator.min_user_key(low, smallest), comparator.max_user_key(high, largest)),
         })
     })
 }
@@ -836,7 +909,7 @@ mod tests {
         }
 
         fn version(&self) -> Version {
-            Version::from_files(self.levels.clone())
+            Version::from_files(self.levels.clone(), KeyComparator::Bytewise)
         }
     }
 
@@ -860,7 +933,8 @@ mod tests {
         start: Option<&str>,
         end: Option<&str>,
     ) -> Result<Option<CompactionPlan>, ManualConflict> {
-        pick_manual(version, options, running, level, start.map(str::as_bytes), end.map(str::as_bytes))
+        let start = start.map_or(Bound::Unbounded, |start| Bound::Included(start.as_bytes()));
+        pick_manual(version, options, running, level, start, end.map(str::as_bytes))
     }
 
     fn manual_plan(
@@ -875,12 +949,12 @@ mod tests {
 
     #[test]
     fn an_empty_database_compacts_level0_into_the_last_level() {
-        let targets = level_targets(&Version::empty(), &options());
+        let targets = level_targets(&Version::empty(KeyComparator::Bytewise), &options());
         assert_eq!(targets.base_level, LAST_LEVEL);
         let mut expected = [0; NUM_LEVELS];
         expected[LAST_LEVEL] = BASE_BYTES;
         assert_eq!(targets.target_bytes, expected);
-        assert_eq!(level_scores(&Version::empty(), &options(), &targets), [0.0; NUM_LEVELS]);
+        assert_eq!(level_scores(&Version::empty(KeyComparator::Bytewise), &options(), &targets), [0.0; NUM_LEVELS]);
     }
 
     #[test]
@@ -1112,7 +1186,10 @@ mod tests {
             let plan = pick_plan(&version, &running);
             assert!(plan.file_numbers().all(|number| !taken.contains(&number)), "{plan:?} reuses a busy file");
             let (smallest, largest) = plan.user_key_range();
-            assert!(running.iter().all(|job| !job.overlaps(&smallest, &largest)), "{plan:?} overlaps a job");
+            assert!(
+                running.iter().all(|job| !job.overlaps(&smallest, &largest, &KeyComparator::Bytewise)),
+                "{plan:?} overlaps a job"
+            );
             taken.extend(plan.file_numbers());
             running.push(RunningCompaction::from_plan(&plan));
         }
@@ -1307,13 +1384,16 @@ mod tests {
         let plan = manual_plan(&version, &capped, 5, Some("c"), Some("f"));
         assert_eq!(numbers(&plan.inputs), vec![c_d]);
         assert_eq!(plan.user_key_range().1, b"d");
-        assert_eq!(plan.manual_resume_key(), b"d\0");
+        assert_eq!(plan.manual_resume_key(), b"d");
         let resume = plan.manual_resume_key();
-        let plan =
-            pick_manual(&version, &capped, &[], 5, Some(&resume), Some(b"f")).expect("no conflict").expect("a plan");
+        let plan = pick_manual(&version, &capped, &[], 5, Bound::Excluded(&resume), Some(b"f"))
+            .expect("no conflict")
+            .expect("a plan");
         assert_eq!(numbers(&plan.inputs), vec![e_f]);
         let resume = plan.manual_resume_key();
-        assert!(pick_manual(&version, &capped, &[], 5, Some(&resume), Some(b"f")).expect("no conflict").is_none());
+        assert!(pick_manual(&version, &capped, &[], 5, Bound::Excluded(&resume), Some(b"f"))
+            .expect("no conflict")
+            .is_none());
         let nothing_fits = PickerOptions { max_compaction_bytes: 0, ..options() };
         assert_eq!(manual_plan(&version, &nothing_fits, 5, None, None).inputs.len(), 1, "at least one file");
 

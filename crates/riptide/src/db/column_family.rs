@@ -1,7 +1,8 @@
 //! Column families: independent key spaces of one database that share its write-ahead log,
 //! sequence numbers, snapshots, caches and background threads.
 //!
-//! Each column family has its own memtables, levels and options ([`ColumnFamilyOptions`]). A
+//! Each column family has its own memtables, levels, options ([`ColumnFamilyOptions`]) and key
+//! order (its comparator, fixed at creation and recorded in the manifest). A
 //! write batch may span column families; since all of them log to the one WAL, the batch is
 //! atomic across a crash. Per column family the manifest records a log number: the oldest WAL
 //! that may hold data of the column family not yet in its tables. Recovery replays a WAL
@@ -22,6 +23,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use super::{ImmutableMemTable, ReadView};
+use crate::comparator::KeyComparator;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
 use crate::snapshot::Snapshot;
@@ -65,6 +67,9 @@ pub(crate) struct ColumnFamilyShared {
     pub(crate) id: u32,
     pub(crate) name: RwLock<String>,
     pub(crate) dropped: AtomicBool,
+    /// The order of the column family's keys: the comparator of its options, which never
+    /// changes (`set_column_family_options` refuses to).
+    pub(crate) comparator: KeyComparator,
     pub(crate) options: RwLock<Arc<ColumnFamilyOptions>>,
     /// The memtables and version readers use, replaced (under the database mutex) whenever
     /// they change.
@@ -77,6 +82,7 @@ impl ColumnFamilyShared {
             id,
             name: RwLock::new(name),
             dropped: AtomicBool::new(false),
+            comparator: KeyComparator::new(&options.comparator),
             options: RwLock::new(Arc::new(options)),
             read_view: RwLock::new(Arc::new(view)),
         }
@@ -84,6 +90,11 @@ impl ColumnFamilyShared {
 
     pub(crate) fn options(&self) -> Arc<ColumnFamilyOptions> {
         Arc::clone(&self.options.read())
+    }
+
+    /// A new, empty memtable for this column family.
+    pub(crate) fn new_memtable(&self, capacity_hint_bytes: usize) -> Arc<MemTable> {
+        Arc::new(MemTable::new(capacity_hint_bytes, self.comparator.clone()))
     }
 
     /// The read view and the sequence to read at, taken together under the view lock so that
@@ -113,7 +124,8 @@ pub(crate) struct ColumnFamilyState {
     /// True while a flush of this column family runs (one at a time, so tables are installed in
     /// the order of their memtables).
     pub(crate) flush_running: bool,
-    /// Per level: the largest user key of the last compaction, so the next one moves on.
+    /// Per level: the largest user key (in the column family's order) of the last compaction,
+    /// so the next one moves on.
     pub(crate) compact_pointers: Vec<Vec<u8>>,
 }
 

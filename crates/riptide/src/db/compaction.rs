@@ -17,8 +17,11 @@
 //! Invariant I6: a version of a key is dropped only when no snapshot or read can see it: when a
 //! newer version of the same key is at or below the smallest snapshot, or when it is a tombstone
 //! at or below the smallest snapshot and no deeper level can hold the key. Output files split
-//! only between user keys, so no user key spans two files of a level (which keeps I4).
+//! only between user keys, so no user key spans two files of a level (which keeps I4). Inputs
+//! are merged, and sub-compaction ranges cut, in the column family's order (the plan's
+//! comparator).
 
+use std::ops::Bound;
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
@@ -28,6 +31,7 @@ use super::column_family::ColumnFamily;
 use super::filename::table_path;
 use super::{DbInner, DbState, RunningJob};
 use crate::compaction::picker::{self, CompactionPlan, CompactionReason, PickerOptions, RunningCompaction};
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
@@ -276,10 +280,8 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         }
         state.versions.log_and_apply(edit)?;
         if let Some(family) = state.column_families.get_mut(&job.column_family) {
-            if let (Some(pointer), Some(largest)) =
-                (family.compact_pointers.get_mut(plan.level), plan.inputs.iter().map(|f| f.largest_user_key()).max())
-            {
-                *pointer = largest.to_vec();
+            if let Some(pointer) = family.compact_pointers.get_mut(plan.level) {
+                *pointer = plan.largest_input_user_key().to_vec();
             }
         }
         state.stats.trivial_moves += plan.inputs.len() as u64;
@@ -342,10 +344,8 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         _ => {}
     }
     if let Some(family) = state.column_families.get_mut(&job.column_family) {
-        if let Some(largest) = plan.inputs.iter().map(|f| f.largest_user_key()).max() {
-            if let Some(pointer) = family.compact_pointers.get_mut(plan.level) {
-                *pointer = largest.to_vec();
-            }
+        if let Some(pointer) = family.compact_pointers.get_mut(plan.level) {
+            *pointer = plan.largest_input_user_key().to_vec();
         }
     }
     inner.install_read_view(&state, job.column_family);
@@ -424,6 +424,8 @@ fn interruption(inner: &DbInner, job: &Job) -> Option<Error> {
 struct OutputSplitter<'a> {
     /// Ascending start keys of the files below the output level (`grandparent_starts`).
     starts: &'a [Vec<u8>],
+    /// The column family's order of user keys.
+    comparator: &'a KeyComparator,
     /// The first of `starts` above the last user key seen.
     next_start: usize,
     target_file_size_bytes: u64,
@@ -431,16 +433,27 @@ struct OutputSplitter<'a> {
 
 impl<'a> OutputSplitter<'a> {
     /// A splitter for a range beginning at `lower` (starts at or below it were passed before).
-    fn new(starts: &'a [Vec<u8>], lower: Option<&[u8]>, target_file_size_bytes: u64) -> OutputSplitter<'a> {
-        let next_start = lower.map_or(0, |lower| starts.partition_point(|start| start.as_slice() <= lower));
-        OutputSplitter { starts, next_start, target_file_size_bytes }
+    fn new(
+        starts: &'a [Vec<u8>],
+        comparator: &'a KeyComparator,
+        lower: Option<&[u8]>,
+        target_file_size_bytes: u64,
+    ) -> OutputSplitter<'a> {
+        let next_start =
+            lower.map_or(0, |lower| starts.partition_point(|start| comparator.compare_user_keys(start, lower).is_le()));
+        OutputSplitter { starts, comparator, next_start, target_file_size_bytes }
+    }
+
+    /// Whether the next start not yet passed is at or before `user_key`.
+    fn next_start_reached(&self, user_key: &[u8]) -> bool {
+        self.starts.get(self.next_start).is_some_and(|start| self.comparator.compare_user_keys(start, user_key).is_le())
     }
 
     /// Whether the file being written (of `size` bytes so far; `None` when there is none) ends
     /// before `user_key`, which follows `last_user_key`. Call once per entry, in order.
     fn should_split(&mut self, user_key: &[u8], last_user_key: &[u8], size: Option<u64>) -> bool {
-        let crosses_start = self.starts.get(self.next_start).is_some_and(|start| start.as_slice() <= user_key);
-        while self.starts.get(self.next_start).is_some_and(|start| start.as_slice() <= user_key) {
+        let crosses_start = self.next_start_reached(user_key);
+        while self.next_start_reached(user_key) {
             self.next_start += 1;
         }
         let Some(size) = size else {
@@ -464,12 +477,13 @@ fn write_outputs(
 ) -> Result<()> {
     let plan = &job.plan;
     let read_options = BlockReadOptions { verify_checksums: true, fill_cache: false };
+    let comparator = &plan.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for file in plan.inputs.iter().chain(plan.output_inputs.iter()) {
-        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes)?;
+        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
         children.push(Box::new(table.iter(read_options)));
     }
-    let mut merged = MergingIterator::new(children);
+    let mut merged = MergingIterator::new(children, comparator.clone());
     match lower {
         Some(lower) => merged.seek(&lookup_key(lower, MAX_SEQUENCE_NUMBER)),
         None => merged.seek_to_first(),
@@ -481,7 +495,7 @@ fn write_outputs(
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut zeroed_key: Vec<u8> = Vec::new();
     let mut steps: u64 = 0;
-    let mut splitter = OutputSplitter::new(&plan.grandparent_starts, lower, target_file_size_bytes);
+    let mut splitter = OutputSplitter::new(&plan.grandparent_starts, comparator, lower, target_file_size_bytes);
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
         steps += 1;
@@ -495,7 +509,7 @@ fn write_outputs(
         }
         let key = merged.key();
         let current_user_key = user_key(key);
-        if upper.is_some_and(|upper| current_user_key >= upper) {
+        if upper.is_some_and(|upper| comparator.compare_user_keys(current_user_key, upper).is_ge()) {
             break;
         }
         if filter.should_drop(key, &input_path)? {
@@ -514,7 +528,7 @@ fn write_outputs(
             let number = inner.state.lock().versions.new_file_number();
             let path = table_path(&inner.dir, number);
             let file = inner.file_system.create(&path)?;
-            builder = Some((number, TableBuilder::new(file, path, table_options)));
+            builder = Some((number, TableBuilder::new(file, path, table_options.clone())));
         }
         if let Some((_, active)) = builder.as_mut() {
             if zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot) {
@@ -589,7 +603,9 @@ pub(crate) fn compact_range(
     };
     let id = column_family.id();
     for level in 0..NUM_LEVELS {
-        let mut from: Option<Vec<u8>> = start.map(<[u8]>::to_vec);
+        // Where the next job of this level starts: `start` at first, then just after the
+        // largest key of the job before.
+        let mut from: Bound<Vec<u8>> = start.map_or(Bound::Unbounded, |start| Bound::Included(start.to_vec()));
         loop {
             let job = {
                 let mut state = inner.state.lock();
@@ -608,18 +624,12 @@ pub(crate) fn compact_range(
                     };
                     let options = family.shared.options();
                     let version = state.versions.current(id);
-                    if level == NUM_LEVELS - 1 && !has_deletions_in_range(&version, level, from.as_deref(), end) {
+                    let from = from.as_ref().map(Vec::as_slice);
+                    if level == NUM_LEVELS - 1 && !has_deletions_in_range(&version, level, from, end) {
                         break None;
                     }
                     let running = running_of(&state, id);
-                    match picker::pick_manual(
-                        &version,
-                        &picker_options(&options),
-                        &running,
-                        level,
-                        from.as_deref(),
-                        end,
-                    ) {
+                    match picker::pick_manual(&version, &picker_options(&options), &running, level, from, end) {
                         Ok(Some(plan)) => {
                             register(&mut state, id, &plan);
                             break Some(Job { column_family: id, plan, options, manual_id: Some(manual_id) });
@@ -642,21 +652,19 @@ pub(crate) fn compact_range(
             result?;
             // Go on after the job's last key, until the range is covered.
             let resume = job.plan.manual_resume_key();
-            if end.is_some_and(|end| resume.as_slice() > end) {
+            if end.is_some_and(|end| job.plan.comparator.compare_user_keys(&resume, end).is_ge()) {
                 break;
             }
-            from = Some(resume);
+            from = Bound::Excluded(resume);
         }
     }
     Ok(())
 }
 
-fn has_deletions_in_range(version: &Version, level: usize, start: Option<&[u8]>, end: Option<&[u8]>) -> bool {
-    version.levels[level].iter().any(|file| {
-        file.meta.num_deletions > 0
-            && start.is_none_or(|start| file.largest_user_key() >= start)
-            && end.is_none_or(|end| file.smallest_user_key() <= end)
-    })
+fn has_deletions_in_range(version: &Version, level: usize, start: Bound<&[u8]>, end: Option<&[u8]>) -> bool {
+    version.levels[level]
+        .iter()
+        .any(|file| file.meta.num_deletions > 0 && picker::file_in_manual_range(file, start, end, &version.comparator))
 }
 
 #[cfg(test)]
@@ -667,7 +675,8 @@ mod tests {
     #[test]
     fn outputs_end_at_the_target_size_or_from_half_of_it_where_a_file_below_begins() {
         let starts = vec![b"d".to_vec(), b"h".to_vec(), b"p".to_vec()];
-        let mut splitter = OutputSplitter::new(&starts, None, 100);
+        let bytewise = KeyComparator::Bytewise;
+        let mut splitter = OutputSplitter::new(&starts, &bytewise, None, 100);
         // No file yet: never a split, but passing "d" is remembered.
         assert!(!splitter.should_split(b"e", b"", None));
         assert!(!splitter.should_split(b"g", b"e", Some(70)));
@@ -681,7 +690,7 @@ mod tests {
         assert!(splitter.should_split(b"p", b"k", Some(60)));
         assert!(!splitter.should_split(b"q", b"p", Some(60)));
         // A range that begins past "h" only looks at later starts.
-        let mut ranged = OutputSplitter::new(&starts, Some(b"h"), 100);
+        let mut ranged = OutputSplitter::new(&starts, &bytewise, Some(b"h"), 100);
         assert!(!ranged.should_split(b"i", b"", Some(60)));
         assert!(ranged.should_split(b"r", b"i", Some(60)));
     }

@@ -11,7 +11,8 @@ use crate::error::Result;
 use crate::iterator::db_iter::UserIterator;
 use crate::snapshot::Snapshot;
 
-/// A bidirectional cursor over user keys in ascending byte order.
+/// A bidirectional cursor over user keys in the ascending order of the column family's
+/// comparator (bytewise by default).
 ///
 /// Position it with [`seek_to_first`](Self::seek_to_first), [`seek`](Self::seek) and friends, then
 /// read [`key`](Self::key)/[`value`](Self::value) while [`valid`](Self::valid). When it becomes

@@ -212,7 +212,10 @@ impl Db {
     /// Opens the database like [`Db::open`], giving options for column families by name. A
     /// listed column family that does not exist is created; one that exists gets the listed
     /// options (column family options are not stored in the database, so a reopen may change
-    /// them). Column families that are not listed use `options.column_family_options()`.
+    /// them, all but the comparator). Column families that are not listed use
+    /// `options.column_family_options()`. Every column family must be opened with the
+    /// comparator it was created with (compared by name), listed or not; otherwise the open
+    /// fails with [`Error::InvalidArgument`] and changes nothing.
     pub fn open_with_column_families(
         path: impl AsRef<Path>,
         options: Options,
@@ -321,7 +324,7 @@ impl Db {
     }
 
     /// Creates a column family with its own options. Names are 1 to 255 bytes and unique.
-    /// Durable when it returns: the manifest records it.
+    /// Durable when it returns: the manifest records it, with its comparator's name.
     pub fn create_column_family(&self, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamily> {
         self.check_open()?;
         write::create_column_family(&self.inner, name, options)
@@ -368,15 +371,33 @@ impl Db {
         Ok(shared.options().as_ref().clone())
     }
 
-    /// Changes a column family's options while the database runs. Every option may change:
-    /// memtable sizes apply from the next memtable, table options to tables written from now
-    /// on, level and trigger options to the next compaction decisions. Invalid options are
-    /// rejected and nothing changes.
-    pub fn set_column_family_options(&self, column_family: &ColumnFamily, options: ColumnFamilyOptions) -> Result<()> {
+    /// Changes a column family's options while the database runs. Every option but the
+    /// comparator may change: memtable sizes apply from the next memtable, table options to
+    /// tables written from now on, level and trigger options to the next compaction decisions.
+    /// A comparator of another name than the column family's is refused with
+    /// [`Error::InvalidArgument`] (one of the same name is taken to be the same order, and the
+    /// column family keeps the instance it has). Invalid options are rejected and nothing
+    /// changes.
+    pub fn set_column_family_options(
+        &self,
+        column_family: &ColumnFamily,
+        mut options: ColumnFamilyOptions,
+    ) -> Result<()> {
         self.check_open()?;
         options.validate()?;
         let shared = self.inner.live_column_family(column_family)?;
         let _state = self.inner.state.lock();
+        let current = shared.options();
+        // I25: the order is fixed at creation; memtables, tables and versions all follow it.
+        if options.comparator.name() != current.comparator.name() {
+            return Err(Error::invalid(format!(
+                "the comparator of column family {:?} cannot change (from {:?} to {:?})",
+                column_family.name(),
+                current.comparator.name(),
+                options.comparator.name()
+            )));
+        }
+        options.comparator = Arc::clone(&current.comparator);
         *shared.options.write() = Arc::new(options);
         self.inner.work_available.notify_all();
         self.inner.background_done.notify_all();
@@ -411,8 +432,8 @@ impl Db {
         Ok(())
     }
 
-    /// Compacts the user keys in `[start, end]` (inclusive; `None` is unbounded) of
-    /// `column_family` down through the levels, rewriting every table that holds such keys, so
+    /// Compacts the user keys in `[start, end]` (inclusive, in the column family's order;
+    /// `None` is unbounded) of `column_family` down through the levels, rewriting every table that holds such keys, so
     /// that deleted and overwritten data in the range gives its space back. Memtables are
     /// flushed first. Returns when done; fails with `Error::Closed` when the database closes
     /// and with `Error::Cancelled` when [`Db::cancel_manual_compactions`] is called meanwhile
@@ -446,16 +467,16 @@ impl Db {
         self.inner.memory.set_block_cache_capacity_bytes(&self.inner.block_cache, capacity_bytes);
     }
 
-    /// Approximate bytes of table data holding user keys in `[start, end)` of the default
-    /// column family; data still in memtables is not counted. Cheap: it reads only in-memory
+    /// Approximate bytes of table data holding user keys in `[start, end)` (in the column
+    /// family's order) of the default column family; data still in memtables is not counted. Cheap: it reads only in-memory
     /// indexes.
     pub fn approximate_size_bytes(&self, start: &[u8], end: &[u8]) -> Result<u64> {
         self.check_open()?;
         read::approximate_size_bytes(&self.inner, &self.inner.default_column_family, start, end)
     }
 
-    /// Approximate bytes and number of entries with user keys in `[start, end)` of
-    /// `column_family`, memtables included (what a query optimizer needs to cost a range).
+    /// Approximate bytes and number of entries with user keys in `[start, end)` (in the column
+    /// family's order) of `column_family`, memtables included (what a query optimizer needs to cost a range).
     /// Cheap: it reads in-memory indexes and table properties, and counts memtable entries only
     /// up to a bound.
     pub fn approximate_range_stats(

@@ -35,12 +35,13 @@ use super::write::{check_column_family_name_length, insert_batch, WalState, Writ
 use super::{BackgroundStats, Db, DbInner, DbState, ReadView};
 use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::cache::BlockCache;
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options, SyncMode};
 use crate::snapshot::SnapshotList;
 use crate::version::edit::VersionEdit;
-use crate::version::set::VersionSet;
+use crate::version::set::{VersionSet, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::version::tree::{FileJanitor, TableFile};
 use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
 
@@ -85,25 +86,29 @@ pub(crate) fn open_with_column_families(
         file_system: Arc::clone(&file_system),
         table_cache: Arc::clone(&table_cache),
     });
-    let mut versions = if file_system.exists(&dir.join(CURRENT_FILE_NAME)) {
-        if options.error_if_exists {
-            return Err(Error::invalid(format!("a database already exists in {}", dir.display())));
-        }
-        VersionSet::recover(dir, Arc::clone(&file_system), Arc::clone(&janitor))?
-    } else {
-        if !options.create_if_missing {
-            return Err(Error::invalid(format!("no database in {} and create_if_missing is off", dir.display())));
-        }
-        refuse_to_recreate_over_data(dir, &file_system)?;
-        VersionSet::new_empty(dir, Arc::clone(&file_system), Arc::clone(&janitor))
-    };
-    check_tables_present(dir, &file_system, &versions)?;
     let options_of = |name: &str| -> ColumnFamilyOptions {
         column_families
             .iter()
             .find(|(listed, _)| listed == name)
             .map_or_else(|| options.column_family_options(), |(_, listed)| listed.clone())
     };
+    // Recovery checks every column family's comparator against the recorded name before
+    // anything is written, so a wrong one leaves the database untouched.
+    let comparator_of = |name: &str| KeyComparator::new(&options_of(name).comparator);
+    let mut versions = if file_system.exists(&dir.join(CURRENT_FILE_NAME)) {
+        if options.error_if_exists {
+            return Err(Error::invalid(format!("a database already exists in {}", dir.display())));
+        }
+        VersionSet::recover(dir, Arc::clone(&file_system), Arc::clone(&janitor), &comparator_of)?
+    } else {
+        if !options.create_if_missing {
+            return Err(Error::invalid(format!("no database in {} and create_if_missing is off", dir.display())));
+        }
+        refuse_to_recreate_over_data(dir, &file_system)?;
+        let default_comparator = comparator_of(DEFAULT_COLUMN_FAMILY_NAME);
+        VersionSet::new_empty(dir, Arc::clone(&file_system), Arc::clone(&janitor), default_comparator)
+    };
+    check_tables_present(dir, &file_system, &versions)?;
 
     // Replay the logs the manifest does not cover yet.
     let names = file_system.list(dir)?;
@@ -124,7 +129,7 @@ pub(crate) fn open_with_column_families(
         .iter()
         .map(|(&id, family)| {
             let family_options = Arc::new(options_of(&family.name));
-            let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes));
+            let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes, family.comparator().clone()));
             let edit = VersionEdit { column_family: id, ..VersionEdit::default() };
             (id, Replay { options: family_options, memtable, log_number: family.log_number, edit })
         })
@@ -184,7 +189,7 @@ pub(crate) fn open_with_column_families(
     }
     // Column families listed in the options that do not exist yet are created now.
     let mut created = Vec::new();
-    for (name, _) in &column_families {
+    for (name, family_options) in &column_families {
         if !versions.column_families().values().any(|family| &family.name == name) {
             let id = versions.new_column_family_id();
             let edit = VersionEdit {
@@ -193,7 +198,7 @@ pub(crate) fn open_with_column_families(
                 log_number: Some(log_number),
                 ..VersionEdit::default()
             };
-            versions.log_and_apply(edit)?;
+            versions.add_column_family(edit, KeyComparator::new(&family_options.comparator))?;
             created.push(id);
         }
     }
@@ -203,7 +208,7 @@ pub(crate) fn open_with_column_families(
     let mut handles = HashMap::new();
     for (&id, family) in versions.column_families() {
         let family_options = options_of(&family.name);
-        let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes));
+        let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes, family.comparator().clone()));
         let view = ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: versions.current(id) };
         let shared = Arc::new(ColumnFamilyShared::new(id, family.name.clone(), family_options, view));
         handles.insert(id, Arc::clone(&shared));
@@ -313,7 +318,8 @@ fn flush_recovered(
     // No snapshot can exist during recovery, but older versions are kept anyway: the flush
     // rule only drops a version shadowed by a newer one, which is always safe here.
     let smallest_snapshot = replay.memtable.largest_sequence();
-    let memtable = std::mem::replace(&mut replay.memtable, Arc::new(MemTable::new(replay.options.memtable_size_bytes)));
+    let fresh = MemTable::new(replay.options.memtable_size_bytes, replay.memtable.comparator().clone());
+    let memtable = std::mem::replace(&mut replay.memtable, Arc::new(fresh));
     if let Some(meta) =
         write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, smallest_snapshot)?
     {

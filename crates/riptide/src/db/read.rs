@@ -8,7 +8,8 @@
 //!
 //! Lookup order is newest data first: active memtable, immutable memtables (newest first),
 //! level-0 tables (newest first), then one table per deeper level. The first entry found for the
-//! key decides (a tombstone means absent).
+//! key decides (a tombstone means absent). Key ranges (of files, of bounds, of range queries)
+//! are compared in the column family's order, which its version carries.
 
 use std::sync::Arc;
 
@@ -16,6 +17,7 @@ use super::column_family::ColumnFamilyShared;
 use super::iter::DbIterator;
 use super::table_cache::TableCache;
 use super::DbInner;
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::db_iter::UserIterator;
 use crate::iterator::level::LevelIterator;
@@ -49,9 +51,10 @@ pub(crate) fn get(
     }
     let lookup = lookup_key(key, sequence);
     let read_options = block_options(options);
+    let comparator = &view.version.comparator;
     for file in &view.version.levels[0] {
-        if file.smallest_user_key() <= key && key <= file.largest_user_key() {
-            if let Some(answer) = table_get(&inner.table_cache, file, key, &lookup, read_options)? {
+        if file.overlaps(key, key, comparator) {
+            if let Some(answer) = table_get(&inner.table_cache, file, key, &lookup, read_options, comparator)? {
                 return Ok(answer);
             }
         }
@@ -59,7 +62,7 @@ pub(crate) fn get(
     for level in 1..view.version.levels.len() {
         if let Some(index) = view.version.find_file(level, key) {
             let file = &view.version.levels[level][index];
-            if let Some(answer) = table_get(&inner.table_cache, file, key, &lookup, read_options)? {
+            if let Some(answer) = table_get(&inner.table_cache, file, key, &lookup, read_options, comparator)? {
                 return Ok(answer);
             }
         }
@@ -81,8 +84,9 @@ fn table_get(
     key: &[u8],
     lookup: &[u8],
     options: BlockReadOptions,
+    comparator: &KeyComparator,
 ) -> Result<Option<Option<Vec<u8>>>> {
-    let table = table_cache.get(file.number(), file.meta.file_size_bytes)?;
+    let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
     if !table.may_contain(key) {
         return Ok(None);
     }
@@ -96,6 +100,7 @@ fn table_get(
             "table returned a malformed internal key",
         )
     })?;
+    // Keys that compare equal are byte-identical (the comparator's contract).
     if parsed.user_key != key {
         return Ok(None);
     }
@@ -123,19 +128,20 @@ fn table_range_stats(
     start: &[u8],
     end: &[u8],
 ) -> Result<(u64, u64)> {
-    if start >= end {
+    let view = Arc::clone(&column_family.read_view.read());
+    let comparator = &view.version.comparator;
+    if comparator.compare_user_keys(start, end).is_ge() {
         return Ok((0, 0));
     }
-    let view = Arc::clone(&column_family.read_view.read());
     let start_key = lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER);
     let end_key = lookup_key(end, crate::key::MAX_SEQUENCE_NUMBER);
     let mut total_bytes = 0;
     let mut total_entries = 0.0;
     for file in view.version.levels.iter().flatten() {
-        if !file_in_bounds(file, Some(start), Some(end)) {
+        if !file_in_bounds(file, Some(start), Some(end), comparator) {
             continue;
         }
-        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes)?;
+        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
         let from = table.approximate_offset_of(&start_key);
         let to = table.approximate_offset_of(&end_key);
         let bytes = to.saturating_sub(from);
@@ -180,7 +186,7 @@ pub(crate) fn approximate_range_stats(
 ) -> Result<RangeStats> {
     let (table_bytes, table_entries) = table_range_stats(inner, column_family, start, end)?;
     let mut memtable_entries = 0;
-    if start < end {
+    if column_family.comparator.compare_user_keys(start, end).is_lt() {
         let view = Arc::clone(&column_family.read_view.read());
         for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
             memtable_entries += count_memtable_range(memtable, start, end);
@@ -193,17 +199,22 @@ fn count_memtable_range(memtable: &Arc<crate::memtable::MemTable>, start: &[u8],
     let mut iterator = memtable.iter();
     iterator.seek(&lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER));
     let mut counted = 0;
-    while counted < MEMTABLE_COUNT_LIMIT && iterator.valid() && crate::key::user_key(iterator.key()) < end {
+    let comparator = memtable.comparator();
+    while counted < MEMTABLE_COUNT_LIMIT
+        && iterator.valid()
+        && comparator.compare_user_keys(crate::key::user_key(iterator.key()), end).is_lt()
+    {
         counted += 1;
         iterator.next();
     }
     counted
 }
 
-/// True when the file's user-key range can hold keys in `[lower, upper)`.
-fn file_in_bounds(file: &TableFile, lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
-    lower.is_none_or(|lower| file.largest_user_key() >= lower)
-        && upper.is_none_or(|upper| file.smallest_user_key() < upper)
+/// True when the file's user-key range can hold keys in `[lower, upper)` (in `comparator`'s
+/// order).
+fn file_in_bounds(file: &TableFile, lower: Option<&[u8]>, upper: Option<&[u8]>, comparator: &KeyComparator) -> bool {
+    lower.is_none_or(|lower| comparator.compare_user_keys(file.largest_user_key(), lower).is_ge())
+        && upper.is_none_or(|upper| comparator.compare_user_keys(file.smallest_user_key(), upper).is_lt())
 }
 
 /// Builds a user iterator over a column family's current view (or the snapshot's sequence).
@@ -216,14 +227,15 @@ pub(crate) fn new_iterator(
     let lower = options.lower_bound.as_deref();
     let upper = options.upper_bound.as_deref();
     let read_options = block_options(options);
+    let comparator = &view.version.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     children.push(Box::new(view.memtable.iter()));
     for immutable in &view.immutables {
         children.push(Box::new(immutable.iter()));
     }
     for file in &view.version.levels[0] {
-        if file_in_bounds(file, lower, upper) {
-            let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes)?;
+        if file_in_bounds(file, lower, upper, comparator) {
+            let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
             children.push(Box::new(table.iter(read_options)));
         }
     }
@@ -231,19 +243,26 @@ pub(crate) fn new_iterator(
         let files = &view.version.levels[level];
         // Levels whose files all lie outside the bounds are skipped; within a level the
         // iterator opens only the files a seek or a step reaches.
-        if !files.iter().any(|f| file_in_bounds(f, lower, upper)) {
+        if !files.iter().any(|f| file_in_bounds(f, lower, upper, comparator)) {
             continue;
         }
         let table_cache = Arc::clone(&inner.table_cache);
         let version = Arc::clone(&view.version);
         let opener = Arc::new(move |index: usize| -> Result<Box<dyn InternalIterator>> {
             let file = &version.levels[level][index];
-            let table = table_cache.get(file.number(), file.meta.file_size_bytes)?;
+            let table = table_cache.get(file.number(), file.meta.file_size_bytes, &version.comparator)?;
             Ok(Box::new(table.iter(read_options)) as Box<dyn InternalIterator>)
         });
-        children.push(Box::new(LevelIterator::new(Arc::clone(&view.version.level_ranges[level]), opener)));
+        let ranges = Arc::clone(&view.version.level_ranges[level]);
+        children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone())));
     }
-    let merged = MergingIterator::new(children);
-    let user = UserIterator::new(Box::new(merged), sequence, options.lower_bound.clone(), options.upper_bound.clone());
+    let merged = MergingIterator::new(children, comparator.clone());
+    let user = UserIterator::new(
+        Box::new(merged),
+        comparator.clone(),
+        sequence,
+        options.lower_bound.clone(),
+        options.upper_bound.clone(),
+    );
     Ok(DbIterator::new(user, view, options.snapshot.clone()))
 }

@@ -13,6 +13,7 @@ use std::sync::Arc;
 use parking_lot::RwLock;
 
 use crate::cache::BlockCache;
+use crate::comparator::KeyComparator;
 use crate::db::filename::table_path;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -52,8 +53,10 @@ impl TableCache {
 
     /// Returns the open table for `number`, opening it if needed. `expected_size_bytes` comes
     /// from the manifest; a file of another size is reported as corruption (a truncated table
-    /// must not be read as if it were whole).
-    pub(crate) fn get(&self, number: u64, expected_size_bytes: u64) -> Result<Arc<Table>> {
+    /// must not be read as if it were whole). `comparator` is the order of the column family the
+    /// table belongs to; a file number belongs to one column family for good, so a cached table
+    /// always has the order its callers ask for.
+    pub(crate) fn get(&self, number: u64, expected_size_bytes: u64, comparator: &KeyComparator) -> Result<Arc<Table>> {
         let tick = self.clock.fetch_add(1, Ordering::Relaxed);
         if let Some(cached) = self.tables.read().get(&number) {
             cached.last_used.store(tick, Ordering::Relaxed);
@@ -68,7 +71,7 @@ impl TableCache {
                 format!("table file is {} bytes, the manifest says {expected_size_bytes}", file.len()),
             ));
         }
-        let table = Table::open(file, path, number, self.block_cache.clone())?;
+        let table = Table::open(file, path, number, self.block_cache.clone(), comparator.clone())?;
         let mut tables = self.tables.write();
         if tables.len() >= self.capacity && !tables.contains_key(&number) {
             let victim = tables

@@ -32,6 +32,7 @@ use super::filename::log_path;
 use super::stats::MemoryPressure;
 use super::{DbInner, DbState, ImmutableMemTable, ReadView};
 use crate::batch::{RecordRef, WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTable;
@@ -458,7 +459,10 @@ fn group_memtables(state: &DbState, ids: &[u32]) -> Result<GroupMemTables> {
 /// Large batches are inserted in key order: each thread's skiplist insert starts its search
 /// from where its previous insert linked, so sorted keys skip most of the upper levels and their
 /// cache misses. The order of insertion does not matter for correctness: every entry has its
-/// own sequence number, and the memtable orders entries by (key, sequence).
+/// own sequence number, and the memtable orders entries by (key, sequence) under its own
+/// comparator whatever order they arrive in. A batch of the default column family alone is
+/// sorted in that column family's order; a batch spanning column families is sorted bytewise
+/// within each, which helps bytewise column families and only costs the others the speed-up.
 pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> Option<&'a MemTable>) {
     let count = batch.len();
     if count == 0 {
@@ -472,7 +476,12 @@ pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> 
         let Some(memtable) = memtable_of(DEFAULT_COLUMN_FAMILY_ID) else { return };
         if count >= SORTED_INSERT_MIN_ENTRIES {
             let mut entries: Vec<(RecordRef<'_>, u64)> = batch.entries().zip(batch.sequence()..).collect();
-            entries.sort_unstable_by(|a, b| a.0.key.cmp(b.0.key));
+            match memtable.comparator() {
+                KeyComparator::Bytewise => entries.sort_unstable_by(|a, b| a.0.key.cmp(b.0.key)),
+                KeyComparator::Custom(comparator) => {
+                    entries.sort_unstable_by(|a, b| comparator.compare(a.0.key, b.0.key))
+                }
+            }
             for (record, sequence) in entries {
                 insert(memtable, record, sequence);
             }
@@ -486,6 +495,8 @@ pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> 
     }
     let mut entries: Vec<(RecordRef<'_>, u64)> = batch.entries().zip(batch.sequence()..).collect();
     if count >= SORTED_INSERT_MIN_ENTRIES {
+        // Bytewise within each column family whatever its comparator: the order only speeds
+        // inserts up (see above), it never changes what the memtables hold.
         entries.sort_unstable_by(|a, b| a.0.column_family_id.cmp(&b.0.column_family_id).then(a.0.key.cmp(b.0.key)));
     }
     // Per column family: how many entries went in and the largest sequence among them.
@@ -699,7 +710,7 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
     for family in state.column_families.values_mut() {
         if family.id() == id {
             let memtable_size_bytes = family.shared.options().memtable_size_bytes;
-            let full = std::mem::replace(&mut family.memtable, Arc::new(MemTable::new(memtable_size_bytes)));
+            let full = std::mem::replace(&mut family.memtable, family.shared.new_memtable(memtable_size_bytes));
             let old_log_number = std::mem::replace(&mut family.memtable_log_number, new_log_number);
             family.immutables.push_back(ImmutableMemTable { memtable: full, log_number: old_log_number });
         } else if family.memtable.is_empty() {
@@ -806,8 +817,9 @@ pub(crate) fn create_column_family(inner: &DbInner, name: &str, options: ColumnF
         log_number: Some(log_number),
         ..VersionEdit::default()
     };
-    state.versions.log_and_apply(edit)?;
-    let memtable = Arc::new(MemTable::new(options.memtable_size_bytes));
+    let comparator = KeyComparator::new(&options.comparator);
+    state.versions.add_column_family(edit, comparator.clone())?;
+    let memtable = Arc::new(MemTable::new(options.memtable_size_bytes, comparator));
     let view =
         ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: state.versions.current(id) };
     let shared = Arc::new(ColumnFamilyShared::new(id, name.to_string(), options, view));
@@ -837,9 +849,9 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
         // the memtables and the tables (and their files) alive as long as any handle does.
         // Readers that took the view before keep it through their own reference.
         let empty_view = ReadView {
-            memtable: Arc::new(MemTable::new(DROPPED_MEMTABLE_SIZE_BYTES)),
+            memtable: shared.new_memtable(DROPPED_MEMTABLE_SIZE_BYTES),
             immutables: Vec::new(),
-            version: Arc::new(Version::empty()),
+            version: Arc::new(Version::empty(shared.comparator.clone())),
         };
         *shared.read_view.write() = Arc::new(empty_view);
         // Its memtables no longer pin logs.

@@ -3,7 +3,8 @@
 //! [`UserIterator`] wraps an internal iterator (normally a merge of memtables and tables) and
 //! yields user keys with their values as of one sequence number: versions newer than the
 //! snapshot are invisible, only the newest visible version of each user key counts, a tombstone
-//! hides its key, and keys outside `[lower_bound, upper_bound)` are never returned.
+//! hides its key, and keys outside `[lower_bound, upper_bound)` are never returned. Keys, bounds
+//! and seek targets are compared in the column family's order (its comparator).
 //!
 //! Concurrency contract: used by one thread at a time; it owns the internal iterator, which keeps
 //! its sources alive.
@@ -22,6 +23,7 @@
 //! iterator, or a malformed internal key reported as corruption) makes the iterator invalid for
 //! good and is returned by `status()`.
 
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER, TRAILER_SIZE_BYTES};
@@ -36,6 +38,8 @@ enum Direction {
 /// The user-visible view of an internal stream at one snapshot; see the module documentation.
 pub(crate) struct UserIterator {
     inner: Box<dyn InternalIterator>,
+    /// The order of user keys (the one `inner` is sorted by).
+    comparator: KeyComparator,
     /// The snapshot: entries with a larger sequence number are invisible.
     sequence: u64,
     /// Inclusive lower bound on user keys.
@@ -55,16 +59,19 @@ pub(crate) struct UserIterator {
 }
 
 impl UserIterator {
-    /// Creates an unpositioned iterator over `inner` as of snapshot `sequence`, returning only
-    /// user keys in `[lower_bound, upper_bound)` (each bound optional).
+    /// Creates an unpositioned iterator over `inner` (sorted by `comparator`) as of snapshot
+    /// `sequence`, returning only user keys in `[lower_bound, upper_bound)` (each bound
+    /// optional).
     pub(crate) fn new(
         inner: Box<dyn InternalIterator>,
+        comparator: KeyComparator,
         sequence: u64,
         lower_bound: Option<Vec<u8>>,
         upper_bound: Option<Vec<u8>>,
     ) -> UserIterator {
         UserIterator {
             inner,
+            comparator,
             // Every stored sequence number fits in 56 bits, so clamping changes no visibility and
             // keeps seek keys well formed.
             sequence: sequence.min(MAX_SEQUENCE_NUMBER),
@@ -159,10 +166,10 @@ impl UserIterator {
         self.direction = Direction::Forward;
         self.valid = false;
         let start = match &self.lower_bound {
-            Some(lower) if target < lower.as_slice() => lower.as_slice(),
+            Some(lower) if self.comparator.compare_user_keys(target, lower).is_lt() => lower.as_slice(),
             _ => target,
         };
-        if self.upper_bound.as_deref().is_some_and(|upper| start >= upper) {
+        if self.upper_bound.as_deref().is_some_and(|upper| self.comparator.compare_user_keys(start, upper).is_ge()) {
             return;
         }
         // Seeking with the snapshot's sequence number skips the invisible newer versions.
@@ -177,21 +184,27 @@ impl UserIterator {
         if self.error.is_some() {
             return;
         }
-        if self.upper_bound.as_deref().is_some_and(|upper| target >= upper) {
+        if self.upper_bound.as_deref().is_some_and(|upper| self.comparator.compare_user_keys(target, upper).is_ge()) {
             self.seek_to_last();
             return;
         }
         self.direction = Direction::Reverse;
         self.valid = false;
-        if self.lower_bound.as_deref().is_some_and(|lower| target < lower) {
+        if self.lower_bound.as_deref().is_some_and(|lower| self.comparator.compare_user_keys(target, lower).is_lt()) {
             return;
         }
-        // `target ++ [0]` is the smallest user key above the target; its first internal key
-        // precedes every entry above the target and follows every entry of the target.
+        // The internal key of the target with the smallest trailer (sequence 0, a delete) is
+        // the last one of the target in every order: the seek lands on it if it is stored,
+        // and otherwise on the first entry above the target, whose predecessor is the last
+        // entry at or below the target.
         self.seek_key.clear();
-        self.seek_key.extend_from_slice(target);
-        append_internal_key(&mut self.seek_key, &[0], MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
-        self.position_before_seek_key();
+        append_internal_key(&mut self.seek_key, target, 0, ValueKind::Delete);
+        self.inner.seek(&self.seek_key);
+        let on_target =
+            self.inner.valid() && parse_internal_key(self.inner.key()).is_some_and(|parsed| parsed.user_key == target);
+        if !on_target {
+            self.step_back_from_seek();
+        }
         self.find_prev_user_entry();
     }
 
@@ -232,6 +245,12 @@ impl UserIterator {
     /// when nothing is at or after it).
     fn position_before_seek_key(&mut self) {
         self.inner.seek(&self.seek_key);
+        self.step_back_from_seek();
+    }
+
+    /// After a seek, steps to the entry before the inner position (the last entry when the
+    /// seek found nothing).
+    fn step_back_from_seek(&mut self) {
         if self.inner.valid() {
             self.inner.prev();
         } else if self.inner.status().is_ok() {
@@ -248,12 +267,17 @@ impl UserIterator {
                 self.fail_corrupt();
                 return;
             };
-            if self.upper_bound.as_deref().is_some_and(|upper| parsed.user_key >= upper) {
+            if self
+                .upper_bound
+                .as_deref()
+                .is_some_and(|upper| self.comparator.compare_user_keys(parsed.user_key, upper).is_ge())
+            {
                 break;
             }
             if parsed.sequence <= self.sequence {
-                // Entries of a skipped key sort before larger keys, so `<=` means "the same key".
-                let hidden = skipping && parsed.user_key <= self.saved_key.as_slice();
+                // Entries of a skipped key sort before larger keys, so "not after" means "the
+                // same key".
+                let hidden = skipping && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_le();
                 match parsed.kind {
                     ValueKind::Delete => {
                         // The tombstone is the newest visible version: skip the key's older ones.
@@ -290,11 +314,15 @@ impl UserIterator {
                 self.fail_corrupt();
                 return;
             };
-            if self.lower_bound.as_deref().is_some_and(|lower| parsed.user_key < lower) {
+            if self
+                .lower_bound
+                .as_deref()
+                .is_some_and(|lower| self.comparator.compare_user_keys(parsed.user_key, lower).is_lt())
+            {
                 break;
             }
             if parsed.sequence <= self.sequence {
-                if found && parsed.user_key < self.saved_key.as_slice() {
+                if found && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_lt() {
                     // Every version of the saved key has been read, and it is live.
                     break;
                 }
@@ -382,7 +410,7 @@ mod tests {
             .collect();
         let opener: FileOpener =
             Arc::new(move |index| Ok(Box::new(VecIterator::new(files[index].clone())) as Box<dyn InternalIterator>));
-        Box::new(LevelIterator::new(ranges, opener))
+        Box::new(LevelIterator::new(ranges, opener, KeyComparator::Bytewise))
     }
 
     /// Splits the writes among `source_count` sources (some of them levels) under a merge.
@@ -402,7 +430,7 @@ mod tests {
                 }
             })
             .collect();
-        Box::new(MergingIterator::new(children))
+        Box::new(MergingIterator::new(children, KeyComparator::Bytewise))
     }
 
     /// The user view the model expects: newest visible write per key, live, within bounds.
@@ -504,7 +532,7 @@ mod tests {
             let expected = expected_view(&writes, sequence, lower.as_deref(), upper.as_deref());
             let source_count = rng.gen_range(1..5);
             let inner = merged_sources(&writes, source_count, &mut rng);
-            let mut iterator = UserIterator::new(inner, sequence, lower, upper);
+            let mut iterator = UserIterator::new(inner, KeyComparator::Bytewise, sequence, lower, upper);
             walk(&mut iterator, &expected, &mut rng, 60, case);
         }
     }
@@ -521,7 +549,7 @@ mod tests {
             let expected = expected_view(&writes, sequence, lower.as_deref(), upper.as_deref());
             let source_count = rng.gen_range(1..4);
             let inner = merged_sources(&writes, source_count, &mut rng);
-            let mut iterator = UserIterator::new(inner, sequence, lower, upper);
+            let mut iterator = UserIterator::new(inner, KeyComparator::Bytewise, sequence, lower, upper);
             check_scans_and_alternation(&mut iterator, &expected, case);
         }
     }
@@ -596,7 +624,13 @@ mod tests {
             })
             .collect();
         let inner = Box::new(VecIterator::new(sorted(entries)));
-        UserIterator::new(inner, sequence, lower.map(<[u8]>::to_vec), upper.map(<[u8]>::to_vec))
+        UserIterator::new(
+            inner,
+            KeyComparator::Bytewise,
+            sequence,
+            lower.map(<[u8]>::to_vec),
+            upper.map(<[u8]>::to_vec),
+        )
     }
 
     fn collect(iterator: &mut UserIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
@@ -735,7 +769,8 @@ mod tests {
             (b'a'..=b'z').map(|letter| (make_internal_key(&[letter], 1, ValueKind::Put), vec![letter])).collect();
         let steps = Arc::new(AtomicUsize::new(0));
         let inner = Box::new(CountingIterator { inner: VecIterator::new(entries), steps: Arc::clone(&steps) });
-        let mut iterator = UserIterator::new(inner, 10, Some(b"m".to_vec()), Some(b"p".to_vec()));
+        let mut iterator =
+            UserIterator::new(inner, KeyComparator::Bytewise, 10, Some(b"m".to_vec()), Some(b"p".to_vec()));
         assert_eq!(collect(&mut iterator), vec![pair(b"m", b"m"), pair(b"n", b"n"), pair(b"o", b"o")]);
         assert_eq!(steps.swap(0, AtomicOrdering::Relaxed), 3, "m to n, n to o, o to the bound p");
         iterator.seek_to_last();
@@ -826,7 +861,8 @@ mod tests {
         let kind_position = bad_key.len() - TRAILER_SIZE_BYTES;
         bad_key[kind_position] = 7;
         let entries = vec![(make_internal_key(b"a", 1, ValueKind::Put), b"1".to_vec()), (bad_key, b"2".to_vec())];
-        let mut iterator = UserIterator::new(Box::new(VecIterator::new(entries)), 10, None, None);
+        let mut iterator =
+            UserIterator::new(Box::new(VecIterator::new(entries)), KeyComparator::Bytewise, 10, None, None);
         iterator.seek_to_first();
         assert_eq!(iterator.key(), b"a");
         iterator.next();
@@ -840,7 +876,13 @@ mod tests {
     fn inner_error_is_reported() {
         let entries: Entries =
             [b"a", b"b", b"c"].iter().map(|key| (make_internal_key(*key, 1, ValueKind::Put), key.to_vec())).collect();
-        let mut iterator = UserIterator::new(Box::new(FailingIterator::new(entries.clone(), 2)), 10, None, None);
+        let mut iterator = UserIterator::new(
+            Box::new(FailingIterator::new(entries.clone(), 2)),
+            KeyComparator::Bytewise,
+            10,
+            None,
+            None,
+        );
         iterator.seek_to_first();
         iterator.next();
         assert_eq!(iterator.key(), b"b");
@@ -849,7 +891,8 @@ mod tests {
         assert!(iterator.status().is_err());
 
         // Two calls succeed: the seek, and the step back that finds "c" complete.
-        let mut iterator = UserIterator::new(Box::new(FailingIterator::new(entries, 2)), 10, None, None);
+        let mut iterator =
+            UserIterator::new(Box::new(FailingIterator::new(entries, 2)), KeyComparator::Bytewise, 10, None, None);
         iterator.seek_to_last();
         assert_eq!(iterator.key(), b"c");
         iterator.prev();

@@ -1,7 +1,7 @@
 //! The level iterator: one cursor over all the table files of a sorted level.
 //!
-//! A level at depth one or more holds files whose internal-key ranges are sorted and do not
-//! overlap, so their concatenation is sorted. [`LevelIterator`] walks that concatenation while
+//! A level at depth one or more holds files whose internal-key ranges are sorted (in the column
+//! family's order) and do not overlap, so their concatenation is sorted. [`LevelIterator`] walks that concatenation while
 //! keeping at most one file open: it opens files lazily through a caller-supplied opener, finds
 //! the file for a seek by binary search over the files' largest keys, and steps into the
 //! neighbouring file when the current one is exhausted, skipping files that yield no entries.
@@ -17,9 +17,9 @@
 
 use std::sync::Arc;
 
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::compare_internal_keys;
 
 /// The internal-key range covered by one file of a level.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -43,15 +43,20 @@ pub(crate) struct LevelIterator {
     file_iterator: Option<Box<dyn InternalIterator>>,
     /// The first error met; once set the iterator stays invalid.
     error: Option<Error>,
+    /// The order of the level's keys.
+    comparator: KeyComparator,
 }
 
 impl LevelIterator {
-    /// Creates an unpositioned iterator; `files` must be sorted and non-overlapping, and
-    /// `opener(index)` must return an iterator over the entries of `files[index]`.
-    pub(crate) fn new(files: Arc<[FileRange]>, opener: FileOpener) -> LevelIterator {
-        debug_assert!(files.iter().all(|file| compare_internal_keys(&file.smallest, &file.largest).is_le()));
-        debug_assert!(files.windows(2).all(|pair| compare_internal_keys(&pair[0].largest, &pair[1].smallest).is_lt()));
-        LevelIterator { files, opener, file_index: 0, file_iterator: None, error: None }
+    /// Creates an unpositioned iterator; `files` must be sorted by `comparator` and
+    /// non-overlapping, and `opener(index)` must return an iterator over the entries of
+    /// `files[index]`.
+    pub(crate) fn new(files: Arc<[FileRange]>, opener: FileOpener, comparator: KeyComparator) -> LevelIterator {
+        debug_assert!(files.iter().all(|file| comparator.compare_internal_keys(&file.smallest, &file.largest).is_le()));
+        debug_assert!(files
+            .windows(2)
+            .all(|pair| comparator.compare_internal_keys(&pair[0].largest, &pair[1].smallest).is_lt()));
+        LevelIterator { files, opener, file_index: 0, file_iterator: None, error: None, comparator }
     }
 
     /// Makes `files[index]` the open file, reusing the open iterator when it is already that
@@ -156,7 +161,8 @@ impl InternalIterator for LevelIterator {
         }
         // The only file that can hold the first entry >= target is the first whose largest key
         // is >= target; files before it end below the target.
-        let index = self.files.partition_point(|file| compare_internal_keys(&file.largest, target).is_lt());
+        let comparator = &self.comparator;
+        let index = self.files.partition_point(|file| comparator.compare_internal_keys(&file.largest, target).is_lt());
         if index == self.files.len() {
             // Every entry of the level is below the target. Closing the file makes the
             // iterator invalid without a separate "unpositioned" flag.
@@ -248,7 +254,7 @@ mod tests {
             }
             Ok(Box::new(VecIterator::new(files[index].clone())) as Box<dyn InternalIterator>)
         });
-        (LevelIterator::new(ranges.into(), opener), opened)
+        (LevelIterator::new(ranges.into(), opener, KeyComparator::Bytewise), opened)
     }
 
     fn range(smallest: &[u8], largest: &[u8]) -> FileRange {
@@ -407,7 +413,7 @@ mod tests {
                 Ok(Box::new(FailingIterator::new(second.clone(), 1)) as Box<dyn InternalIterator>)
             }
         });
-        let mut level = LevelIterator::new(ranges.into(), opener);
+        let mut level = LevelIterator::new(ranges.into(), opener, KeyComparator::Bytewise);
         level.seek_to_first();
         level.next();
         level.next();

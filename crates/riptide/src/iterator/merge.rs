@@ -1,7 +1,8 @@
 //! The merging iterator: one ordered stream of internal keys built from many sorted sources.
 //!
 //! [`MergingIterator`] owns its children (memtable, table and level iterators, newest source
-//! first) and yields the union of their entries in internal-key order. It keeps a binary heap of
+//! first) and yields the union of their entries in internal-key order under the column family's
+//! comparator, which every child follows too. It keeps a binary heap of
 //! child indexes: a min-heap while moving forward and a max-heap while moving backward, so each
 //! step costs one child step plus `O(log n)` comparisons of borrowed key slices and allocates
 //! nothing. Changing direction repositions every other child around the current key, which costs
@@ -20,9 +21,9 @@
 
 use std::cmp::Ordering;
 
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
-use crate::key::compare_internal_keys;
 
 /// The direction of the last movement, which decides how the heap is ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -42,13 +43,23 @@ pub(crate) struct MergingIterator {
     saved_key: Vec<u8>,
     /// The first child error met; once set the iterator stays invalid.
     error: Option<Error>,
+    /// The order of the children's keys.
+    comparator: KeyComparator,
 }
 
 impl MergingIterator {
-    /// Creates an unpositioned iterator over `children`, which are ordered newest source first.
-    pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>) -> MergingIterator {
+    /// Creates an unpositioned iterator over `children`, which are ordered newest source first
+    /// and each sorted by `comparator`.
+    pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>, comparator: KeyComparator) -> MergingIterator {
         let heap = Vec::with_capacity(children.len());
-        MergingIterator { children, heap, direction: Direction::Forward, saved_key: Vec::new(), error: None }
+        MergingIterator {
+            children,
+            heap,
+            direction: Direction::Forward,
+            saved_key: Vec::new(),
+            error: None,
+            comparator,
+        }
     }
 
     /// Records the error of `child` if it has one and no earlier error was recorded.
@@ -76,7 +87,7 @@ impl MergingIterator {
             return;
         }
         for position in (0..self.heap.len() / 2).rev() {
-            sift_down(&mut self.heap, &self.children, direction, position);
+            sift_down(&mut self.heap, &self.children, &self.comparator, direction, position);
         }
     }
 
@@ -84,7 +95,7 @@ impl MergingIterator {
     fn repair_top(&mut self) {
         let top = self.heap[0];
         if self.children[top].valid() {
-            sift_down(&mut self.heap, &self.children, self.direction, 0);
+            sift_down(&mut self.heap, &self.children, &self.comparator, self.direction, 0);
             return;
         }
         self.note_child_status(top);
@@ -94,7 +105,7 @@ impl MergingIterator {
         }
         self.heap.swap_remove(0);
         if !self.heap.is_empty() {
-            sift_down(&mut self.heap, &self.children, self.direction, 0);
+            sift_down(&mut self.heap, &self.children, &self.comparator, self.direction, 0);
         }
     }
 
@@ -119,7 +130,7 @@ impl MergingIterator {
                 // already been visited; in a later child it sorts after, so it comes next.
                 if child < current
                     && iterator.valid()
-                    && compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal
+                    && self.comparator.compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal
                 {
                     iterator.next();
                 }
@@ -142,8 +153,8 @@ impl MergingIterator {
                 if iterator.valid() {
                     // An equal key in an earlier child sorts before the current entry, so it is
                     // the child's last entry before it; anything else found is after it.
-                    let keep =
-                        child < current && compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal;
+                    let keep = child < current
+                        && self.comparator.compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal;
                     if !keep {
                         iterator.prev();
                     }
@@ -158,8 +169,14 @@ impl MergingIterator {
 
 /// True when child `a` must be yielded before child `b` when moving in `direction`.
 #[inline]
-fn comes_first(children: &[Box<dyn InternalIterator>], direction: Direction, a: usize, b: usize) -> bool {
-    let order = compare_internal_keys(children[a].key(), children[b].key()).then(a.cmp(&b));
+fn comes_first(
+    children: &[Box<dyn InternalIterator>],
+    comparator: &KeyComparator,
+    direction: Direction,
+    a: usize,
+    b: usize,
+) -> bool {
+    let order = comparator.compare_internal_keys(children[a].key(), children[b].key()).then(a.cmp(&b));
     match direction {
         Direction::Forward => order == Ordering::Less,
         Direction::Backward => order == Ordering::Greater,
@@ -167,7 +184,13 @@ fn comes_first(children: &[Box<dyn InternalIterator>], direction: Direction, a: 
 }
 
 /// Moves the entry at `position` down until both of its heap children come after it.
-fn sift_down(heap: &mut [usize], children: &[Box<dyn InternalIterator>], direction: Direction, mut position: usize) {
+fn sift_down(
+    heap: &mut [usize],
+    children: &[Box<dyn InternalIterator>],
+    comparator: &KeyComparator,
+    direction: Direction,
+    mut position: usize,
+) {
     loop {
         let left = 2 * position + 1;
         if left >= heap.len() {
@@ -175,10 +198,10 @@ fn sift_down(heap: &mut [usize], children: &[Box<dyn InternalIterator>], directi
         }
         let right = left + 1;
         let mut first = left;
-        if right < heap.len() && comes_first(children, direction, heap[right], heap[left]) {
+        if right < heap.len() && comes_first(children, comparator, direction, heap[right], heap[left]) {
             first = right;
         }
-        if !comes_first(children, direction, heap[first], heap[position]) {
+        if !comes_first(children, comparator, direction, heap[first], heap[position]) {
             return;
         }
         heap.swap(position, first);
@@ -274,7 +297,7 @@ impl InternalIterator for MergingIterator {
 pub(crate) mod tests {
     use super::*;
     use crate::iterator::VecIterator;
-    use crate::key::{make_internal_key, ValueKind};
+    use crate::key::{compare_internal_keys, make_internal_key, ValueKind};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
@@ -436,12 +459,12 @@ pub(crate) mod tests {
             .into_iter()
             .map(|entries| Box::new(VecIterator::new(entries)) as Box<dyn InternalIterator>)
             .collect();
-        MergingIterator::new(children)
+        MergingIterator::new(children, KeyComparator::Bytewise)
     }
 
     #[test]
     fn no_children_is_always_invalid() {
-        let mut merge = MergingIterator::new(Vec::new());
+        let mut merge = MergingIterator::new(Vec::new(), KeyComparator::Bytewise);
         merge.seek_to_first();
         assert!(!merge.valid());
         merge.seek_to_last();
@@ -534,7 +557,7 @@ pub(crate) mod tests {
         let healthy: Box<dyn InternalIterator> = Box::new(VecIterator::new(entries(&[b"a", b"c", b"e"])));
         // The failing child survives seek_to_first and one next, then fails on its next call.
         let failing: Box<dyn InternalIterator> = Box::new(FailingIterator::new(entries(&[b"b", b"d", b"f"]), 2));
-        let mut merge = MergingIterator::new(vec![healthy, failing]);
+        let mut merge = MergingIterator::new(vec![healthy, failing], KeyComparator::Bytewise);
         merge.seek_to_first();
         let mut values = Vec::new();
         while merge.valid() {
@@ -555,7 +578,7 @@ pub(crate) mod tests {
         let entries = vec![(make_internal_key(b"a", 1, ValueKind::Put), b"x".to_vec())];
         let healthy: Box<dyn InternalIterator> = Box::new(VecIterator::new(entries.clone()));
         let failing: Box<dyn InternalIterator> = Box::new(FailingIterator::new(entries, 0));
-        let mut merge = MergingIterator::new(vec![healthy, failing]);
+        let mut merge = MergingIterator::new(vec![healthy, failing], KeyComparator::Bytewise);
         merge.seek(&make_internal_key(b"a", 5, ValueKind::Put));
         assert!(!merge.valid());
         assert!(merge.status().is_err());

@@ -2,7 +2,7 @@
 //! an SSTable.
 //!
 //! A [`MemTable`] is a lock-free-insert skiplist ([`skiplist::SkipList`]) ordered by internal key
-//! (`crate::key::compare_internal_keys`) whose entries live in a per-memtable arena
+//! under its column family's comparator ([`KeyComparator`]) whose entries live in a per-memtable arena
 //! ([`arena::Arena`]): each entry costs one bump allocation holding its tower, its internal key
 //! and its value contiguously, and all of it is freed at once when the last `Arc<MemTable>` is
 //! dropped.
@@ -28,6 +28,7 @@ mod skiplist;
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
+use crate::comparator::KeyComparator;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::{self, ValueKind, MAX_SEQUENCE_NUMBER};
@@ -65,11 +66,12 @@ pub(crate) struct MemTable {
 }
 
 impl MemTable {
-    /// Creates an empty memtable expected to grow to about `capacity_hint_bytes` (the flush
-    /// threshold); the hint only sizes arena chunks and is not a limit.
-    pub(crate) fn new(capacity_hint_bytes: usize) -> MemTable {
+    /// Creates an empty memtable ordered by `comparator`, expected to grow to about
+    /// `capacity_hint_bytes` (the flush threshold); the hint only sizes arena chunks and is not
+    /// a limit.
+    pub(crate) fn new(capacity_hint_bytes: usize, comparator: KeyComparator) -> MemTable {
         MemTable {
-            list: SkipList::new(capacity_hint_bytes),
+            list: SkipList::new(capacity_hint_bytes, comparator),
             filter: KeyFilter::new(capacity_hint_bytes),
             counters: InsertCounters::default(),
         }
@@ -91,6 +93,11 @@ impl MemTable {
         self.list.insert(user_key, key::pack_trailer(sequence, kind), value);
     }
 
+    /// The order of the memtable's user keys.
+    pub(crate) fn comparator(&self) -> &KeyComparator {
+        self.list.comparator()
+    }
+
     /// Accounts for `entries` inserted with [`MemTable::insert_uncounted`], the largest of
     /// sequence `largest_sequence`.
     pub(crate) fn count_inserted(&self, entries: usize, largest_sequence: u64) {
@@ -110,6 +117,8 @@ impl MemTable {
         let trailer = key::pack_trailer(sequence.min(MAX_SEQUENCE_NUMBER), ValueKind::FOR_SEEK);
         let node = self.list.seek(user_key, trailer)?;
         let found = key::parse_internal_key(node.key())?;
+        // Keys that compare equal are byte-identical (the comparator's contract), so a byte
+        // comparison tells whether the seek stopped on this user key in every order.
         if found.user_key != user_key {
             return None;
         }
@@ -209,6 +218,7 @@ impl InternalIterator for MemTableIterator {
 pub mod bench_support {
     use std::sync::Arc;
 
+    use crate::comparator::KeyComparator;
     use crate::iterator::InternalIterator;
     use crate::key::ValueKind;
 
@@ -219,9 +229,9 @@ pub mod bench_support {
     }
 
     impl MemTable {
-        /// Creates an empty memtable; see the crate-internal `MemTable::new`.
+        /// Creates an empty bytewise memtable; see the crate-internal `MemTable::new`.
         pub fn new(capacity_hint_bytes: usize) -> MemTable {
-            MemTable { inner: Arc::new(super::MemTable::new(capacity_hint_bytes)) }
+            MemTable { inner: Arc::new(super::MemTable::new(capacity_hint_bytes, KeyComparator::Bytewise)) }
         }
 
         /// Inserts a put entry; callable from many threads at once.
@@ -349,7 +359,7 @@ mod tests {
 
     #[test]
     fn empty_memtable() {
-        let memtable = Arc::new(MemTable::new(4096));
+        let memtable = Arc::new(MemTable::new(4096, KeyComparator::Bytewise));
         assert!(memtable.is_empty());
         assert_eq!(memtable.len(), 0);
         assert_eq!(memtable.largest_sequence(), 0);
@@ -368,7 +378,7 @@ mod tests {
 
     #[test]
     fn get_respects_sequence_and_kind() {
-        let memtable = MemTable::new(4096);
+        let memtable = MemTable::new(4096, KeyComparator::Bytewise);
         memtable.insert(b"k", 5, ValueKind::Put, b"five");
         memtable.insert(b"k", 10, ValueKind::Put, b"ten");
         memtable.insert(b"k", 7, ValueKind::Delete, b"");
@@ -403,7 +413,7 @@ mod tests {
         let mut sequences: Vec<u64> = (1..=entry_count).collect();
         sequences.shuffle(&mut rng);
 
-        let memtable = Arc::new(MemTable::new(64 << 10));
+        let memtable = Arc::new(MemTable::new(64 << 10, KeyComparator::Bytewise));
         let mut model = Model::new();
         for &sequence in &sequences {
             let user_key = user_keys.choose(&mut rng).unwrap().clone();
@@ -484,7 +494,7 @@ mod tests {
 
     #[test]
     fn seek_with_short_target_lands_on_user_key_start() {
-        let memtable = Arc::new(MemTable::new(4096));
+        let memtable = Arc::new(MemTable::new(4096, KeyComparator::Bytewise));
         memtable.insert(b"abc", 3, ValueKind::Put, b"x");
         memtable.insert(b"abd", 4, ValueKind::Put, b"y");
         let mut iterator = memtable.iter();
@@ -498,7 +508,7 @@ mod tests {
     fn concurrent_inserts_are_complete_and_ordered() {
         const THREADS: u64 = 4;
         const PER_THREAD: u64 = 50_000;
-        let memtable = Arc::new(MemTable::new(64 << 20));
+        let memtable = Arc::new(MemTable::new(64 << 20, KeyComparator::Bytewise));
         let writers: Vec<_> = (0..THREADS)
             .map(|thread| {
                 let memtable = Arc::clone(&memtable);
@@ -556,8 +566,8 @@ mod tests {
 
     #[test]
     fn sequential_and_reverse_inserts() {
-        let ascending = Arc::new(MemTable::new(1 << 20));
-        let descending = Arc::new(MemTable::new(1 << 20));
+        let ascending = Arc::new(MemTable::new(1 << 20, KeyComparator::Bytewise));
+        let descending = Arc::new(MemTable::new(1 << 20, KeyComparator::Bytewise));
         let count = 20_000u64;
         for number in 0..count {
             let user_key = user_key_for(number);
@@ -580,7 +590,7 @@ mod tests {
             Some(MemTableLookup::Value(self_describing_value(&user_key_for(777), 778, 3)))
         );
         // Runs of ascending keys that jump around: the splice is partly reusable.
-        let jumpy = MemTable::new(1 << 20);
+        let jumpy = MemTable::new(1 << 20, KeyComparator::Bytewise);
         let mut rng = SmallRng::seed_from_u64(9);
         let mut sequence = 0;
         for _ in 0..500 {
@@ -600,7 +610,7 @@ mod tests {
         const THREADS: u64 = 4;
         const RUNS: u64 = 400;
         const RUN_LENGTH: u64 = 50;
-        let memtable = Arc::new(MemTable::new(1 << 20));
+        let memtable = Arc::new(MemTable::new(1 << 20, KeyComparator::Bytewise));
         let writers: Vec<_> = (0..THREADS)
             .map(|thread| {
                 let memtable = Arc::clone(&memtable);
@@ -629,7 +639,7 @@ mod tests {
     fn readers_during_inserts_see_complete_entries() {
         const WRITERS: u64 = 2;
         const PER_WRITER: u64 = 30_000;
-        let memtable = Arc::new(MemTable::new(1 << 20));
+        let memtable = Arc::new(MemTable::new(1 << 20, KeyComparator::Bytewise));
         // How many entries each writer has finished; Release after an insert, Acquire before a
         // get, so an entry counted here must be visible.
         let progress: Arc<Vec<AtomicU64>> = Arc::new((0..WRITERS).map(|_| AtomicU64::new(0)).collect());
@@ -730,7 +740,7 @@ mod tests {
 
     #[test]
     fn memory_accounting_tracks_arena_chunks() {
-        let memtable = MemTable::new(64 << 20);
+        let memtable = MemTable::new(64 << 20, KeyComparator::Bytewise);
         // An empty memtable holds its first chunk (an eighth of the hint, at most 4 MiB) and its
         // key filter (one byte per 64 bytes of capacity).
         let filter_bytes = (64 << 20) / 64;
@@ -752,7 +762,7 @@ mod tests {
 
     #[test]
     fn large_values_and_empty_keys() {
-        let memtable = Arc::new(MemTable::new(4 << 20));
+        let memtable = Arc::new(MemTable::new(4 << 20, KeyComparator::Bytewise));
         let large: Vec<u8> = (0..1 << 20).map(|index: usize| (index % 251) as u8).collect();
         memtable.insert(b"big", 1, ValueKind::Put, &large);
         memtable.insert(b"", 2, ValueKind::Put, b"");
@@ -783,11 +793,56 @@ mod tests {
     }
 
     #[test]
+    fn a_reverse_comparator_orders_the_whole_memtable() {
+        let comparator = KeyComparator::Custom(Arc::new(crate::comparator::ReverseBytewiseComparator));
+        let memtable = Arc::new(MemTable::new(1 << 20, comparator.clone()));
+        let mut rng = SmallRng::seed_from_u64(5);
+        let mut numbers: Vec<u64> = (0..2000).collect();
+        numbers.shuffle(&mut rng);
+        for (index, &number) in numbers.iter().enumerate() {
+            let sequence = index as u64 + 1;
+            memtable.insert(&user_key_for(number), sequence, ValueKind::Put, &sequence.to_le_bytes());
+            if number % 5 == 0 {
+                memtable.insert(&user_key_for(number), sequence + 10_000, ValueKind::Delete, b"");
+            }
+        }
+        assert_eq!(memtable.list.verify_structure(), 2000 + 400);
+        let forward = collect_forward(&mut memtable.iter());
+        let mut backward = collect_backward(&mut memtable.iter());
+        backward.reverse();
+        assert_eq!(forward, backward);
+        assert!(forward.windows(2).all(|pair| comparator.compare_internal_keys(&pair[0].0, &pair[1].0).is_lt()));
+        // Largest user key first; a key's newest version (here a tombstone) first.
+        assert_eq!(key::user_key(&forward[0].0), user_key_for(1999).as_slice());
+        let first_of_1995 = forward.iter().find(|entry| key::user_key(&entry.0) == user_key_for(1995)).expect("1995");
+        assert_eq!(parse_internal_key(&first_of_1995.0).map(|parsed| parsed.kind), Some(ValueKind::Delete));
+        for number in [0, 5, 1234, 1999] {
+            let expected = if number % 5 == 0 { Some(MemTableLookup::Deleted) } else { None };
+            let found = memtable.get(&user_key_for(number), MAX_SEQUENCE_NUMBER);
+            match expected {
+                Some(deleted) => assert_eq!(found, Some(deleted)),
+                None => assert!(matches!(found, Some(MemTableLookup::Value(_)))),
+            }
+        }
+        // A seek between two keys lands on the next smaller one.
+        let mut iterator = memtable.iter();
+        let between = {
+            let mut key = user_key_for(1000);
+            key.push(b'!');
+            make_internal_key(&key, MAX_SEQUENCE_NUMBER, ValueKind::Put)
+        };
+        iterator.seek(&between);
+        assert_eq!(key::user_key(iterator.key()), user_key_for(1000).as_slice());
+        iterator.prev();
+        assert_eq!(key::user_key(iterator.key()), user_key_for(1001).as_slice());
+    }
+
+    #[test]
     fn iterator_keeps_memtable_alive_and_is_send() {
         fn assert_send_static<T: Send + 'static>(_: &T) {}
         fn assert_send_sync<T: Send + Sync>() {}
         assert_send_sync::<MemTable>();
-        let memtable = Arc::new(MemTable::new(4096));
+        let memtable = Arc::new(MemTable::new(4096, KeyComparator::Bytewise));
         for number in 0..100 {
             memtable.insert(&user_key_for(number), number + 1, ValueKind::Put, b"value");
         }
@@ -800,7 +855,7 @@ mod tests {
 
     #[test]
     fn iterator_may_see_later_inserts() {
-        let memtable = Arc::new(MemTable::new(4096));
+        let memtable = Arc::new(MemTable::new(4096, KeyComparator::Bytewise));
         memtable.insert(b"a", 1, ValueKind::Put, b"1");
         let mut iterator = memtable.iter();
         iterator.seek_to_first();

@@ -21,8 +21,9 @@
 //! key and value bytes never change afterwards. A node is reachable at level `l` only after it is
 //! linked at every level below `l`, and it never leaves the list.
 //!
-//! Invariants: every level is a singly linked list sorted strictly ascending by
-//! `crate::key::compare_internal_keys`; level 0 holds every inserted node; no internal key appears
+//! Invariants: every level is a singly linked list sorted strictly ascending in internal-key
+//! order under the list's comparator (user key in the column family's order, then trailer
+//! descending); level 0 holds every inserted node; no internal key appears
 //! twice (the engine never reuses a (user key, sequence) pair); `height` is at least the height
 //! of every linked node.
 
@@ -34,6 +35,7 @@ use std::ptr::{self, NonNull};
 use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrdering};
 
 use super::arena::{Arena, ARENA_ALIGNMENT_BYTES};
+use crate::comparator::KeyComparator;
 use crate::key::TRAILER_SIZE_BYTES;
 
 /// The tallest tower. With branching factor 1/4, sixteen levels keep searches logarithmic up to
@@ -101,23 +103,6 @@ unsafe fn node_value<'a>(node: *const Node) -> &'a [u8] {
         unsafe { ((*node).key_length_bytes as usize, (*node).value_length_bytes as usize) };
     // SAFETY: the value bytes follow the key inside the node's block and never change.
     unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES + key_length), value_length) }
-}
-
-/// Compares a stored internal key with a target given as its parts, in internal-key order (user
-/// key ascending, trailer descending). Splitting the target once saves re-parsing it at every
-/// node visited.
-#[inline]
-fn compare_with_target(stored_key: &[u8], target_user_key: &[u8], target_trailer: u64) -> Ordering {
-    let split = stored_key.len() - TRAILER_SIZE_BYTES;
-    let (stored_user_key, stored_trailer_bytes) = stored_key.split_at(split);
-    match stored_user_key.cmp(target_user_key) {
-        Ordering::Equal => {
-            let mut trailer_bytes = [0u8; TRAILER_SIZE_BYTES];
-            trailer_bytes.copy_from_slice(stored_trailer_bytes);
-            target_trailer.cmp(&u64::from_le_bytes(trailer_bytes))
-        }
-        other => other,
-    }
 }
 
 /// A reference to a node of a skiplist borrowed for `'a`: its key and value live as long.
@@ -204,6 +189,8 @@ pub(crate) struct SkipList {
     /// linked; only a search hint, so Relaxed suffices: a search that starts lower still finds
     /// every node through level 0, and one that starts higher finds null head slots.
     height: AtomicUsize,
+    /// The order of user keys (the column family's).
+    comparator: KeyComparator,
 }
 
 // SAFETY: the list owns its arena and all nodes in it; `head` points into that arena.
@@ -214,12 +201,35 @@ unsafe impl Send for SkipList {}
 unsafe impl Sync for SkipList {}
 
 impl SkipList {
-    /// Creates an empty list whose arena is sized from `capacity_hint_bytes`.
-    pub(crate) fn new(capacity_hint_bytes: usize) -> SkipList {
+    /// Creates an empty list ordered by `comparator` whose arena is sized from
+    /// `capacity_hint_bytes`.
+    pub(crate) fn new(capacity_hint_bytes: usize, comparator: KeyComparator) -> SkipList {
         let arena = Arena::new(capacity_hint_bytes);
         let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[]);
         let id = NEXT_LIST_ID.fetch_add(1, MemoryOrdering::Relaxed);
-        SkipList { arena, head, id, height: AtomicUsize::new(1) }
+        SkipList { arena, head, id, height: AtomicUsize::new(1), comparator }
+    }
+
+    /// The order of the list's user keys.
+    pub(crate) fn comparator(&self) -> &KeyComparator {
+        &self.comparator
+    }
+
+    /// Compares a stored internal key with a target given as its parts, in internal-key order
+    /// (user key in the list's order, trailer descending). Splitting the target once saves
+    /// re-parsing it at every node visited.
+    #[inline]
+    fn compare_with_target(&self, stored_key: &[u8], target_user_key: &[u8], target_trailer: u64) -> Ordering {
+        let split = stored_key.len() - TRAILER_SIZE_BYTES;
+        let (stored_user_key, stored_trailer_bytes) = stored_key.split_at(split);
+        match self.comparator.compare_user_keys(stored_user_key, target_user_key) {
+            Ordering::Equal => {
+                let mut trailer_bytes = [0u8; TRAILER_SIZE_BYTES];
+                trailer_bytes.copy_from_slice(stored_trailer_bytes);
+                target_trailer.cmp(&u64::from_le_bytes(trailer_bytes))
+            }
+            other => other,
+        }
     }
 
     /// Bytes of memory the list holds (its arena's chunks).
@@ -347,7 +357,7 @@ impl SkipList {
     fn sorts_before_target(&self, node: *mut Node, user_key: &[u8], trailer: u64) -> bool {
         ptr::eq(node, self.head.as_ptr())
             // SAFETY: splice entries of this list (checked by id) are live, fully written nodes.
-            || compare_with_target(unsafe { node_key(node) }, user_key, trailer) == Ordering::Less
+            || self.compare_with_target(unsafe { node_key(node) }, user_key, trailer) == Ordering::Less
     }
 
     /// True when `node` is null (the end) or its key sorts after the target.
@@ -355,7 +365,7 @@ impl SkipList {
     fn sorts_after_target(&self, node: *mut Node, user_key: &[u8], trailer: u64) -> bool {
         node.is_null()
             // SAFETY: splice entries of this list (checked by id) are live, fully written nodes.
-            || compare_with_target(unsafe { node_key(node) }, user_key, trailer) == Ordering::Greater
+            || self.compare_with_target(unsafe { node_key(node) }, user_key, trailer) == Ordering::Greater
     }
 
     /// The first node whose internal key is `>= user_key ++ trailer`.
@@ -372,7 +382,7 @@ impl SkipList {
             let next_is_before = !next.is_null()
                 && next != known_not_less
                 // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
-                && compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
+                && self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
             if next_is_before {
                 current = next;
                 continue;
@@ -422,7 +432,7 @@ impl SkipList {
             let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
             let next_is_before = !next.is_null()
                 // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
-                && compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
+                && self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
             if next_is_before {
                 current = next;
                 continue;
@@ -477,7 +487,7 @@ impl SkipList {
                 return (predecessor, next);
             }
             // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
-            match compare_with_target(unsafe { node_key(next) }, user_key, trailer) {
+            match self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) {
                 Ordering::Less => predecessor = next,
                 Ordering::Equal => {
                     debug_assert!(false, "internal key inserted twice into a memtable");
@@ -529,7 +539,7 @@ impl SkipList {
                 // SAFETY: as above.
                 let key = unsafe { node_key(node) };
                 if let Some(previous) = previous {
-                    assert!(crate::key::compare_internal_keys(previous, key).is_lt(), "level {level} out of order");
+                    assert!(self.comparator.compare_internal_keys(previous, key).is_lt(), "level {level} out of order");
                 }
                 assert!(level == 0 || lower_level.contains(&(node as usize)), "node at level {level} missing below");
                 this_level.insert(node as usize);
@@ -699,7 +709,7 @@ mod tests {
 
     #[test]
     fn stale_splice_is_checked_at_every_level() {
-        let list = SkipList::new(4096);
+        let list = SkipList::new(4096, KeyComparator::Bytewise);
         let mut fresh = Splice::EMPTY;
         let ten = insert_with(&list, 10, 2, &mut fresh);
         let twenty = insert_with(&list, 20, 2, &mut fresh);
@@ -721,7 +731,7 @@ mod tests {
             .collect();
         assert_eq!(keys, [10, 20, 25, 30]);
         // A splice from another list is ignored entirely.
-        let other = SkipList::new(4096);
+        let other = SkipList::new(4096, KeyComparator::Bytewise);
         insert_with(&other, 5, 1, &mut stale);
         assert_eq!(other.verify_structure(), 1);
         assert_eq!(list.verify_structure(), 4);

@@ -15,14 +15,16 @@
 //! malformed entry (lengths past the entry area, a shared prefix longer than the previous key, a
 //! key shorter than an internal-key trailer) makes the iterator invalid with a
 //! [`BlockCorruption`] instead of panicking. Keys in every block are internal keys, ordered by
-//! [`compare_internal_keys`].
+//! the column family's [`KeyComparator`] (the table builder checks the order as it adds keys;
+//! seeks are given the comparator).
 
 use std::ops::Deref;
 use std::path::Path;
 
 use crate::coding::{get_varint32, put_varint32, read_u32};
+use crate::comparator::KeyComparator;
 use crate::error::Error;
-use crate::key::{compare_internal_keys, TRAILER_SIZE_BYTES};
+use crate::key::TRAILER_SIZE_BYTES;
 
 /// Size of one restart offset and of the restart count.
 const RESTART_ENTRY_SIZE_BYTES: usize = 4;
@@ -87,14 +89,12 @@ impl BlockBuilder {
         }
     }
 
-    /// Appends an entry. Keys must be internal keys in strictly increasing order.
+    /// Appends an entry. Keys must be internal keys in strictly increasing order under the
+    /// column family's comparator, which the builder does not know: the table builder checks
+    /// the order of data keys and index separators before they get here.
     pub(crate) fn add(&mut self, key: &[u8], value: &[u8]) {
         debug_assert!(!self.finished, "add after finish without reset");
         debug_assert!(key.len() >= TRAILER_SIZE_BYTES, "block keys are internal keys");
-        debug_assert!(
-            self.num_entries == 0 || compare_internal_keys(&self.last_key, key).is_lt(),
-            "block keys must be strictly increasing"
-        );
         let shared = if self.entries_since_restart < self.restart_interval {
             common_prefix_length(&self.last_key, key)
         } else {
@@ -464,9 +464,10 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         while self.parse_next() && self.next_offset < self.block.restarts_offset {}
     }
 
-    /// Positions at the first entry whose key is `>= target` (internal-key order): a binary
-    /// search over the restart points, then a scan of at most one restart interval.
-    pub(crate) fn seek(&mut self, target: &[u8]) {
+    /// Positions at the first entry whose key is `>= target` in internal-key order under
+    /// `comparator` (the order the block was written in): a binary search over the restart
+    /// points, then a scan of at most one restart interval.
+    pub(crate) fn seek(&mut self, target: &[u8], comparator: &KeyComparator) {
         debug_assert!(target.len() >= TRAILER_SIZE_BYTES, "seek targets are internal keys");
         if self.corruption.is_some() || self.block.num_restarts == 0 {
             self.mark_end();
@@ -479,7 +480,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         while left < right {
             let middle = left + (right - left).div_ceil(2);
             let ordering = match self.block.restart_key(middle) {
-                Ok(key) => compare_internal_keys(key, target),
+                Ok(key) => comparator.compare_internal_keys(key, target),
                 Err(corruption) => {
                     self.set_corruption(corruption);
                     return;
@@ -493,7 +494,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
         self.seek_to_restart(left);
         while self.parse_next() {
-            if compare_internal_keys(self.key(), target).is_ge() {
+            if comparator.compare_internal_keys(self.key(), target).is_ge() {
                 return;
             }
         }
@@ -588,22 +589,22 @@ mod tests {
             let block = build(&input, restart_interval);
             let mut iter = Block::iter(&*block);
             for (index, (key, value)) in input.iter().enumerate() {
-                iter.seek(key);
+                iter.seek(key, &KeyComparator::Bytewise);
                 assert!(iter.valid());
                 assert_eq!((iter.key(), iter.value()), (&key[..], &value[..]));
                 // A key between this one and the next lands on the next one.
                 let between = make_internal_key(format!("key{:06}", index * 3 + 1).as_bytes(), 5, ValueKind::Put);
-                iter.seek(&between);
+                iter.seek(&between, &KeyComparator::Bytewise);
                 match input.get(index + 1) {
                     Some((next_key, _)) => assert_eq!(iter.key(), &next_key[..]),
                     None => assert!(!iter.valid()),
                 }
             }
             let before = make_internal_key(b"a", 1, ValueKind::Put);
-            iter.seek(&before);
+            iter.seek(&before, &KeyComparator::Bytewise);
             assert_eq!(iter.key(), &input[0].0[..]);
             let after = make_internal_key(b"z", 1, ValueKind::Put);
-            iter.seek(&after);
+            iter.seek(&after, &KeyComparator::Bytewise);
             assert!(!iter.valid());
         }
     }
@@ -614,7 +615,7 @@ mod tests {
         let block = build(&input, 4);
         let mut iter = Block::iter(block);
         for index in 0..input.len() {
-            iter.seek(&input[index].0);
+            iter.seek(&input[index].0, &KeyComparator::Bytewise);
             iter.prev();
             if index == 0 {
                 assert!(!iter.valid());
@@ -635,7 +636,7 @@ mod tests {
         assert!(!iter.valid());
         iter.seek_to_last();
         assert!(!iter.valid());
-        iter.seek(&make_internal_key(b"k", 1, ValueKind::Put));
+        iter.seek(&make_internal_key(b"k", 1, ValueKind::Put), &KeyComparator::Bytewise);
         assert!(!iter.valid());
         let mut iter = Block::iter(Arc::new(Block::empty()));
         iter.seek_to_first();
@@ -699,7 +700,7 @@ mod tests {
                 steps += 1;
             }
             for (key, _) in input.iter().step_by(7) {
-                iter.seek(key);
+                iter.seek(key, &KeyComparator::Bytewise);
             }
         }
     }

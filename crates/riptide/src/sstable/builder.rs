@@ -4,9 +4,11 @@
 //! the filter block, the properties block, the index block and the footer, followed by one sync.
 //!
 //! Concurrency contract: a builder is owned by one thread (flush or compaction). Invariants:
-//! keys are added in strictly increasing internal-key order (checked by `debug_assert`); every
-//! index entry maps a separator that is `>=` every key of its data block and `<` every key of the
-//! next block; a table has at least one entry (finishing an empty builder is an
+//! keys are added in strictly increasing internal-key order under the column family's
+//! comparator (checked by `debug_assert`, as is the order of index separators); every index
+//! entry maps a separator that is `>=` every key of its data block and `<` every key of the
+//! next block (shortened for the bytewise order only: a separator between two keys is a
+//! byte-level construction, and for any other order the block's last key is used whole); a table has at least one entry (finishing an empty builder is an
 //! [`Error::InvalidArgument`], and the caller should delete the file). After any error the
 //! builder must be dropped and the partial file deleted.
 
@@ -38,6 +40,9 @@ pub(crate) struct TableBuilder {
     pending_handle: Option<BlockHandle>,
     /// Reused buffer for index separators and encoded handles.
     separator: Vec<u8>,
+    /// Debug builds: the previous index separator, to check that separators increase (empty
+    /// before the first; a separator is an internal key, never empty).
+    last_separator: Vec<u8>,
     handle_encoding: Vec<u8>,
     last_key: Vec<u8>,
     /// Bytes written to the file so far.
@@ -57,12 +62,14 @@ impl TableBuilder {
             compressor: BlockCompressor::new(options.compression),
             pending_handle: None,
             separator: Vec::new(),
+            last_separator: Vec::new(),
             handle_encoding: Vec::new(),
             last_key: Vec::new(),
             offset,
             // The smallest sequence starts at the maximum so that the first entry lowers it.
             properties: TableProperties {
                 smallest_sequence: u64::MAX,
+                comparator_name: options.comparator.name().to_string(),
                 ..TableProperties::empty(options.compression, FORMAT_VERSION)
             },
             file,
@@ -76,7 +83,8 @@ impl TableBuilder {
         let parsed = key::parse_internal_key(internal_key);
         debug_assert!(parsed.is_some(), "TableBuilder::add needs a well-formed internal key");
         debug_assert!(
-            self.properties.num_entries == 0 || key::compare_internal_keys(&self.last_key, internal_key).is_lt(),
+            self.properties.num_entries == 0
+                || self.options.comparator.compare_internal_keys(&self.last_key, internal_key).is_lt(),
             "TableBuilder keys must be strictly increasing"
         );
         let Some(parsed) = parsed else {
@@ -84,8 +92,14 @@ impl TableBuilder {
         };
         if let Some(handle) = self.pending_handle.take() {
             // The previous block is flushed; now that its successor's first key is known, its
-            // index entry can use a short separator.
-            shortest_separator(&self.last_key, internal_key, &mut self.separator);
+            // index entry can use a short separator. Shortening works on bytes, so it is only
+            // valid for the bytewise order; the last key itself separates in every order.
+            if self.options.comparator.is_bytewise() {
+                shortest_separator(&self.last_key, internal_key, &mut self.separator);
+            } else {
+                self.separator.clear();
+                self.separator.extend_from_slice(&self.last_key);
+            }
             self.add_index_entry(handle);
         }
         let new_user_key = self.properties.num_entries == 0 || key::user_key(&self.last_key) != parsed.user_key;
@@ -209,14 +223,24 @@ impl TableBuilder {
 
     /// Adds `separator -> handle` to the index block.
     fn add_index_entry(&mut self, handle: BlockHandle) {
+        debug_assert!(
+            self.last_separator.is_empty()
+                || self.options.comparator.compare_internal_keys(&self.last_separator, &self.separator).is_lt(),
+            "index separators must be strictly increasing"
+        );
+        if cfg!(debug_assertions) {
+            self.last_separator.clear();
+            self.last_separator.extend_from_slice(&self.separator);
+        }
         self.handle_encoding.clear();
         handle.encode_varint(&mut self.handle_encoding);
         self.index_block.add(&self.separator, &self.handle_encoding);
     }
 }
 
-/// Writes into `out` a short internal key `s` with `last <= s < next`, where `last` is the last
-/// key of a data block and `next` the first key of the following block.
+/// Writes into `out` a short internal key `s` with `last <= s < next` in the bytewise order,
+/// where `last` is the last key of a data block and `next` the first key of the following block.
+/// Only for bytewise tables: the construction below relies on the order of bytes.
 ///
 /// When the user keys differ at some byte that can be incremented without reaching the next
 /// user key, the separator is the user key of `last` cut after that byte, incremented, with the

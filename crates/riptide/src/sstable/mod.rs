@@ -12,7 +12,8 @@
 //!
 //! Concurrency contract: a [`TableBuilder`] is owned by one thread; an open [`Table`] is
 //! immutable and shared as `Arc<Table>` by any number of threads. Invariants: tables hold at
-//! least one entry; keys are strictly increasing internal keys; nothing read from a file is
+//! least one entry; keys are strictly increasing internal keys under the column family's
+//! comparator, whose name the table records; nothing read from a file is
 //! trusted before it is checked, so damaged files produce [`crate::Error::Corruption`], never a
 //! panic.
 
@@ -31,10 +32,11 @@ pub(crate) use builder::TableBuilder;
 pub(crate) use properties::TableProperties;
 pub(crate) use reader::{BlockReadOptions, Table};
 
+use crate::comparator::KeyComparator;
 use crate::options::{ColumnFamilyOptions, Compression};
 
-/// The options a table builder needs, taken from the database [`Options`].
-#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+/// The options a table builder needs, taken from the column family's options.
+#[derive(Clone, Debug)]
 pub(crate) struct TableOptions {
     /// Target uncompressed size of a data block.
     pub block_size_bytes: usize,
@@ -44,6 +46,8 @@ pub(crate) struct TableOptions {
     pub bloom_bits_per_key: u32,
     /// Data block compression.
     pub compression: Compression,
+    /// The order of the keys, recorded in the table's properties.
+    pub comparator: KeyComparator,
 }
 
 impl TableOptions {
@@ -55,6 +59,7 @@ impl TableOptions {
             block_restart_interval: options.block_restart_interval,
             bloom_bits_per_key: options.bloom_bits_per_key,
             compression: options.compression_for_level(level, bottommost),
+            comparator: KeyComparator::new(&options.comparator),
         }
     }
 }
@@ -76,6 +81,7 @@ pub mod bench_support {
     use super::bloom::{BloomFilter, BloomFilterBuilder};
     use super::{BlockReadOptions, Table, TableBuilder, TableOptions};
     use crate::cache::BlockCache;
+    use crate::comparator::KeyComparator;
     use crate::fs::{FileSystem, OsFileSystem};
     use crate::iterator::InternalIterator;
     use crate::key::{make_internal_key, ValueKind};
@@ -107,7 +113,7 @@ pub mod bench_support {
         /// Seeks to the first entry `>= target` and returns its value length.
         pub fn seek(&self, target: &[u8]) -> Option<usize> {
             let mut iter = Block::iter(&*self.0);
-            iter.seek(target);
+            iter.seek(target, &KeyComparator::Bytewise);
             iter.valid().then(|| iter.value().len())
         }
 
@@ -167,7 +173,8 @@ pub mod bench_support {
             }
             builder.finish()?;
             let file = file_system.open(path)?;
-            Ok(BenchTable(Table::open(file, path.to_path_buf(), 1, Some(BlockCache::new(64 << 20)))?))
+            let cache = Some(BlockCache::new(64 << 20));
+            Ok(BenchTable(Table::open(file, path.to_path_buf(), 1, cache, KeyComparator::Bytewise)?))
         }
 
         /// Looks up an internal key; returns the value length when its user key is present.

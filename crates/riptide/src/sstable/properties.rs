@@ -2,8 +2,10 @@
 //! and kept in memory while the table is open.
 //!
 //! Encoding: a sequence of records `varint tag, varint payload_bytes, payload`. Numeric payloads
-//! are one varint; key payloads are raw bytes. Tags are listed in `docs/format/sstable.md`;
-//! readers skip unknown tags so that later versions can add properties. `file_size_bytes` is not
+//! are one varint; key payloads are raw bytes; the comparator name is UTF-8. Tags are listed in
+//! `docs/format/sstable.md`; readers skip unknown tags so that later versions can add
+//! properties. Tags 1 to 14 are required; tag 15 (the comparator name) is optional, since
+//! tables written before it existed are bytewise. `file_size_bytes` is not
 //! stored (the properties block is written before the file is complete); it is filled in from the
 //! file length.
 //!
@@ -15,6 +17,7 @@
 use std::path::Path;
 
 use crate::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint64, varint_length};
+use crate::comparator::BYTEWISE_COMPARATOR_NAME;
 use crate::error::{Error, Result};
 use crate::key::TRAILER_SIZE_BYTES;
 use crate::options::Compression;
@@ -34,9 +37,13 @@ const TAG_SMALLEST_SEQUENCE: u64 = 11;
 const TAG_LARGEST_SEQUENCE: u64 = 12;
 const TAG_COMPRESSION: u64 = 13;
 const TAG_FORMAT_VERSION: u64 = 14;
+const TAG_COMPARATOR_NAME: u64 = 15;
 
-/// The highest tag this version writes; every tag from 1 to it is required.
+/// Every tag from 1 to this one is required.
 const LAST_REQUIRED_TAG: u64 = TAG_FORMAT_VERSION;
+
+/// The highest tag this version knows; tags above it are skipped.
+const LAST_KNOWN_TAG: u64 = TAG_COMPARATOR_NAME;
 
 /// Statistics and key range of one table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -72,6 +79,9 @@ pub(crate) struct TableProperties {
     pub(crate) compression: Compression,
     /// The table format version.
     pub(crate) format_version: u32,
+    /// The name of the comparator the keys are ordered by; the bytewise comparator's name when
+    /// the table does not record one (it was written before names were recorded).
+    pub(crate) comparator_name: String,
 }
 
 fn put_number(out: &mut Vec<u8>, tag: u64, value: u64) {
@@ -87,8 +97,8 @@ fn put_bytes(out: &mut Vec<u8>, tag: u64, value: &[u8]) {
 
 impl TableProperties {
     /// Properties of a table with no entries yet: all counts zero, no key range, the given
-    /// compression, and format version `format_version` (the builder fills in the rest as
-    /// entries arrive; the decoder as records are read).
+    /// compression, format version `format_version` and the bytewise comparator (the builder
+    /// fills in the rest as entries arrive; the decoder as records are read).
     pub(crate) fn empty(compression: Compression, format_version: u32) -> TableProperties {
         TableProperties {
             num_entries: 0,
@@ -106,6 +116,7 @@ impl TableProperties {
             largest_sequence: 0,
             compression,
             format_version,
+            comparator_name: BYTEWISE_COMPARATOR_NAME.to_string(),
         }
     }
 
@@ -125,6 +136,7 @@ impl TableProperties {
         put_number(out, TAG_LARGEST_SEQUENCE, self.largest_sequence);
         put_number(out, TAG_COMPRESSION, u64::from(compression_code(self.compression)));
         put_number(out, TAG_FORMAT_VERSION, u64::from(self.format_version));
+        put_bytes(out, TAG_COMPARATOR_NAME, self.comparator_name.as_bytes());
     }
 
     /// Decodes the properties block stored at `block_offset` in `path`.
@@ -139,7 +151,7 @@ impl TableProperties {
             let (payload, payload_length) = get_length_prefixed(rest.get(tag_length..).unwrap_or_default())
                 .ok_or_else(|| corruption(format!("record {tag} truncated")))?;
             position += tag_length + payload_length;
-            if !(1..=LAST_REQUIRED_TAG).contains(&tag) {
+            if !(1..=LAST_KNOWN_TAG).contains(&tag) {
                 // A property added by a later version: skip it.
                 continue;
             }
@@ -181,6 +193,11 @@ impl TableProperties {
                     properties.format_version =
                         u32::try_from(number()?).map_err(|_| corruption("format version too large".to_string()))?;
                 }
+                TAG_COMPARATOR_NAME => {
+                    properties.comparator_name = std::str::from_utf8(payload)
+                        .map_err(|_| corruption("comparator name is not UTF-8".to_string()))?
+                        .to_string();
+                }
                 _ => {}
             }
         }
@@ -215,6 +232,7 @@ mod tests {
             largest_sequence: 9,
             compression: Compression::Zstd,
             format_version: 1,
+            comparator_name: "riptide.reverse_bytewise".to_string(),
         }
     }
 
@@ -230,11 +248,36 @@ mod tests {
     }
 
     #[test]
+    fn tables_without_a_comparator_name_are_bytewise() {
+        let mut encoded = Vec::new();
+        sample().encode(&mut encoded);
+        let path = PathBuf::from("t.sst");
+        // The name is the last record; a table written before it existed ends before it.
+        let mut name_record = Vec::new();
+        put_bytes(&mut name_record, TAG_COMPARATOR_NAME, sample().comparator_name.as_bytes());
+        let older = &encoded[..encoded.len() - name_record.len()];
+        let decoded = TableProperties::decode(&path, 0, older).unwrap();
+        assert_eq!(decoded.comparator_name, BYTEWISE_COMPARATOR_NAME);
+        assert_eq!(decoded, TableProperties { comparator_name: BYTEWISE_COMPARATOR_NAME.to_string(), ..sample() });
+
+        let mut not_utf8 = older.to_vec();
+        put_bytes(&mut not_utf8, TAG_COMPARATOR_NAME, &[0xff, 0xfe]);
+        assert!(TableProperties::decode(&path, 0, &not_utf8).unwrap_err().is_corruption());
+        let mut twice = encoded.clone();
+        put_bytes(&mut twice, TAG_COMPARATOR_NAME, b"riptide.bytewise");
+        assert!(TableProperties::decode(&path, 0, &twice).unwrap_err().is_corruption());
+    }
+
+    #[test]
     fn malformed_properties_are_corruption() {
         let mut encoded = Vec::new();
         sample().encode(&mut encoded);
         let path = PathBuf::from("t.sst");
-        for length in 0..encoded.len() {
+        // The optional comparator name is last; a prefix that ends just before it is whole.
+        let mut name_record = Vec::new();
+        put_bytes(&mut name_record, TAG_COMPARATOR_NAME, sample().comparator_name.as_bytes());
+        let without_name = encoded.len() - name_record.len();
+        for length in (0..encoded.len()).filter(|&length| length != without_name) {
             assert!(TableProperties::decode(&path, 0, &encoded[..length]).unwrap_err().is_corruption());
         }
         let mut duplicated = encoded.clone();

@@ -9,8 +9,9 @@
 //! Concurrency contract: a `Table` is immutable after [`Table::open`] and shared as
 //! `Arc<Table>` by any number of threads; reads use positional I/O and need no lock. A
 //! [`TableIterator`] belongs to one thread and keeps its table alive through an `Arc`.
-//! Invariants: every index entry was checked at open (its handle lies inside the data region
-//! and separators increase), so a data-block read never leaves the data region; any damage met
+//! Invariants: a table is read in the order of the comparator it was opened with, and opening
+//! checks that the table records that comparator's name; every index entry was checked at open
+//! (its handle lies inside the data region and separators increase), so a data-block read never leaves the data region; any damage met
 //! later is reported as [`Error::Corruption`], never as a panic or a wrong entry that a checksum
 //! could have caught.
 
@@ -18,6 +19,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::cache::BlockCache;
+use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
@@ -56,6 +58,8 @@ pub(crate) struct Table {
     index_offset: u64,
     filter: Option<BloomFilter>,
     properties: TableProperties,
+    /// The order of the keys (the column family's).
+    comparator: KeyComparator,
     /// A block without entries, the starting point of every iterator.
     empty_block: Arc<Block>,
 }
@@ -96,12 +100,15 @@ fn read_block_contents(
 }
 
 impl Table {
-    /// Opens a table: reads and verifies the footer, properties, index and filter.
+    /// Opens a table of a column family ordered by `comparator`: reads and verifies the footer,
+    /// properties, index and filter. A table that records another comparator's name is
+    /// corruption (the manifest said it belongs to a column family of this order; I25).
     pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         file_number: u64,
         cache: Option<Arc<BlockCache>>,
+        comparator: KeyComparator,
     ) -> Result<Arc<Table>> {
         let file_length = file.len();
         let corruption = |offset: u64, reason: String| Error::corruption(&path, offset, reason);
@@ -135,7 +142,14 @@ impl Table {
         if properties.filter_size_bytes != filter_size {
             return Err(properties_corruption("filter size differs from the footer"));
         }
-        if key::compare_internal_keys(&properties.smallest_key, &properties.largest_key).is_gt() {
+        if properties.comparator_name != comparator.name() {
+            return Err(properties_corruption(&format!(
+                "the table is ordered by comparator {:?}, its column family by {:?}",
+                properties.comparator_name,
+                comparator.name()
+            )));
+        }
+        if comparator.compare_internal_keys(&properties.smallest_key, &properties.largest_key).is_gt() {
             return Err(properties_corruption("smallest key is larger than the largest key"));
         }
         for handle in [Some(footer.index), Some(footer.properties), footer.filter].into_iter().flatten() {
@@ -146,7 +160,7 @@ impl Table {
 
         let index_contents = read_block_contents(&*file, &path, footer.index, footer_offset, true)?;
         let index = Block::new(index_contents).map_err(|error| error.into_error(&path, footer.index.offset))?;
-        Self::check_index(&index, &path, footer.index.offset, &properties)?;
+        Self::check_index(&index, &path, footer.index.offset, &properties, &comparator)?;
 
         let filter = match footer.filter {
             Some(handle) => {
@@ -167,6 +181,7 @@ impl Table {
             index_offset: footer.index.offset,
             filter,
             properties,
+            comparator,
             empty_block: Arc::new(Block::empty()),
         }))
     }
@@ -174,7 +189,13 @@ impl Table {
     /// Checks every index entry once, so that later reads can trust the handles: separators
     /// increase strictly, every handle lies inside the data region, and there is one entry per
     /// data block.
-    fn check_index(index: &Block, path: &Path, index_offset: u64, properties: &TableProperties) -> Result<()> {
+    fn check_index(
+        index: &Block,
+        path: &Path,
+        index_offset: u64,
+        properties: &TableProperties,
+        comparator: &KeyComparator,
+    ) -> Result<()> {
         let corruption = |reason: &str| Error::corruption(path, index_offset, format!("index block: {reason}"));
         let mut iter = Block::iter(index);
         let mut previous: Option<Vec<u8>> = None;
@@ -189,7 +210,7 @@ impl Table {
             }
             previous_end = end;
             if let Some(previous) = &previous {
-                if key::compare_internal_keys(previous, iter.key()).is_ge() {
+                if comparator.compare_internal_keys(previous, iter.key()).is_ge() {
                     return Err(corruption("separators out of order"));
                 }
             }
@@ -216,8 +237,8 @@ impl Table {
     /// the bloom filter.
     #[inline]
     pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
-        if user_key < key::user_key(&self.properties.smallest_key)
-            || user_key > key::user_key(&self.properties.largest_key)
+        if self.comparator.compare_user_keys(user_key, key::user_key(&self.properties.smallest_key)).is_lt()
+            || self.comparator.compare_user_keys(user_key, key::user_key(&self.properties.largest_key)).is_gt()
         {
             return false;
         }
@@ -263,7 +284,7 @@ impl Table {
             return Ok(None);
         }
         let mut index_iter = Block::iter(&*self.index);
-        index_iter.seek(lookup_key);
+        index_iter.seek(lookup_key, &self.comparator);
         if !index_iter.valid() {
             return match index_iter.corruption() {
                 Some(corruption) => Err(self.index_error(corruption)),
@@ -273,7 +294,7 @@ impl Table {
         let handle = self.decode_handle(index_iter.value())?;
         let block = self.read_data_block(handle, options)?;
         let mut data_iter = Block::iter(&*block);
-        data_iter.seek(lookup_key);
+        data_iter.seek(lookup_key, &self.comparator);
         if !data_iter.valid() {
             // Past the block's last key (possible with a shortened separator): the next block
             // starts with a larger user key, so the key is absent.
@@ -282,6 +303,7 @@ impl Table {
                 None => Ok(None),
             };
         }
+        // Keys that compare equal are byte-identical (the comparator's contract).
         if key::user_key(data_iter.key()) != user_key {
             return Ok(None);
         }
@@ -304,7 +326,7 @@ impl Table {
     /// the data block that would hold it, or the end of the data region past the last key.
     pub(crate) fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut index_iter = Block::iter(&*self.index);
-        index_iter.seek(internal_key);
+        index_iter.seek(internal_key, &self.comparator);
         if index_iter.valid() {
             if let Some(handle) = BlockHandle::decode_varint(index_iter.value()) {
                 return handle.offset;
@@ -444,9 +466,9 @@ impl InternalIterator for TableIterator {
         if self.error.is_some() {
             return;
         }
-        self.index.seek(target);
+        self.index.seek(target, &self.table.comparator);
         if self.load_data_block() {
-            self.data.seek(target);
+            self.data.seek(target, &self.table.comparator);
         }
         self.skip_forward();
     }

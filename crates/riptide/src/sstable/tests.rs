@@ -10,6 +10,7 @@ use rand::{Rng, SeedableRng};
 
 use super::{BlockReadOptions, Table, TableBuilder, TableOptions};
 use crate::cache::BlockCache;
+use crate::comparator::{KeyComparator, ReverseBytewiseComparator};
 use crate::error::{Error, Result};
 use crate::fs::{RandomAccessFile, WritableFile};
 use crate::iterator::InternalIterator;
@@ -61,7 +62,13 @@ fn path() -> PathBuf {
 }
 
 fn options(compression: Compression, block_size_bytes: usize) -> TableOptions {
-    TableOptions { block_size_bytes, block_restart_interval: 16, bloom_bits_per_key: 10, compression }
+    TableOptions {
+        block_size_bytes,
+        block_restart_interval: 16,
+        bloom_bits_per_key: 10,
+        compression,
+        comparator: KeyComparator::Bytewise,
+    }
 }
 
 fn build(entries: &Entries, options: TableOptions) -> (Vec<u8>, super::TableProperties) {
@@ -80,7 +87,11 @@ fn build(entries: &Entries, options: TableOptions) -> (Vec<u8>, super::TableProp
 }
 
 fn open(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
-    Table::open(Arc::new(MemoryReadFile(bytes)), path(), 7, cache)
+    open_with(bytes, cache, KeyComparator::Bytewise)
+}
+
+fn open_with(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>, comparator: KeyComparator) -> Result<Arc<Table>> {
+    Table::open(Arc::new(MemoryReadFile(bytes)), path(), 7, cache, comparator)
 }
 
 const READ: BlockReadOptions = BlockReadOptions { verify_checksums: true, fill_cache: true };
@@ -116,6 +127,49 @@ fn collect_backward(iter: &mut dyn InternalIterator) -> Entries {
     }
     out.reverse();
     out
+}
+
+#[test]
+fn a_table_in_reverse_order_reads_back_in_that_order() {
+    let reverse = KeyComparator::Custom(Arc::new(ReverseBytewiseComparator));
+    // Descending user keys; two versions of some keys, newest first.
+    let mut entries = Entries::new();
+    for number in (0..400u64).rev() {
+        let user_key = format!("key{:06}", number * 2);
+        if number % 3 == 0 {
+            entries.push((make_internal_key(user_key.as_bytes(), 1000 + number, ValueKind::Delete), Vec::new()));
+        }
+        entries.push((make_internal_key(user_key.as_bytes(), 1 + number, ValueKind::Put), user_key.into_bytes()));
+    }
+    assert!(entries.windows(2).all(|pair| reverse.compare_internal_keys(&pair[0].0, &pair[1].0).is_lt()));
+    let table_options = TableOptions { comparator: reverse.clone(), ..options(Compression::Lz4, 256) };
+    let (bytes, properties) = build(&entries, table_options);
+    assert!(properties.num_data_blocks > 10, "the test needs many blocks");
+    assert_eq!(properties.comparator_name, "riptide.reverse_bytewise");
+
+    // Opening in another order than the table's is corruption, not a wrong answer.
+    let error = open(bytes.clone(), None).unwrap_err();
+    assert!(error.is_corruption(), "{error:?}");
+
+    let table = open_with(bytes, Some(BlockCache::new(1 << 20)), reverse).unwrap();
+    let mut iter = table.iter(READ);
+    assert_eq!(collect_forward(&mut iter), entries);
+    assert_eq!(collect_backward(&mut iter), entries);
+    for number in 0..400u64 {
+        let present = format!("key{:06}", number * 2);
+        let found = table.get(&lookup_key(present.as_bytes(), MAX_SEQUENCE_NUMBER), READ).unwrap();
+        let expected_kind = if number % 3 == 0 { ValueKind::Delete } else { ValueKind::Put };
+        let (found_key, _) = found.expect("present key");
+        assert_eq!(key::parse_internal_key(&found_key).map(|parsed| parsed.kind), Some(expected_kind));
+        let absent = format!("key{:06}", number * 2 + 1);
+        assert_eq!(table.get(&lookup_key(absent.as_bytes(), MAX_SEQUENCE_NUMBER), READ).unwrap(), None);
+        // A seek between two keys lands on the next smaller key, which comes next in this order.
+        iter.seek(&lookup_key(absent.as_bytes(), MAX_SEQUENCE_NUMBER));
+        assert!(iter.valid());
+        assert_eq!(key::user_key(iter.key()), present.as_bytes());
+    }
+    iter.seek(&lookup_key(b"key", MAX_SEQUENCE_NUMBER));
+    assert!(!iter.valid(), "every key sorts before its own prefix in reverse order");
 }
 
 #[test]

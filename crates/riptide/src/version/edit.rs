@@ -14,18 +14,19 @@
 //!
 //! Invariants of every decoded edit (the decoder checks them and reports
 //! [`Error::Corruption`] otherwise; the encoder expects them of what it is given): levels are
-//! below [`MAX_ENCODABLE_LEVELS`]; the comparator name is UTF-8; each of the comparator, log
+//! below [`MAX_ENCODABLE_LEVELS`]; comparator names are UTF-8; each of the comparators, log
 //! number, next file number and last sequence appears at most once; sequence numbers fit in 56
 //! bits; a file's smallest and largest keys are well-formed internal keys (at least 8 bytes,
-//! known kind) with smallest <= largest in internal-key order; its smallest sequence is at most
-//! its largest; its deletions are at most its entries.
+//! known kind); its smallest sequence is at most its largest; its deletions are at most its
+//! entries. That a file's smallest key sorts at or before its largest depends on its column
+//! family's comparator, which an edit alone does not tell; recovery checks it
+//! (`VersionSet::recover`).
 
-use std::cmp::Ordering;
 use std::path::Path;
 
 use crate::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint32, put_varint64};
 use crate::error::{Error, Result};
-use crate::key::{compare_internal_keys, parse_internal_key, MAX_SEQUENCE_NUMBER};
+use crate::key::{parse_internal_key, MAX_SEQUENCE_NUMBER};
 
 /// Levels must be below this number to be encoded; the engine's own level count is smaller and
 /// is checked when an edit is applied.
@@ -36,7 +37,8 @@ pub(crate) const MAX_ENCODABLE_LEVELS: u32 = 64;
 /// such tags.
 pub(crate) const SAFE_TO_IGNORE_TAG_BIT: u32 = 1 << 6;
 
-/// Tag: the comparator name (length-prefixed UTF-8).
+/// Tag: the comparator name (length-prefixed UTF-8), global: the order of every column family
+/// that records none of its own (tag 12). Always the bytewise comparator's name.
 const TAG_COMPARATOR: u32 = 1;
 /// Tag: the number of the oldest log still needed (varint64).
 const TAG_LOG_NUMBER: u32 = 2;
@@ -58,6 +60,11 @@ const TAG_DROP_COLUMN_FAMILY: u32 = 9;
 const TAG_RENAME_COLUMN_FAMILY: u32 = 10;
 /// Tag: the largest column family id ever handed out (varint32), so ids are never reused.
 const TAG_MAX_COLUMN_FAMILY: u32 = 11;
+/// Tag: the comparator of the edit's column family (length-prefixed UTF-8), written when the
+/// column family is created (and in every snapshot) unless it is the bytewise one. It changes
+/// how the column family's tables are read, so it lacks the safe-to-ignore bit: a reader that
+/// does not know it must not open the database.
+const TAG_COLUMN_FAMILY_COMPARATOR: u32 = 12;
 
 /// What the manifest records about one SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -105,6 +112,8 @@ pub(crate) struct VersionEdit {
     pub rename_column_family: Option<String>,
     /// The largest column family id handed out so far.
     pub max_column_family: Option<u32>,
+    /// The name of the column family's comparator, when it is not the bytewise one.
+    pub column_family_comparator: Option<String>,
 }
 
 impl VersionEdit {
@@ -121,6 +130,10 @@ impl VersionEdit {
         }
         if let Some(name) = &self.add_column_family {
             put_varint32(out, TAG_ADD_COLUMN_FAMILY);
+            put_length_prefixed(out, name.as_bytes());
+        }
+        if let Some(name) = &self.column_family_comparator {
+            put_varint32(out, TAG_COLUMN_FAMILY_COMPARATOR);
             put_length_prefixed(out, name.as_bytes());
         }
         if self.drop_column_family {
@@ -193,6 +206,15 @@ impl VersionEdit {
                 Ok(TAG_ADD_COLUMN_FAMILY) => {
                     let name = decoder.text("column family name", tag_start)?;
                     decoder.set_once(&mut edit.add_column_family, name, tag_start, "added column family")?;
+                }
+                Ok(TAG_COLUMN_FAMILY_COMPARATOR) => {
+                    let name = decoder.text("column family comparator name", tag_start)?;
+                    decoder.set_once(
+                        &mut edit.column_family_comparator,
+                        name,
+                        tag_start,
+                        "column family comparator",
+                    )?;
                 }
                 Ok(TAG_DROP_COLUMN_FAMILY) => {
                     if edit.drop_column_family {
@@ -340,9 +362,7 @@ impl<'a> Decoder<'a> {
         let largest_sequence = self.sequence("largest sequence")?;
         let num_entries = self.varint64("entry count")?;
         let num_deletions = self.varint64("deletion count")?;
-        let problem = if compare_internal_keys(&smallest, &largest) == Ordering::Greater {
-            Some("smallest key sorts after largest key")
-        } else if smallest_sequence > largest_sequence {
+        let problem = if smallest_sequence > largest_sequence {
             Some("smallest sequence exceeds largest sequence")
         } else if num_deletions > num_entries {
             Some("more deletions than entries")
@@ -406,6 +426,7 @@ mod tests {
         VersionEdit {
             column_family: 4,
             add_column_family: Some("users".to_string()),
+            column_family_comparator: Some("riptide.reverse_bytewise".to_string()),
             rename_column_family: Some("people".to_string()),
             drop_column_family: true,
             max_column_family: Some(9),
@@ -435,6 +456,9 @@ mod tests {
         assert!(VersionEdit::decode(&[7, 1, 9, 9], &path(), 0).is_err());
         // Names must be UTF-8.
         assert!(VersionEdit::decode(&[8, 1, 0xff], &path(), 0).is_err());
+        assert!(VersionEdit::decode(&[12, 1, 0xff], &path(), 0).is_err());
+        // Twice a comparator for the column family.
+        assert!(VersionEdit::decode(&[12, 1, b'c', 12, 1, b'c'], &path(), 0).is_err());
         // Ids must fit in 32 bits.
         assert!(VersionEdit::decode(&[11, 0x80, 0x80, 0x80, 0x80, 0x10], &path(), 0).is_err());
     }
@@ -485,6 +509,28 @@ mod tests {
     }
 
     #[test]
+    fn a_column_family_comparator_encodes_as_documented() {
+        // The example of docs/format/manifest.md.
+        let edit = VersionEdit {
+            column_family: 2,
+            add_column_family: Some("desc".to_string()),
+            column_family_comparator: Some("riptide.reverse_bytewise".to_string()),
+            max_column_family: Some(2),
+            log_number: Some(21),
+            next_file_number: Some(22),
+            last_sequence: Some(900),
+            ..VersionEdit::default()
+        };
+        let mut expected = vec![7, 2, 8, 4];
+        expected.extend_from_slice(b"desc");
+        expected.extend_from_slice(&[12, 24]);
+        expected.extend_from_slice(b"riptide.reverse_bytewise");
+        expected.extend_from_slice(&[11, 2, 2, 21, 3, 22, 4, 0x84, 0x07]);
+        assert_eq!(encode(&edit), expected);
+        assert_eq!(VersionEdit::decode(&expected, &path(), 0).expect("decodes"), edit);
+    }
+
+    #[test]
     fn ignorable_tags_are_skipped_and_unknown_tags_rejected() {
         let mut encoded = encode(&full_edit());
         let known_length = encoded.len() as u64;
@@ -495,7 +541,7 @@ mod tests {
         assert_eq!(VersionEdit::decode(&encoded, &path(), 0).expect("ignorable"), full_edit());
 
         let mut unknown = encode(&full_edit());
-        put_varint32(&mut unknown, 12);
+        put_varint32(&mut unknown, 13);
         put_length_prefixed(&mut unknown, b"x");
         assert_eq!(corruption_offset(VersionEdit::decode(&unknown, &path(), 50)), 50 + known_length);
         assert_eq!(corruption_offset(VersionEdit::decode(&[0], &path(), 50)), 50);
@@ -536,9 +582,11 @@ mod tests {
         let encoded = encode(&VersionEdit { new_files: vec![(0, bad_kind)], ..VersionEdit::default() });
         corruption_offset(VersionEdit::decode(&encoded, &path(), 0));
 
+        // Which of two keys is the smallest depends on the column family's comparator, so the
+        // decoder takes a file whose keys look reversed bytewise; recovery checks the order.
         let reversed = FileMetadata { smallest: file(4).largest, largest: file(4).smallest, ..file(4) };
-        let encoded = encode(&VersionEdit { new_files: vec![(2, reversed)], ..VersionEdit::default() });
-        assert_eq!(corruption_offset(VersionEdit::decode(&encoded, &path(), 0)), 0);
+        let edit = VersionEdit { new_files: vec![(2, reversed)], ..VersionEdit::default() };
+        assert_eq!(VersionEdit::decode(&encode(&edit), &path(), 0).expect("decodes"), edit);
 
         let sequences = FileMetadata { smallest_sequence: 50, largest_sequence: 49, ..file(5) };
         let encoded = encode(&VersionEdit { new_files: vec![(2, sequences)], ..VersionEdit::default() });

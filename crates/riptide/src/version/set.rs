@@ -8,8 +8,11 @@
 //! full snapshot of the version and becomes live when `CURRENT` is switched to it by
 //! write-temp, sync, rename, sync-directory.
 //!
-//! Each column family has its own version and log number; file numbers, the sequence counter
-//! and the manifest are shared. A file number belongs to exactly one column family.
+//! Each column family has its own version, log number and comparator; file numbers, the sequence
+//! counter and the manifest are shared. A file number belongs to exactly one column family. A
+//! column family's comparator is fixed when it is created: the manifest records its name (tag
+//! 12, left out for the bytewise order, which is what a column family without one uses), and
+//! recovery refuses a comparator of another name.
 //!
 //! Concurrency contract: the version set is owned by the database state and used under its
 //! mutex; versions it hands out are immutable `Arc`s.
@@ -19,6 +22,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use crate::batch::DEFAULT_COLUMN_FAMILY_ID;
+use crate::comparator::{KeyComparator, BYTEWISE_COMPARATOR_NAME};
 use crate::db::filename::{manifest_file_name, manifest_path, temp_file_name, CURRENT_FILE_NAME};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
@@ -26,9 +30,6 @@ use crate::options::WalRecovery;
 use crate::version::edit::{FileMetadata, VersionEdit};
 use crate::version::tree::{FileJanitor, TableFile, Version, NUM_LEVELS};
 use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
-
-/// The name written to and checked in every manifest.
-pub(crate) const COMPARATOR_NAME: &str = "riptide.bytewise";
 
 /// The name of the column family that always exists (id 0).
 pub(crate) const DEFAULT_COLUMN_FAMILY_NAME: &str = "default";
@@ -43,6 +44,13 @@ pub(crate) struct ColumnFamilyVersion {
     /// Logs numbered below this one hold nothing of this column family that is not in its
     /// tables.
     pub(crate) log_number: u64,
+}
+
+impl ColumnFamilyVersion {
+    /// The order of the column family's keys.
+    pub(crate) fn comparator(&self) -> &KeyComparator {
+        &self.current.comparator
+    }
 }
 
 pub(crate) struct VersionSet {
@@ -64,18 +72,39 @@ struct RecoveredColumnFamily {
     name: String,
     files: HashMap<u64, (u32, FileMetadata)>,
     log_number: u64,
+    /// The comparator name recorded at creation; `None` means bytewise.
+    comparator_name: Option<String>,
+}
+
+impl RecoveredColumnFamily {
+    fn new(name: String) -> RecoveredColumnFamily {
+        RecoveredColumnFamily { name, files: HashMap::new(), log_number: 0, comparator_name: None }
+    }
+}
+
+/// The comparator name a manifest edit records for a column family of this order: none for the
+/// bytewise order, which is what a column family without one uses (so databases that use only
+/// bytewise column families keep the manifest format older builds read).
+fn recorded_comparator_name(comparator: &KeyComparator) -> Option<String> {
+    (!comparator.is_bytewise()).then(|| comparator.name().to_string())
 }
 
 impl VersionSet {
-    /// A version set for a brand-new database: nothing is written until the first
-    /// `log_and_apply`, which creates the first manifest and `CURRENT`.
-    pub(crate) fn new_empty(dir: &Path, file_system: Arc<dyn FileSystem>, janitor: Arc<FileJanitor>) -> VersionSet {
+    /// A version set for a brand-new database whose default column family is ordered by
+    /// `default_comparator`: nothing is written until the first `log_and_apply`, which creates
+    /// the first manifest and `CURRENT`.
+    pub(crate) fn new_empty(
+        dir: &Path,
+        file_system: Arc<dyn FileSystem>,
+        janitor: Arc<FileJanitor>,
+        default_comparator: KeyComparator,
+    ) -> VersionSet {
         let mut column_families = BTreeMap::new();
         column_families.insert(
             DEFAULT_COLUMN_FAMILY_ID,
             ColumnFamilyVersion {
                 name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
-                current: Arc::new(Version::empty()),
+                current: Arc::new(Version::empty(default_comparator)),
                 log_number: 0,
             },
         );
@@ -93,10 +122,13 @@ impl VersionSet {
     }
 
     /// Reads `CURRENT` and the manifest it names and rebuilds every column family's version.
+    /// `comparator_of(name)` is the comparator the caller opens column family `name` with; one
+    /// whose name differs from the recorded one is refused with `InvalidArgument`.
     pub(crate) fn recover(
         dir: &Path,
         file_system: Arc<dyn FileSystem>,
         janitor: Arc<FileJanitor>,
+        comparator_of: &dyn Fn(&str) -> KeyComparator,
     ) -> Result<VersionSet> {
         let current_path = dir.join(CURRENT_FILE_NAME);
         let current = file_system.read_all(&current_path)?;
@@ -111,19 +143,13 @@ impl VersionSet {
         // on (installation waits for the sync), so dropping it is safe.
         let mut reader = LogReader::new(data, path.clone(), WalRecovery::TolerateTornTail, true);
         let mut families: BTreeMap<u32, RecoveredColumnFamily> = BTreeMap::new();
-        families.insert(
-            DEFAULT_COLUMN_FAMILY_ID,
-            RecoveredColumnFamily {
-                name: DEFAULT_COLUMN_FAMILY_NAME.to_string(),
-                files: HashMap::new(),
-                log_number: 0,
-            },
-        );
+        families.insert(DEFAULT_COLUMN_FAMILY_ID, RecoveredColumnFamily::new(DEFAULT_COLUMN_FAMILY_NAME.to_string()));
         let mut comparator = None;
         let mut next_file_number = None;
         let mut last_sequence = None;
         let mut max_column_family = DEFAULT_COLUMN_FAMILY_ID;
         let mut saw_default_log_number = false;
+        let mut first_record = true;
         while let Some((offset, record)) = reader.next_record()? {
             let edit = VersionEdit::decode(record, &path, offset + RECORD_HEADER_SIZE_BYTES as u64)?;
             if edit.comparator.is_some() {
@@ -135,13 +161,17 @@ impl VersionSet {
                 max_column_family = max_column_family.max(max);
             }
             saw_default_log_number |= edit.column_family == DEFAULT_COLUMN_FAMILY_ID && edit.log_number.is_some();
-            apply_to_families(&mut families, &edit).map_err(|reason| Error::corruption(&path, offset, reason))?;
+            apply_to_families(&mut families, &edit, first_record)
+                .map_err(|reason| Error::corruption(&path, offset, reason))?;
+            first_record = false;
         }
         let missing = |what: &str| Error::corruption(&path, 0, format!("manifest has no {what}"));
         let comparator = comparator.ok_or_else(|| missing("comparator"))?;
-        if comparator != COMPARATOR_NAME {
+        // Tag 1 names the order of column families that record none of their own; every
+        // database so far has written the bytewise one there.
+        if comparator != BYTEWISE_COMPARATOR_NAME {
             return Err(Error::invalid(format!(
-                "database uses comparator {comparator:?}, this build provides {COMPARATOR_NAME:?}"
+                "database uses comparator {comparator:?}, this build provides {BYTEWISE_COMPARATOR_NAME:?}"
             )));
         }
         if !saw_default_log_number {
@@ -161,7 +191,18 @@ impl VersionSet {
             if let Some(&number) = family.files.keys().find(|&&number| number >= next_file_number) {
                 return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
             }
-            let version = build_version(&family.files, &janitor);
+            // I25: a column family is read only in the order it was written in.
+            let recorded = family.comparator_name.as_deref().unwrap_or(BYTEWISE_COMPARATOR_NAME);
+            let comparator = comparator_of(&family.name);
+            if comparator.name() != recorded {
+                return Err(Error::invalid(format!(
+                    "column family {:?} was created with comparator {recorded:?}, but is opened with comparator {:?}",
+                    family.name,
+                    comparator.name()
+                )));
+            }
+            check_key_ranges(&family.files, &comparator).map_err(|reason| Error::corruption(&path, 0, reason))?;
+            let version = build_version(&family.files, &janitor, comparator);
             check_levels_disjoint(&version).map_err(|reason| Error::corruption(&path, 0, reason))?;
             column_families.insert(
                 id,
@@ -183,11 +224,12 @@ impl VersionSet {
     }
 
     /// The current version of column family `id`; an empty version if it does not exist (the
-    /// callers hold ids of live column families, so that only happens after a drop).
+    /// callers hold ids of live column families, so that only happens after a drop, when the
+    /// empty version's order no longer matters).
     pub(crate) fn current(&self, id: u32) -> Arc<Version> {
         match self.column_families.get(&id) {
             Some(family) => Arc::clone(&family.current),
-            None => Arc::new(Version::empty()),
+            None => Arc::new(Version::empty(KeyComparator::Bytewise)),
         }
     }
 
@@ -240,24 +282,46 @@ impl VersionSet {
 
     /// Records `edit` durably in the manifest and installs the resulting version of its column
     /// family. On error nothing changes and the next call starts a fresh manifest (the old one
-    /// may end in a record whose durability is unknown).
-    pub(crate) fn log_and_apply(&mut self, mut edit: VersionEdit) -> Result<()> {
+    /// may end in a record whose durability is unknown). Column families are created with
+    /// [`VersionSet::add_column_family`] instead, which knows their comparator.
+    pub(crate) fn log_and_apply(&mut self, edit: VersionEdit) -> Result<()> {
+        if edit.add_column_family.is_some() {
+            return Err(Error::invalid("internal error: column families are added with add_column_family"));
+        }
+        self.log_and_apply_with(edit, None)
+    }
+
+    /// Records the edit that creates column family `edit.column_family` (named by
+    /// `edit.add_column_family`), ordered by `comparator`, as [`VersionSet::log_and_apply`] does.
+    pub(crate) fn add_column_family(&mut self, mut edit: VersionEdit, comparator: KeyComparator) -> Result<()> {
+        if edit.add_column_family.is_none() {
+            return Err(Error::invalid("internal error: add_column_family needs a column family name"));
+        }
+        edit.column_family_comparator = recorded_comparator_name(&comparator);
+        self.log_and_apply_with(edit, Some(comparator))
+    }
+
+    /// The body of `log_and_apply`; `new_comparator` is the order of the column family the edit
+    /// adds, if it adds one.
+    fn log_and_apply_with(&mut self, mut edit: VersionEdit, new_comparator: Option<KeyComparator>) -> Result<()> {
         let id = edit.column_family;
         let existing = self.column_families.get(&id);
         if edit.add_column_family.is_some() {
-            if existing.is_some() || id > self.max_column_family {
+            if existing.is_some() || id > self.max_column_family || new_comparator.is_none() {
                 return Err(Error::invalid(format!("internal error: column family {id} cannot be added")));
             }
             edit.max_column_family = Some(self.max_column_family);
         } else if existing.is_none() {
             return Err(Error::invalid(format!("column family {id} does not exist")));
+        } else if edit.column_family_comparator.is_some() {
+            return Err(Error::invalid(format!("internal error: the comparator of column family {id} cannot change")));
         }
         if let Some(log_number) = edit.log_number {
             debug_assert!(log_number >= self.log_number(id), "log numbers never go back");
             debug_assert!(log_number < self.next_file_number);
         }
         edit.last_sequence = Some(self.last_sequence);
-        let new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit)?) };
+        let new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit, new_comparator)?) };
         let manifest_too_large = self.manifest.as_ref().is_some_and(|m| m.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES);
         if self.manifest.is_none() || manifest_too_large {
             // The new manifest's number must be recorded inside it as used.
@@ -309,7 +373,7 @@ impl VersionSet {
         };
         let family = self.column_families.entry(id).or_insert_with(|| ColumnFamilyVersion {
             name: String::new(),
-            current: Arc::new(Version::empty()),
+            current: Arc::new(Version::empty(new_version.comparator.clone())),
             log_number: 0,
         });
         for &(level, number) in &edit.deleted_files {
@@ -330,11 +394,18 @@ impl VersionSet {
         family.current = Arc::new(new_version);
     }
 
-    /// The version of the edit's column family that results from applying `edit`.
-    fn apply(&self, edit: &VersionEdit) -> Result<Version> {
-        let base = match self.column_families.get(&edit.column_family) {
-            Some(family) => Arc::clone(&family.current),
-            None => Arc::new(Version::empty()),
+    /// The version of the edit's column family that results from applying `edit`;
+    /// `new_comparator` orders a column family the edit adds.
+    fn apply(&self, edit: &VersionEdit, new_comparator: Option<KeyComparator>) -> Result<Version> {
+        let base = match (self.column_families.get(&edit.column_family), new_comparator) {
+            (Some(family), _) => Arc::clone(&family.current),
+            (None, Some(comparator)) => Arc::new(Version::empty(comparator)),
+            (None, None) => {
+                return Err(Error::invalid(format!(
+                    "internal error: column family {} has no order",
+                    edit.column_family
+                )))
+            }
         };
         let mut levels: Vec<Vec<Arc<TableFile>>> = base.levels.clone();
         let mut removed: Vec<Arc<TableFile>> = Vec::new();
@@ -357,7 +428,7 @@ impl VersionSet {
             };
             files.push(file);
         }
-        let version = Version::from_files(levels);
+        let version = Version::from_files(levels, base.comparator.clone());
         // I4 is a property of this process's own edits; breaking it is a bug, reported as an
         // error rather than a panic in a background thread.
         check_levels_disjoint(&version).map_err(|reason| Error::invalid(format!("internal error (I4): {reason}")))?;
@@ -365,7 +436,8 @@ impl VersionSet {
     }
 
     /// The records that open a new manifest: one full edit per column family as it will be
-    /// once `edit` is applied, the first also carrying the comparator and the counters.
+    /// once `edit` is applied (with its comparator unless bytewise), the first also carrying the
+    /// global comparator and the counters.
     fn snapshot_edits(&self, edit: &VersionEdit, new_version: Option<&Version>) -> Vec<VersionEdit> {
         let mut edits = Vec::new();
         let mut ids: Vec<u32> = self.column_families.keys().copied().collect();
@@ -389,6 +461,7 @@ impl VersionSet {
             let mut family_edit = VersionEdit {
                 column_family: id,
                 add_column_family: (id != DEFAULT_COLUMN_FAMILY_ID).then_some(name),
+                column_family_comparator: recorded_comparator_name(&version.comparator),
                 log_number: Some(log_number),
                 ..VersionEdit::default()
             };
@@ -401,7 +474,7 @@ impl VersionSet {
         }
         // The default column family always exists and sorts first, so the first edit is its.
         if let Some(first) = edits.first_mut() {
-            first.comparator = Some(COMPARATOR_NAME.to_string());
+            first.comparator = Some(BYTEWISE_COMPARATOR_NAME.to_string());
             first.next_file_number = edit.next_file_number;
             first.last_sequence = edit.last_sequence;
             first.max_column_family = Some(self.max_column_family);
@@ -446,17 +519,31 @@ fn parse_current(contents: &[u8]) -> Option<u64> {
     }
 }
 
-/// Applies one manifest edit to the column families being recovered.
+/// Applies one manifest edit to the column families being recovered. `first_record` is true
+/// for the manifest's first record, the only one that may record the default column family's
+/// comparator (it opens the snapshot, and the default column family is never added).
 fn apply_to_families(
     families: &mut BTreeMap<u32, RecoveredColumnFamily>,
     edit: &VersionEdit,
+    first_record: bool,
 ) -> std::result::Result<(), String> {
     let id = edit.column_family;
     if let Some(name) = &edit.add_column_family {
         if id == DEFAULT_COLUMN_FAMILY_ID || families.contains_key(&id) {
             return Err(format!("edit adds column family {id}, which exists"));
         }
-        families.insert(id, RecoveredColumnFamily { name: name.clone(), files: HashMap::new(), log_number: 0 });
+        families.insert(id, RecoveredColumnFamily::new(name.clone()));
+    }
+    if let Some(comparator) = &edit.column_family_comparator {
+        // A column family's order is fixed when it is created; recording it anywhere else
+        // could make one column family's tables be read in two orders.
+        let at_creation = edit.add_column_family.is_some() || (id == DEFAULT_COLUMN_FAMILY_ID && first_record);
+        if !at_creation || edit.drop_column_family {
+            return Err(format!("edit sets the comparator of column family {id} after its creation"));
+        }
+        if let Some(family) = families.get_mut(&id) {
+            family.comparator_name = Some(comparator.clone());
+        }
     }
     if edit.drop_column_family {
         if id == DEFAULT_COLUMN_FAMILY_ID || families.remove(&id).is_none() {
@@ -492,12 +579,23 @@ fn apply_to_families(
     Ok(())
 }
 
+/// Every file's smallest key sorts at or before its largest in the column family's order.
+fn check_key_ranges(
+    files: &HashMap<u64, (u32, FileMetadata)>,
+    comparator: &KeyComparator,
+) -> std::result::Result<(), String> {
+    match files.values().find(|(_, meta)| comparator.compare_internal_keys(&meta.smallest, &meta.largest).is_gt()) {
+        Some((_, meta)) => Err(format!("file {}: smallest key sorts after largest key", meta.number)),
+        None => Ok(()),
+    }
+}
+
 /// Invariant I4, checked on what the manifest says: files of levels 1 and deeper must not
 /// overlap (a damaged manifest that passes its checksums must not lead to wrong reads).
 fn check_levels_disjoint(version: &Version) -> std::result::Result<(), String> {
     for (level, files) in version.levels.iter().enumerate().skip(1) {
         for pair in files.windows(2) {
-            if pair[0].largest_user_key() >= pair[1].smallest_user_key() {
+            if version.comparator.compare_user_keys(pair[0].largest_user_key(), pair[1].smallest_user_key()).is_ge() {
                 return Err(format!("files {} and {} of level {level} overlap", pair[0].number(), pair[1].number()));
             }
         }
@@ -505,17 +603,217 @@ fn check_levels_disjoint(version: &Version) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn build_version(files: &HashMap<u64, (u32, FileMetadata)>, janitor: &Arc<FileJanitor>) -> Version {
+fn build_version(
+    files: &HashMap<u64, (u32, FileMetadata)>,
+    janitor: &Arc<FileJanitor>,
+    comparator: KeyComparator,
+) -> Version {
     let mut levels: Vec<Vec<Arc<TableFile>>> = vec![Vec::new(); NUM_LEVELS];
     for (level, meta) in files.values() {
         levels[*level as usize].push(Arc::new(TableFile::new(meta.clone(), Arc::clone(janitor))));
     }
-    Version::from_files(levels)
+    Version::from_files(levels, comparator)
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::comparator::ReverseBytewiseComparator;
+    use crate::db::table_cache::TableCache;
+    use crate::fs::MemFileSystem;
+    use crate::key::{make_internal_key, ValueKind};
+
+    fn reverse() -> KeyComparator {
+        KeyComparator::Custom(Arc::new(ReverseBytewiseComparator))
+    }
+
+    /// An in-memory directory and the janitor a version set needs.
+    fn directory() -> (Arc<dyn FileSystem>, PathBuf, Arc<FileJanitor>) {
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let dir = PathBuf::from("/db");
+        file_system.create_dir_all(&dir).expect("mkdir");
+        let table_cache = Arc::new(TableCache::new(dir.clone(), Arc::clone(&file_system), None, 16));
+        let janitor = Arc::new(FileJanitor { dir: dir.clone(), file_system: Arc::clone(&file_system), table_cache });
+        (file_system, dir, janitor)
+    }
+
+    /// Writes `edits` as manifest 1 and points `CURRENT` at it.
+    fn write_manifest(file_system: &Arc<dyn FileSystem>, dir: &Path, edits: &[VersionEdit]) {
+        let path = manifest_path(dir, 1);
+        let mut writer = LogWriter::new(file_system.create(&path).expect("create"), path);
+        for edit in edits {
+            let mut record = Vec::new();
+            edit.encode(&mut record);
+            writer.add_record(&record).expect("append");
+        }
+        writer.sync().expect("sync");
+        set_current_file(file_system.as_ref(), dir, 1).expect("CURRENT");
+    }
+
+    /// The first record of a manifest: the global fields and the default column family.
+    fn first_record() -> VersionEdit {
+        VersionEdit {
+            comparator: Some(BYTEWISE_COMPARATOR_NAME.to_string()),
+            log_number: Some(0),
+            next_file_number: Some(10),
+            last_sequence: Some(0),
+            max_column_family: Some(3),
+            ..VersionEdit::default()
+        }
+    }
+
+    fn file(number: u64, smallest: &[u8], largest: &[u8]) -> FileMetadata {
+        FileMetadata {
+            number,
+            file_size_bytes: 100,
+            smallest: make_internal_key(smallest, 5, ValueKind::Put),
+            largest: make_internal_key(largest, 5, ValueKind::Put),
+            smallest_sequence: 5,
+            largest_sequence: 5,
+            num_entries: 2,
+            num_deletions: 0,
+        }
+    }
+
+    fn recover_with(
+        file_system: &Arc<dyn FileSystem>,
+        dir: &Path,
+        janitor: &Arc<FileJanitor>,
+        comparator_of: &dyn Fn(&str) -> KeyComparator,
+    ) -> Result<VersionSet> {
+        VersionSet::recover(dir, Arc::clone(file_system), Arc::clone(janitor), comparator_of)
+    }
+
+    #[test]
+    fn comparators_are_recorded_only_when_not_bytewise_and_survive_recovery() {
+        let (file_system, dir, janitor) = directory();
+        let mut set = VersionSet::new_empty(&dir, Arc::clone(&file_system), Arc::clone(&janitor), reverse());
+        let id = set.new_column_family_id();
+        let add = |name: &str, id: u32| VersionEdit {
+            column_family: id,
+            add_column_family: Some(name.to_string()),
+            log_number: Some(0),
+            ..VersionEdit::default()
+        };
+        set.add_column_family(add("bytes", id), KeyComparator::Bytewise).expect("add bytes");
+        let id = set.new_column_family_id();
+        set.add_column_family(add("descending", id), reverse()).expect("add descending");
+        // A file whose keys are in reverse order, valid only in a reverse column family.
+        let number = set.new_file_number();
+        let edit =
+            VersionEdit { column_family: id, new_files: vec![(1, file(number, b"z", b"a"))], ..VersionEdit::default() };
+        set.log_and_apply(edit).expect("file");
+        // Adding goes through add_column_family, which knows the order.
+        assert!(set.log_and_apply(add("other", 9)).is_err());
+        let changing = VersionEdit {
+            column_family: id,
+            column_family_comparator: Some("other".to_string()),
+            ..VersionEdit::default()
+        };
+        assert!(set.log_and_apply(changing).is_err(), "the comparator of a column family cannot change");
+
+        // The manifest records the non-bytewise orders only.
+        let manifest = file_system.read_all(&manifest_path(&dir, set.manifest_number())).expect("manifest");
+        let mut reader = LogReader::new(manifest, PathBuf::from("m"), WalRecovery::Absolute, true);
+        let mut recorded = Vec::new();
+        while let Some((_, record)) = reader.next_record().expect("record") {
+            let edit = VersionEdit::decode(record, Path::new("m"), 0).expect("edit");
+            recorded.push((edit.column_family, edit.column_family_comparator));
+        }
+        let reverse_name = Some(reverse().name().to_string());
+        assert_eq!(recorded, vec![(0, reverse_name.clone()), (1, None), (2, reverse_name.clone()), (2, None)]);
+
+        let by_name = |name: &str| if name == "bytes" { KeyComparator::Bytewise } else { reverse() };
+        let recovered = recover_with(&file_system, &dir, &janitor, &by_name).expect("recover");
+        let names: Vec<(&str, &str)> = recovered
+            .column_families()
+            .values()
+            .map(|family| (family.name.as_str(), family.comparator().name()))
+            .collect();
+        assert_eq!(
+            names,
+            [
+                ("default", "riptide.reverse_bytewise"),
+                ("bytes", "riptide.bytewise"),
+                ("descending", "riptide.reverse_bytewise")
+            ]
+        );
+        assert_eq!(recovered.current(id).levels[1].len(), 1);
+
+        // Any other comparator for any of them is refused, naming both orders.
+        for wrong in ["default", "bytes", "descending"] {
+            let swapped = |name: &str| {
+                let right = by_name(name);
+                match (name == wrong, right.is_bytewise()) {
+                    (false, _) => right,
+                    (true, true) => reverse(),
+                    (true, false) => KeyComparator::Bytewise,
+                }
+            };
+            match recover_with(&file_system, &dir, &janitor, &swapped) {
+                Err(Error::InvalidArgument(message)) => {
+                    assert!(message.contains(wrong) && message.contains("riptide.reverse_bytewise"), "{message}");
+                    assert!(message.contains("riptide.bytewise"), "{message}");
+                }
+                other => panic!("{wrong}: expected InvalidArgument, got {:?}", other.map(|_| ())),
+            }
+        }
+    }
+
+    #[test]
+    fn comparators_are_accepted_only_where_a_column_family_is_created() {
+        let (file_system, dir, janitor) = directory();
+        let reverse_name = Some(reverse().name().to_string());
+        let always_reverse = |_: &str| reverse();
+        let expect_corruption = |edits: &[VersionEdit], what: &str| {
+            write_manifest(&file_system, &dir, edits);
+            match recover_with(&file_system, &dir, &janitor, &always_reverse) {
+                Err(error) if error.is_corruption() => {}
+                other => panic!("{what}: expected corruption, got {:?}", other.map(|_| ())),
+            }
+        };
+        // The default column family's comparator belongs in the first record.
+        let first = VersionEdit { column_family_comparator: reverse_name.clone(), ..first_record() };
+        write_manifest(&file_system, &dir, &[first]);
+        recover_with(&file_system, &dir, &janitor, &always_reverse).expect("in the first record");
+        let later = VersionEdit { column_family_comparator: reverse_name.clone(), ..VersionEdit::default() };
+        expect_corruption(&[first_record(), later], "default column family, later record");
+        // Another column family's comparator belongs in the edit that adds it.
+        let add = VersionEdit {
+            column_family: 1,
+            add_column_family: Some("one".to_string()),
+            column_family_comparator: reverse_name.clone(),
+            ..VersionEdit::default()
+        };
+        let default_reverse = VersionEdit { column_family_comparator: reverse_name.clone(), ..first_record() };
+        write_manifest(&file_system, &dir, &[default_reverse.clone(), add.clone()]);
+        recover_with(&file_system, &dir, &janitor, &always_reverse).expect("with the add");
+        let set_later =
+            VersionEdit { column_family: 1, column_family_comparator: reverse_name, ..VersionEdit::default() };
+        let add_bytewise = VersionEdit { column_family_comparator: None, ..add };
+        expect_corruption(&[default_reverse, add_bytewise, set_later], "after the add");
+    }
+
+    #[test]
+    fn a_manifest_without_comparators_is_bytewise_and_key_ranges_follow_the_order() {
+        let (file_system, dir, janitor) = directory();
+        // Keys "z".."a" are a valid range in reverse order only.
+        let reversed_file = VersionEdit { new_files: vec![(1, file(3, b"z", b"a"))], ..VersionEdit::default() };
+        write_manifest(&file_system, &dir, &[first_record(), reversed_file]);
+        match recover_with(&file_system, &dir, &janitor, &|_| KeyComparator::Bytewise) {
+            Err(error) if error.is_corruption() => {}
+            other => panic!("a reversed range in a bytewise column family: {:?}", other.map(|_| ())),
+        }
+        // Without tag 12 the column family is bytewise, so a reverse comparator is refused.
+        match recover_with(&file_system, &dir, &janitor, &|_| reverse()) {
+            Err(Error::InvalidArgument(_)) => {}
+            other => panic!("expected InvalidArgument, got {:?}", other.map(|_| ())),
+        }
+        let ordered_file = VersionEdit { new_files: vec![(1, file(3, b"a", b"z"))], ..VersionEdit::default() };
+        write_manifest(&file_system, &dir, &[first_record(), ordered_file]);
+        let set = recover_with(&file_system, &dir, &janitor, &|_| KeyComparator::Bytewise).expect("bytewise");
+        assert!(set.current(0).comparator.is_bytewise());
+    }
 
     #[test]
     fn current_parsing() {

@@ -4,19 +4,20 @@
 //! they started with, so the files it names stay on disk while they read (a file is deleted only
 //! when the last [`TableFile`] handle is dropped after the manifest has recorded its removal).
 //!
-//! Invariants (see `docs/invariants.md`): I4, files of levels 1 and deeper are sorted by key and
-//! do not overlap; I5, level-0 files are ordered newest first (by largest sequence number), so a
+//! Invariants (see `docs/invariants.md`): I4, files of levels 1 and deeper are sorted by key (in
+//! the column family's order, which every version carries) and do not overlap; I5, level-0 files are ordered newest first (by largest sequence number), so a
 //! point lookup can stop at the first level-0 hit.
 
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
+use crate::comparator::KeyComparator;
 use crate::db::filename::table_path;
 use crate::db::table_cache::TableCache;
 use crate::fs::FileSystem;
 use crate::iterator::level::FileRange;
-use crate::key::{compare_internal_keys, user_key};
+use crate::key::user_key;
 use crate::version::edit::FileMetadata;
 
 /// Number of levels in the tree.
@@ -55,9 +56,11 @@ impl TableFile {
         user_key(&self.meta.largest)
     }
 
-    /// True when `[smallest, largest]` (user keys, inclusive) intersects this file's range.
-    pub(crate) fn overlaps(&self, smallest: &[u8], largest: &[u8]) -> bool {
-        self.largest_user_key() >= smallest && self.smallest_user_key() <= largest
+    /// True when `[smallest, largest]` (user keys, inclusive, in `comparator`'s order)
+    /// intersects this file's range.
+    pub(crate) fn overlaps(&self, smallest: &[u8], largest: &[u8], comparator: &KeyComparator) -> bool {
+        comparator.compare_user_keys(self.largest_user_key(), smallest).is_ge()
+            && comparator.compare_user_keys(self.smallest_user_key(), largest).is_le()
     }
 
     /// Marks the file for deletion once unreferenced. Called only after the manifest edit that
@@ -79,21 +82,24 @@ impl Drop for TableFile {
 }
 
 /// The live files of the tree.
-#[derive(Clone, Default)]
+#[derive(Clone)]
 pub(crate) struct Version {
     pub(crate) levels: Vec<Vec<Arc<TableFile>>>,
     /// Per level, the key ranges of its files in the same order, built once so that every
     /// iterator over a level shares them instead of copying keys.
     pub(crate) level_ranges: Vec<Arc<[FileRange]>>,
+    /// The order of the column family's keys, which sorts the levels and answers every
+    /// question about key ranges.
+    pub(crate) comparator: KeyComparator,
 }
 
 impl Version {
-    pub(crate) fn empty() -> Version {
-        Version::from_files(vec![Vec::new(); NUM_LEVELS])
+    pub(crate) fn empty(comparator: KeyComparator) -> Version {
+        Version::from_files(vec![Vec::new(); NUM_LEVELS], comparator)
     }
 
     /// Builds a version from files, sorting each level as its invariant requires.
-    pub(crate) fn from_files(mut levels: Vec<Vec<Arc<TableFile>>>) -> Version {
+    pub(crate) fn from_files(mut levels: Vec<Vec<Arc<TableFile>>>, comparator: KeyComparator) -> Version {
         levels.resize(NUM_LEVELS, Vec::new());
         for (level, files) in levels.iter_mut().enumerate() {
             if level == 0 {
@@ -101,7 +107,7 @@ impl Version {
                     b.meta.largest_sequence.cmp(&a.meta.largest_sequence).then(b.number().cmp(&a.number()))
                 });
             } else {
-                files.sort_by(|a, b| compare_internal_keys(&a.meta.smallest, &b.meta.smallest));
+                files.sort_by(|a, b| comparator.compare_internal_keys(&a.meta.smallest, &b.meta.smallest));
             }
         }
         let level_ranges = levels
@@ -114,7 +120,7 @@ impl Version {
                     .into()
             })
             .collect();
-        Version { levels, level_ranges }
+        Version { levels, level_ranges, comparator }
     }
 
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
@@ -123,14 +129,21 @@ impl Version {
 
     /// Files of `level` whose user-key range intersects `[smallest, largest]`.
     pub(crate) fn overlapping_files(&self, level: usize, smallest: &[u8], largest: &[u8]) -> Vec<Arc<TableFile>> {
-        self.levels[level].iter().filter(|f| f.overlaps(smallest, largest)).cloned().collect()
+        self.levels[level].iter().filter(|f| f.overlaps(smallest, largest, &self.comparator)).cloned().collect()
+    }
+
+    /// True when some file of `level` intersects `[smallest, largest]`.
+    pub(crate) fn level_overlaps(&self, level: usize, smallest: &[u8], largest: &[u8]) -> bool {
+        self.levels[level].iter().any(|f| f.overlaps(smallest, largest, &self.comparator))
     }
 
     /// For levels 1 and deeper: the index of the only file that may hold `key`.
     pub(crate) fn find_file(&self, level: usize, key: &[u8]) -> Option<usize> {
         debug_assert!(level > 0);
         let files = &self.levels[level];
-        let index = files.partition_point(|f| f.largest_user_key() < key);
-        (index < files.len() && files[index].smallest_user_key() <= key).then_some(index)
+        let comparator = &self.comparator;
+        let index = files.partition_point(|f| comparator.compare_user_keys(f.largest_user_key(), key).is_lt());
+        (index < files.len() && comparator.compare_user_keys(files[index].smallest_user_key(), key).is_le())
+            .then_some(index)
     }
 }
