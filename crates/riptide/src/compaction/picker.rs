@@ -535,6 +535,14 @@ fn scores_of_idle_files(
     running: &RunningJobs<'_>,
 ) -> [f64; NUM_LEVELS] {
     let idle_files = |level: usize| version.levels[level].iter().filter(|file| !running.is_busy(file));
+    // Bytes waiting above each level to be compacted down into it or through it: all of level
+    // 0 and, for each sorted level, its excess over target (all of it for an unused level).
+    let mut incoming_bytes = [0u64; NUM_LEVELS];
+    let mut waiting = version.level_bytes(0);
+    for level in 1..NUM_LEVELS {
+        incoming_bytes[level] = waiting;
+        waiting = waiting.saturating_add(version.level_bytes(level).saturating_sub(targets.target_bytes[level]));
+    }
     std::array::from_fn(|level| match level {
         0 => {
             let count_score = idle_files(0).count() as f64 / options.trigger_files() as f64;
@@ -543,7 +551,18 @@ fn scores_of_idle_files(
         }
         LAST_LEVEL => 0.0,
         _ if targets.target_bytes[level] > 0 => {
-            total_bytes_of(idle_files(level)) as f64 / targets.target_bytes[level] as f64
+            // A level over target yields to the data above it: it is due only once it exceeds
+            // its target by more than what is waiting to come down. Moving data down later,
+            // from a fuller level, rewrites fewer bytes of the level below per byte moved (the
+            // overlap ratio falls as the level grows), and the level stays bounded by its
+            // target plus the data above it.
+            let bytes = total_bytes_of(idle_files(level)) as f64;
+            let target = targets.target_bytes[level] as f64;
+            if bytes <= target {
+                bytes / target
+            } else {
+                bytes / (target + incoming_bytes[level] as f64)
+            }
         }
         _ if idle_files(level).next().is_some() => UNUSED_LEVEL_SCORE,
         _ => 0.0,
@@ -1014,7 +1033,8 @@ mod tests {
         assert_eq!(scores[2], UNUSED_LEVEL_SCORE);
         assert_eq!(scores[1], 0.0);
         assert_eq!(scores[3], 0.0);
-        assert_eq!(scores[4], 5.0);
+        // Level 4 is five times its target, less the unused level's 10 bytes waiting above it.
+        assert_eq!(scores[4], 5_000.0 / 1_010.0);
         let plan = pick_plan(&version, &[]);
         assert_eq!((plan.level, plan.output_level, plan.reason), (2, 3, CompactionReason::LevelSize));
         assert_eq!(numbers(&plan.inputs), vec![unused]);
@@ -1079,12 +1099,41 @@ mod tests {
         }
         let version = tree.version();
         let scores = level_scores(&version, &options(), &level_targets(&version, &options()));
-        assert_eq!((scores[4], scores[5]), (2.0, 3.0));
+        // Level 5's score counts level 4's excess (1,000 bytes) as waiting to come down.
+        assert_eq!((scores[4], scores[5]), (2.0, 30_000.0 / 11_000.0));
         assert_eq!(pick_plan(&version, &[]).level, 5);
 
         tree.add(4, "h", "i", BASE_BYTES * 2);
         let plan = pick_plan(&tree.version(), &[]);
         assert_eq!((plan.level, plan.output_level, plan.reason), (4, 5, CompactionReason::LevelSize));
+    }
+
+    #[test]
+    fn a_level_over_target_yields_to_the_data_waiting_above_it() {
+        let mut tree = Tree::with_last_level_bytes(BASE_BYTES * 100);
+        // Level 5 (target 10,000) holds 10,500: due on its own.
+        for key in ["e", "f", "g"] {
+            tree.add(5, key, key, 3_500);
+        }
+        let scores = |tree: &Tree| {
+            let version = tree.version();
+            level_scores(&version, &options(), &level_targets(&version, &options()))
+        };
+        assert_eq!(scores(&tree)[5], 1.05);
+        // With 900 bytes in level 0 (below its triggers) waiting to come down, level 5 is not
+        // due: it waits until they have moved into it.
+        for key in ["a", "b", "c"] {
+            tree.add(0, key, key, 300);
+        }
+        let waiting = scores(&tree);
+        assert!(waiting[0] < 1.0);
+        assert_eq!(waiting[5], 10_500.0 / 10_900.0);
+        assert!(pick(&tree.version(), &options(), &[], &no_pointers()).is_none());
+        // The level stays bounded: once it exceeds its target by more than what waits above,
+        // it is due again.
+        tree.add(5, "h", "h", 1_500);
+        assert_eq!(scores(&tree)[5], 12_000.0 / 10_900.0);
+        assert_eq!(pick_plan(&tree.version(), &[]).level, 5);
     }
 
     #[test]
