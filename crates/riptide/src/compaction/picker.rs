@@ -539,8 +539,8 @@ fn scores_of_idle_files(
     // 0 and, for each sorted level, its excess over target (all of it for an unused level).
     let mut incoming_bytes = [0u64; NUM_LEVELS];
     let mut waiting = version.level_bytes(0);
-    for level in 1..NUM_LEVELS {
-        incoming_bytes[level] = waiting;
+    for (level, incoming) in incoming_bytes.iter_mut().enumerate().skip(1) {
+        *incoming = waiting;
         waiting = waiting.saturating_add(version.level_bytes(level).saturating_sub(targets.target_bytes[level]));
     }
     std::array::from_fn(|level| match level {
