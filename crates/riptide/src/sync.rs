@@ -6,22 +6,30 @@
 //! imports. Under `--cfg loom` (`make loom`) the same names are loom's model types, which let
 //! loom run a test body under every interleaving of its threads, every value a load may legally
 //! return under the C++ memory model, and report lost wake-ups as deadlocks. The memtable's
-//! skiplist and arena import from here; their models live in `#[cfg(all(test, loom))]` modules
-//! next to the code.
+//! skiplist and arena and the write queue import from here; their models live in
+//! `#[cfg(all(test, loom))]` modules next to the code.
 //!
 //! parking_lot's locks hand out guards directly and wait on a `&mut` guard, while loom follows
 //! `std` (poisoning results, waiting by value); the loom half wraps loom's types to offer
 //! parking_lot's interface, so the modelled code is the production code, unchanged.
 
 #[cfg(not(loom))]
-pub(crate) use parking_lot::Mutex;
+pub(crate) use parking_lot::{Condvar, Mutex};
 #[cfg(not(loom))]
-pub(crate) use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use std::hint::spin_loop;
+#[cfg(not(loom))]
+pub(crate) use std::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+#[cfg(not(loom))]
+pub(crate) use std::sync::Arc;
 
 #[cfg(loom)]
-pub(crate) use loom::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
+pub(crate) use loom::hint::spin_loop;
 #[cfg(loom)]
-pub(crate) use loom_locks::Mutex;
+pub(crate) use loom::sync::atomic::{AtomicBool, AtomicPtr, AtomicUsize, Ordering};
+#[cfg(loom)]
+pub(crate) use loom::sync::Arc;
+#[cfg(loom)]
+pub(crate) use loom_locks::{Condvar, Mutex};
 
 /// `thread_local!` for statics with a constant initialiser (`= const { .. };`): `std`'s
 /// macro in normal builds, and loom's per-model-thread one under loom, which does not accept
@@ -151,25 +159,45 @@ mod loom_locks {
             }
         }
     }
+
+    /// A condition variable that waits on `&mut` guard, as parking_lot's does.
+    #[derive(Debug, Default)]
+    pub(crate) struct Condvar(loom::sync::Condvar);
+
+    impl Condvar {
+        pub(crate) fn new() -> Condvar {
+            Condvar(loom::sync::Condvar::new())
+        }
+
+        pub(crate) fn wait<T>(&self, guard: &mut MutexGuard<'_, T>) {
+            let Some(held) = guard.inner.take() else {
+                unreachable!("a mutex guard is empty only while its condition variable waits")
+            };
+            guard.inner = Some(self.0.wait(held).unwrap_or_else(PoisonError::into_inner));
+        }
+
+        // parking_lot's notification reports whether it woke a thread; loom's does not say, so
+        // this returns nothing, and the modelled code never looks.
+        pub(crate) fn notify_one(&self) {
+            self.0.notify_one();
+        }
+    }
 }
 
-/// Preemptions per execution that the models explore unless `LOOM_MAX_PREEMPTIONS` says
-/// otherwise. Bugs of this code's kind (a missing happens-before edge, a lost wake-up, a lost
-/// CAS race) need one or two preemptions to show; each more multiplies the run time.
-#[cfg(all(test, loom))]
-const DEFAULT_PREEMPTION_BOUND: usize = 2;
-
 /// Runs `body` under loom: once for every interleaving and every allowed load result that
-/// loom explores within the preemption bound, panicking with the failing schedule's story when
-/// an assertion, a causality check or the deadlock detector fails in one of them.
+/// loom explores within `preemption_bound` preemptions per execution (`LOOM_MAX_PREEMPTIONS`
+/// overrides it), panicking with the failing schedule's story when an assertion, a causality
+/// check or the deadlock detector fails in one of them. Bugs of the kinds modelled here (a
+/// missing happens-before edge, a lost wake-up, a lost CAS race) need one or two preemptions to
+/// show; each more multiplies the run time, so each model picks the bound it can afford.
 #[cfg(all(test, loom))]
-pub(crate) fn model<F>(body: F)
+pub(crate) fn model<F>(preemption_bound: usize, body: F)
 where
     F: Fn() + Sync + Send + 'static,
 {
     let mut builder = loom::model::Builder::new();
     if builder.preemption_bound.is_none() {
-        builder.preemption_bound = Some(DEFAULT_PREEMPTION_BOUND);
+        builder.preemption_bound = Some(preemption_bound);
     }
     // Counted with a plain `std` atomic: loom's objects live only inside one execution.
     let executions = std::sync::Arc::new(std::sync::atomic::AtomicUsize::new(0));

@@ -25,6 +25,7 @@ mod read;
 mod stats;
 pub(crate) mod table_cache;
 mod write;
+mod write_queue;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -120,7 +121,7 @@ pub(crate) struct DbInner {
     /// Signalled (with the state mutex) when the database closes, for threads that otherwise
     /// wait out a timer.
     pub(crate) shutdown_signal: Condvar,
-    pub(crate) write_queue: Mutex<WriteQueue>,
+    pub(crate) write_queue: WriteQueue,
     pub(crate) wal: Mutex<WalState>,
     /// Highest sequence number assigned to a write (written to the WAL). Only the write leader
     /// changes it.

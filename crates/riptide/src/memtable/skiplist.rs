@@ -833,7 +833,7 @@ mod loom_models {
     #[test]
     fn one_gap_two_writers_and_a_reader() {
         const VALUE_BYTES: usize = 3;
-        model(|| {
+        model(2, || {
             let list = Arc::new(SkipList::new(0));
             insert(&list, 10, 2, VALUE_BYTES);
             insert(&list, 40, 2, VALUE_BYTES);
@@ -878,7 +878,7 @@ mod loom_models {
         // With a 1 KiB chunk (the smallest), the head and three entries of this size leave too
         // little room for a fourth entry.
         const VALUE_BYTES: usize = 200;
-        model(|| {
+        model(2, || {
             let list = Arc::new(SkipList::new(0));
             for number in [10, 20, 30] {
                 insert(&list, number, 1, VALUE_BYTES);
