@@ -6,8 +6,9 @@
 //! imports. Under `--cfg loom` (`make loom`) the same names are loom's model types, which let
 //! loom run a test body under every interleaving of its threads, every value a load may legally
 //! return under the C++ memory model, and report lost wake-ups as deadlocks. The memtable's
-//! skiplist and arena and the write queue import from here; their models live in
-//! `#[cfg(all(test, loom))]` modules next to the code.
+//! skiplist and arena, the write queue, and the versions and table files (whose `Arc`s are the
+//! reference counts that decide when a file is deleted) import from here; their models live
+//! in `#[cfg(all(test, loom))]` modules next to the code.
 //!
 //! parking_lot's locks hand out guards directly and wait on a `&mut` guard, while loom follows
 //! `std` (poisoning results, waiting by value); the loom half wraps loom's types to offer

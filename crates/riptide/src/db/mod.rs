@@ -64,7 +64,8 @@ pub(crate) struct ReadView {
     pub(crate) memtable: Arc<MemTable>,
     /// Immutable memtables, newest first.
     pub(crate) immutables: Vec<Arc<MemTable>>,
-    pub(crate) version: Arc<Version>,
+    /// Through the shim's `Arc`, as versions are shared (see `version::tree`).
+    pub(crate) version: crate::sync::Arc<Version>,
 }
 
 /// A compaction in progress, so that parallel jobs never share files or write overlapping

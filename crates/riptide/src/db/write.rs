@@ -642,7 +642,7 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
         let empty_view = ReadView {
             memtable: Arc::new(MemTable::new(DROPPED_MEMTABLE_SIZE_BYTES)),
             immutables: Vec::new(),
-            version: Arc::new(Version::empty()),
+            version: crate::sync::Arc::new(Version::empty()),
         };
         *shared.read_view.write() = Arc::new(empty_view);
         // Its memtables no longer pin logs.

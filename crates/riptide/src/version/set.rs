@@ -16,13 +16,16 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::batch::DEFAULT_COLUMN_FAMILY_ID;
 use crate::db::filename::{manifest_file_name, manifest_path, temp_file_name, CURRENT_FILE_NAME};
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::WalRecovery;
+// Versions and table files are shared through the shim's `Arc`, so that the loom model of
+// their reference counting (in `tree.rs`) counts them; the file system and the janitor are
+// plain shared services.
+use crate::sync::Arc;
 use crate::version::edit::{FileMetadata, VersionEdit};
 use crate::version::tree::{FileJanitor, TableFile, Version, NUM_LEVELS};
 use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
@@ -47,8 +50,8 @@ pub(crate) struct ColumnFamilyVersion {
 
 pub(crate) struct VersionSet {
     dir: PathBuf,
-    file_system: Arc<dyn FileSystem>,
-    janitor: Arc<FileJanitor>,
+    file_system: std::sync::Arc<dyn FileSystem>,
+    janitor: std::sync::Arc<FileJanitor>,
     column_families: BTreeMap<u32, ColumnFamilyVersion>,
     /// The largest column family id ever handed out; ids are never reused, so a record of a
     /// dropped column family in an old log can never be taken for a new one's.
@@ -69,7 +72,11 @@ struct RecoveredColumnFamily {
 impl VersionSet {
     /// A version set for a brand-new database: nothing is written until the first
     /// `log_and_apply`, which creates the first manifest and `CURRENT`.
-    pub(crate) fn new_empty(dir: &Path, file_system: Arc<dyn FileSystem>, janitor: Arc<FileJanitor>) -> VersionSet {
+    pub(crate) fn new_empty(
+        dir: &Path,
+        file_system: std::sync::Arc<dyn FileSystem>,
+        janitor: std::sync::Arc<FileJanitor>,
+    ) -> VersionSet {
         let mut column_families = BTreeMap::new();
         column_families.insert(
             DEFAULT_COLUMN_FAMILY_ID,
@@ -95,8 +102,8 @@ impl VersionSet {
     /// Reads `CURRENT` and the manifest it names and rebuilds every column family's version.
     pub(crate) fn recover(
         dir: &Path,
-        file_system: Arc<dyn FileSystem>,
-        janitor: Arc<FileJanitor>,
+        file_system: std::sync::Arc<dyn FileSystem>,
+        janitor: std::sync::Arc<FileJanitor>,
     ) -> Result<VersionSet> {
         let current_path = dir.join(CURRENT_FILE_NAME);
         let current = file_system.read_all(&current_path)?;
@@ -353,7 +360,7 @@ impl VersionSet {
             // A moved file keeps its handle: one file, one owner count, one deleter.
             let file = match removed.iter().find(|f| f.number() == meta.number) {
                 Some(moved) => Arc::clone(moved),
-                None => Arc::new(TableFile::new(meta.clone(), Arc::clone(&self.janitor))),
+                None => Arc::new(TableFile::new(meta.clone(), std::sync::Arc::clone(&self.janitor))),
             };
             files.push(file);
         }
@@ -505,10 +512,10 @@ fn check_levels_disjoint(version: &Version) -> std::result::Result<(), String> {
     Ok(())
 }
 
-fn build_version(files: &HashMap<u64, (u32, FileMetadata)>, janitor: &Arc<FileJanitor>) -> Version {
+fn build_version(files: &HashMap<u64, (u32, FileMetadata)>, janitor: &std::sync::Arc<FileJanitor>) -> Version {
     let mut levels: Vec<Vec<Arc<TableFile>>> = vec![Vec::new(); NUM_LEVELS];
     for (level, meta) in files.values() {
-        levels[*level as usize].push(Arc::new(TableFile::new(meta.clone(), Arc::clone(janitor))));
+        levels[*level as usize].push(Arc::new(TableFile::new(meta.clone(), std::sync::Arc::clone(janitor))));
     }
     Version::from_files(levels)
 }
