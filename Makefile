@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize
+.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -80,6 +80,13 @@ soak: setup
 ## missing); crashes are copied to fuzz/regressions/, one ledger line per target.
 fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash reliability/fuzz.sh
+
+## loom: the loom models of the lock-free code (`--cfg loom` builds against loom's model
+## threads, atomics and locks, in target/loom): every interleaving within LOOM_MAX_PREEMPTIONS
+## preemptions (default 2; 3 takes about ten times as long). See "Concurrency models" in
+## docs/architecture.md.
+loom: setup
+	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p riptide --release --lib loom_models -- --nocapture
 
 ## sanitize: the stress driver under AddressSanitizer and ThreadSanitizer (nightly).
 sanitize: setup

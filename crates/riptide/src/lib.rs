@@ -37,6 +37,7 @@ mod memtable;
 mod options;
 mod snapshot;
 mod sstable;
+mod sync;
 mod version;
 mod wal;
 

@@ -34,10 +34,11 @@
 use std::collections::HashSet;
 use std::fmt;
 use std::ops::Bound;
-use std::sync::Arc;
 
 use crate::comparator::KeyComparator;
 use crate::options::CompactionPriority;
+// Table files are shared through the shim's `Arc`, as versions hold them (see `version::tree`).
+use crate::sync::Arc;
 use crate::version::tree::{TableFile, Version, NUM_LEVELS};
 
 /// The deepest level. It has no size target of its own to exceed: its target follows its size.
@@ -875,17 +876,17 @@ mod tests {
     /// Builds versions from files described by their user-key ranges. The files are never marked
     /// obsolete, so dropping them deletes nothing.
     struct Tree {
-        janitor: Arc<FileJanitor>,
+        janitor: std::sync::Arc<FileJanitor>,
         levels: Vec<Vec<Arc<TableFile>>>,
         next_number: u64,
     }
 
     impl Tree {
         fn new() -> Tree {
-            let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+            let file_system: std::sync::Arc<dyn FileSystem> = std::sync::Arc::new(MemFileSystem::new());
             let dir = PathBuf::from("/db");
-            let table_cache = Arc::new(TableCache::new(dir.clone(), Arc::clone(&file_system), None, 16));
-            let janitor = Arc::new(FileJanitor { dir, file_system, table_cache });
+            let table_cache = std::sync::Arc::new(TableCache::new(dir.clone(), file_system.clone(), None, 16));
+            let janitor = std::sync::Arc::new(FileJanitor { dir, file_system, table_cache });
             Tree { janitor, levels: vec![Vec::new(); NUM_LEVELS], next_number: 1 }
         }
 
@@ -923,7 +924,7 @@ mod tests {
                 num_entries,
                 num_deletions,
             };
-            self.levels[level].push(Arc::new(TableFile::new(meta, Arc::clone(&self.janitor))));
+            self.levels[level].push(Arc::new(TableFile::new(meta, std::sync::Arc::clone(&self.janitor))));
             number
         }
 

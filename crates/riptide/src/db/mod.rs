@@ -25,6 +25,7 @@ mod read;
 mod stats;
 pub(crate) mod table_cache;
 mod write;
+mod write_queue;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
 use std::path::{Path, PathBuf};
@@ -63,7 +64,8 @@ pub(crate) struct ReadView {
     pub(crate) memtable: Arc<MemTable>,
     /// Immutable memtables, newest first.
     pub(crate) immutables: Vec<Arc<MemTable>>,
-    pub(crate) version: Arc<Version>,
+    /// Through the shim's `Arc`, as versions are shared (see `version::tree`).
+    pub(crate) version: crate::sync::Arc<Version>,
 }
 
 /// A compaction in progress, so that parallel jobs never share files or write overlapping
@@ -120,7 +122,7 @@ pub(crate) struct DbInner {
     /// Signalled (with the state mutex) when the database closes, for threads that otherwise
     /// wait out a timer.
     pub(crate) shutdown_signal: Condvar,
-    pub(crate) write_queue: Mutex<WriteQueue>,
+    pub(crate) write_queue: WriteQueue,
     pub(crate) wal: Mutex<WalState>,
     /// Highest sequence number assigned to a write (written to the WAL). Only the write leader
     /// changes it.

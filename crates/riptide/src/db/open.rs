@@ -31,7 +31,7 @@ use super::flush::write_level0_table;
 use super::memory::MemoryGovernor;
 use super::stats::{MemoryPressure, RecoveryStats};
 use super::table_cache::TableCache;
-use super::write::{check_column_family_name_length, insert_batch, WalState, WriteQueue};
+use super::write::{check_column_family_name_length, insert_batch, new_write_queue, WalState};
 use super::{BackgroundStats, Db, DbInner, DbState, ReadView};
 use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::cache::BlockCache;
@@ -237,7 +237,7 @@ pub(crate) fn open_with_column_families(
         background_done: Condvar::new(),
         work_available: Condvar::new(),
         shutdown_signal: Condvar::new(),
-        write_queue: Mutex::new(WriteQueue::default()),
+        write_queue: new_write_queue(),
         wal: Mutex::new(WalState { writer: Some(log_writer), number: log_number, unsynced: false }),
         last_sequence: AtomicU64::new(max_sequence),
         visible_sequence: AtomicU64::new(max_sequence),

@@ -247,7 +247,7 @@ pub(crate) fn new_iterator(
             continue;
         }
         let table_cache = Arc::clone(&inner.table_cache);
-        let version = Arc::clone(&view.version);
+        let version = crate::sync::Arc::clone(&view.version);
         let opener = Arc::new(move |index: usize| -> Result<Box<dyn InternalIterator>> {
             let file = &version.levels[level][index];
             let table = table_cache.get(file.number(), file.meta.file_size_bytes, &version.comparator)?;

@@ -7,11 +7,12 @@
 //! (by itself for small groups; for groups of several writers with at least
 //! `PARALLEL_INSERT_MIN_ENTRIES` entries, each member inserts its own batch while the leader
 //! waits, so both cores work), publishes the new visible sequence, and wakes the members with
-//! the shared result. Then it hands leadership to the next waiting writer. Waiting writers spin
-//! briefly before they sleep. Only the leader touches the WAL writer, the sequence counter and
-//! the memtable switch, so they need no lock of their own beyond the queue discipline (the WAL
-//! sits behind a mutex only for the interval-sync thread and close). `flush` takes leadership
-//! through a token writer that no group ever absorbs; so does dropping a column family.
+//! the shared result. Then it hands leadership to the next waiting writer. The queue and its
+//! hand-offs are `write_queue`'s ([`WriteQueue`], model-checked with loom); this module says what
+//! a group does. Only the leader touches the WAL writer, the sequence counter and the memtable
+//! switch, so they need no lock of their own beyond the queue discipline (the WAL sits behind a
+//! mutex only for the interval-sync thread and close). `flush` takes leadership through a token
+//! writer that no group ever absorbs; so does dropping a column family.
 //!
 //! A group's batches may write to several column families: the leader makes room in each
 //! memtable they name (one WAL serves all column families, so a memtable switch of any column
@@ -20,16 +21,16 @@
 //! Invariant I8: sequence numbers are assigned in WAL order, and the visible sequence only
 //! moves forward, to the end of a group whose batches are all in the memtable.
 
-use std::collections::VecDeque;
-use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
+use std::sync::atomic::Ordering;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use parking_lot::{Condvar, Mutex};
+use parking_lot::Mutex;
 
 use super::column_family::{ColumnFamily, ColumnFamilyShared, ColumnFamilyState};
 use super::filename::log_path;
 use super::stats::MemoryPressure;
+use super::write_queue::{self, Writer};
 use super::{DbInner, DbState, ImmutableMemTable, ReadView};
 use crate::batch::{RecordRef, WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::comparator::KeyComparator;
@@ -64,14 +65,6 @@ pub(crate) struct WalState {
     pub(crate) unsynced: bool,
 }
 
-enum WriterStatus {
-    Waiting,
-    Lead,
-    /// Insert your own batch (its sequence is stamped) into the group's memtable.
-    Insert(Arc<GroupInsert>),
-    Done(Result<()>),
-}
-
 /// The memtables a write group inserts into: the default column family's, and those of the
 /// other column families its batches name.
 pub(crate) struct GroupMemTables {
@@ -88,100 +81,32 @@ impl GroupMemTables {
     }
 }
 
-/// A group whose members insert their own batches into the memtable in parallel, so that both
-/// cores work on large groups. The leader waits until `remaining` reaches zero before it
-/// publishes the group's sequence numbers.
-struct GroupInsert {
-    memtables: GroupMemTables,
-    remaining: AtomicUsize,
-    finished: Mutex<bool>,
-    all_inserted: Condvar,
-}
-
-impl GroupInsert {
-    fn member_finished(&self) {
-        if self.remaining.fetch_sub(1, Ordering::AcqRel) == 1 {
-            *self.finished.lock() = true;
-            self.all_inserted.notify_one();
-        }
-    }
-
-    fn wait(&self) {
-        let mut finished = self.finished.lock();
-        while !*finished {
-            self.all_inserted.wait(&mut finished);
-        }
-    }
-}
-
-struct Writer {
+/// A write waiting in the queue: its batch and what the leader needs to know about it.
+pub(crate) struct PendingWrite {
     /// Locked by the leader (to stamp the sequence and append it to the WAL) and, in a parallel
     /// group, afterwards by its own writer to insert it; never by two at once.
     batch: Mutex<WriteBatch>,
-    /// Encoded size, read without the lock when forming a group.
-    size_bytes: usize,
-    /// True for the placeholder `flush` queues to obtain leadership; it carries no write and is
-    /// never taken into another leader's group.
-    is_flush_token: bool,
     /// The column families other than the default one that the batch writes to, sorted.
     column_family_ids: Vec<u32>,
     sync: bool,
-    status: Mutex<WriterStatus>,
-    /// Set when `status` changes, so a waiter can spin on it without the mutex.
-    has_news: AtomicBool,
-    wake: Condvar,
 }
 
-impl Writer {
-    fn set_status(&self, status: WriterStatus) {
-        let mut current = self.status.lock();
-        *current = status;
-        self.has_news.store(true, Ordering::Release);
-        drop(current);
-        self.wake.notify_one();
-    }
-
-    /// Waits for a status other than `Waiting` and takes it. With `spin`, it busy-waits briefly
-    /// first: the leader usually finishes within microseconds, and a futex sleep plus wake-up
-    /// costs more than that. Spinning only pays when the spinner does not take a core from the
-    /// leader, so callers spin only when no other writer is queued ahead of them: with
-    /// more writers than cores, spinners would starve the leader and throughput collapses.
-    fn wait_for_news(&self, spin: bool) -> WriterStatus {
-        let spin_iterations = if spin { SPIN_ITERATIONS } else { 0 };
-        for _ in 0..spin_iterations {
-            if self.has_news.load(Ordering::Acquire) {
-                break;
-            }
-            std::hint::spin_loop();
-        }
-        let mut status = self.status.lock();
-        loop {
-            let taken = std::mem::replace(&mut *status, WriterStatus::Waiting);
-            if !matches!(taken, WriterStatus::Waiting) {
-                self.has_news.store(false, Ordering::Relaxed);
-                return taken;
-            }
-            self.wake.wait(&mut status);
-        }
+impl PendingWrite {
+    /// The write of the token `with_write_leadership` queues: nothing, and no group takes it.
+    fn token() -> PendingWrite {
+        PendingWrite { batch: Mutex::new(WriteBatch::new()), column_family_ids: Vec::new(), sync: false }
     }
 }
 
-/// Busy-wait iterations before a waiting writer sleeps: about 25 microseconds (a PAUSE takes
-/// about 27 ns on the machines measured), about one group's WAL write and insert. Measured on
-/// 2 cores with 2 and 8 writers of single puts: 200 iterations gave half the throughput of
-/// 1,000, and 2,000 no more than 1,000.
-const SPIN_ITERATIONS: usize = 1000;
+/// The write queue of a database: batches, with memtables shared by parallel inserts.
+pub(crate) type WriteQueue = write_queue::WriteQueue<PendingWrite, GroupMemTables>;
 
-/// A leader runs up to this many groups in a row while writers keep queueing, so that the
-/// queue does not wait for a sleeping writer to wake up and take over after every group. Its
-/// own write is in the first group; later groups only delay its return a little.
-const MAX_GROUPS_PER_LEADER: usize = 16;
+/// One write in the queue, as a group's leader sees it.
+type QueuedWriter = Writer<PendingWrite, GroupMemTables>;
 
-/// Writers waiting for the leader, and whether a leader is active.
-#[derive(Default)]
-pub(crate) struct WriteQueue {
-    pending: VecDeque<Arc<Writer>>,
-    leader_active: bool,
+/// The write queue of a freshly opened database.
+pub(crate) fn new_write_queue() -> WriteQueue {
+    WriteQueue::new(MAX_GROUP_SIZE_BYTES)
 }
 
 fn check_limits(inner: &DbInner, batch: &WriteBatch) -> Result<()> {
@@ -243,120 +168,30 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
     let column_family_ids = referenced_column_families(&batch);
     check_column_families_live(inner, &column_family_ids)?;
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
-    let writer = Arc::new(Writer {
-        size_bytes: batch.size_bytes(),
-        is_flush_token: false,
-        column_family_ids,
-        batch: Mutex::new(batch),
-        sync,
-        status: Mutex::new(WriterStatus::Waiting),
-        has_news: AtomicBool::new(false),
-        wake: Condvar::new(),
-    });
-    {
-        let mut queue = inner.write_queue.lock();
-        let queued_ahead = queue.pending.len();
-        queue.pending.push_back(Arc::clone(&writer));
-        if queue.leader_active {
-            drop(queue);
-            // Only a writer with nobody queued ahead spins, so at most one spins beside the
-            // leader: on two cores, a second spinner would take the leader's core.
-            let spin = queued_ahead == 0;
-            loop {
-                match writer.wait_for_news(spin) {
-                    WriterStatus::Waiting => {}
-                    WriterStatus::Done(result) => return result,
-                    WriterStatus::Lead => break,
-                    WriterStatus::Insert(job) => {
-                        insert_batch(&writer.batch.lock(), |id| job.memtables.get(id));
-                        job.member_finished();
-                    }
-                }
-            }
-        } else {
-            queue.leader_active = true;
-        }
-    }
-    lead(inner, &writer)
+    let size_bytes = batch.size_bytes();
+    let write = PendingWrite { batch: Mutex::new(batch), column_family_ids, sync };
+    inner.write_queue.write(
+        write,
+        size_bytes,
+        |write, memtables| insert_batch(&write.batch.lock(), |id| memtables.get(id)),
+        // A column family dropped after the writer checked it: fail this batch alone (drops
+        // take leadership, so none can happen while the group forms).
+        |write| check_column_families_live(inner, &write.column_family_ids),
+        |group| write_group(inner, group),
+    )
 }
 
-/// Hands write leadership to the writer at the front of the queue, or marks the queue
-/// leaderless when nobody waits. Called by the leader with the queue locked.
-fn pass_leadership(queue: &mut WriteQueue) {
-    match queue.pending.front() {
-        Some(next) => next.set_status(WriterStatus::Lead),
-        None => queue.leader_active = false,
-    }
-}
-
-/// Runs the group with `own` at its head, and further groups while writers keep queueing (up
-/// to `MAX_GROUPS_PER_LEADER`), then passes leadership on.
-fn lead(inner: &DbInner, own: &Arc<Writer>) -> Result<()> {
-    let mut own_result = None;
-    for _round in 0..MAX_GROUPS_PER_LEADER {
-        let round = usize::from(own_result.is_some());
-        let group: Vec<Arc<Writer>> = {
-            let mut queue = inner.write_queue.lock();
-            debug_assert!(round > 0 || queue.pending.front().is_some_and(|w| Arc::ptr_eq(w, own)));
-            let mut group = Vec::new();
-            let mut group_bytes = 0;
-            while let Some(front) = queue.pending.front() {
-                let size = front.size_bytes;
-                // A flush token is no write: it must leave the queue only as a leader (see
-                // `flush`), so it ends a group and is never the head of a later round.
-                if front.is_flush_token && (round > 0 || !group.is_empty()) {
-                    break;
-                }
-                if !group.is_empty() && group_bytes + size > MAX_GROUP_SIZE_BYTES {
-                    break;
-                }
-                let Some(writer) = queue.pending.pop_front() else { break };
-                // A column family dropped after the writer checked it: fail this batch alone
-                // (drops take leadership, so none can happen while the group forms).
-                if let Err(error) = check_column_families_live(inner, &writer.column_family_ids) {
-                    if Arc::ptr_eq(&writer, own) {
-                        own_result = Some(Err(error));
-                    } else {
-                        writer.set_status(WriterStatus::Done(Err(error)));
-                    }
-                    continue;
-                }
-                group_bytes += size;
-                group.push(writer);
-            }
-            group
-        };
-        if group.is_empty() {
-            break;
-        }
-        let result = write_group(inner, &group);
-        let mut has_own = false;
-        for member in &group {
-            if Arc::ptr_eq(member, own) {
-                has_own = true;
-                continue;
-            }
-            member.set_status(WriterStatus::Done(match &result {
-                Ok(()) => Ok(()),
-                Err(error) => Err(error.duplicate()),
-            }));
-        }
-        if has_own {
-            own_result = Some(result);
-        }
-    }
-    pass_leadership(&mut inner.write_queue.lock());
-    own_result.unwrap_or_else(|| Err(Error::Closed("write leader formed no group".to_string())))
-}
-
-fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
-    let mut batches: Vec<parking_lot::MutexGuard<'_, WriteBatch>> = group.iter().map(|w| w.batch.lock()).collect();
+/// Runs one group for its leader: makes room in the memtables, assigns the sequence numbers,
+/// appends to the WAL, inserts (in parallel for large groups) and publishes the sequence.
+fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Result<()> {
+    let mut batches: Vec<parking_lot::MutexGuard<'_, WriteBatch>> =
+        group.iter().map(|w| w.write().batch.lock()).collect();
     let entry_count: u64 = batches.iter().map(|b| b.len() as u64).sum();
-    let sync = group.iter().any(|w| w.sync);
+    let sync = group.iter().any(|w| w.write().sync);
     let memtables = {
         let mut ids = vec![DEFAULT_COLUMN_FAMILY_ID];
         for member in group {
-            ids.extend_from_slice(&member.column_family_ids);
+            ids.extend_from_slice(&member.write().column_family_ids);
         }
         ids.sort_unstable();
         ids.dedup();
@@ -397,17 +232,9 @@ fn write_group(inner: &DbInner, group: &[Arc<Writer>]) -> Result<()> {
     if parallel {
         // The members lock their own batches, so release them first.
         drop(batches);
-        let job = Arc::new(GroupInsert {
-            memtables,
-            remaining: AtomicUsize::new(group.len() - 1),
-            finished: Mutex::new(false),
-            all_inserted: Condvar::new(),
+        WriteQueue::insert_in_parallel(group, memtables, |write, memtables| {
+            insert_batch(&write.batch.lock(), |id| memtables.get(id))
         });
-        for member in &group[1..] {
-            member.set_status(WriterStatus::Insert(Arc::clone(&job)));
-        }
-        insert_batch(&group[0].batch.lock(), |id| job.memtables.get(id));
-        job.wait();
     } else {
         for batch in &batches {
             insert_batch(batch, |id| memtables.get(id));
@@ -727,31 +554,7 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
 /// and the memtables meanwhile (flush, dropping a column family). The token used to queue is
 /// never absorbed into a write group.
 fn with_write_leadership<T>(inner: &DbInner, action: impl FnOnce() -> T) -> T {
-    let token = Arc::new(Writer {
-        batch: Mutex::new(WriteBatch::new()),
-        size_bytes: 0,
-        is_flush_token: true,
-        column_family_ids: Vec::new(),
-        sync: false,
-        status: Mutex::new(WriterStatus::Waiting),
-        has_news: AtomicBool::new(false),
-        wake: Condvar::new(),
-    });
-    {
-        let mut queue = inner.write_queue.lock();
-        queue.pending.push_back(Arc::clone(&token));
-        if queue.leader_active {
-            drop(queue);
-            while !matches!(token.wait_for_news(false), WriterStatus::Lead) {}
-        } else {
-            queue.leader_active = true;
-        }
-    }
-    let result = action();
-    let mut queue = inner.write_queue.lock();
-    queue.pending.pop_front();
-    pass_leadership(&mut queue);
-    result
+    inner.write_queue.with_leadership(PendingWrite::token(), action)
 }
 
 /// Switches every non-empty active memtable and waits until every immutable memtable is
@@ -851,7 +654,7 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
         let empty_view = ReadView {
             memtable: shared.new_memtable(DROPPED_MEMTABLE_SIZE_BYTES),
             immutables: Vec::new(),
-            version: Arc::new(Version::empty(shared.comparator.clone())),
+            version: crate::sync::Arc::new(Version::empty(shared.comparator.clone())),
         };
         *shared.read_view.write() = Arc::new(empty_view);
         // Its memtables no longer pin logs.

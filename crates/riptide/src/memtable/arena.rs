@@ -18,9 +18,10 @@
 
 use std::alloc::{self, Layout};
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicUsize, Ordering};
 
-use parking_lot::Mutex;
+// From the shim rather than `std` and `parking_lot` directly, so that the skiplist's loom model
+// (`make loom`) also explores the arena's chunk switches; normal builds get the same types.
+use crate::sync::{AtomicPtr, AtomicUsize, Mutex, Ordering};
 
 /// Alignment of every block the arena returns: enough for `u64` and for the pointer-sized
 /// atomics of skiplist towers.

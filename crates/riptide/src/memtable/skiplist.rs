@@ -21,6 +21,9 @@
 //! key and value bytes never change afterwards. A node is reachable at level `l` only after it is
 //! linked at every level below `l`, and it never leaves the list.
 //!
+//! The loom models at the end of this file (`make loom`) run this code, arena included, under
+//! every interleaving of two writers and a reader within a preemption bound.
+//!
 //! Invariants: every level is a singly linked list sorted strictly ascending in internal-key
 //! order under the list's comparator (user key in the column family's order, then trailer
 //! descending); level 0 holds every inserted node; no internal key appears
@@ -32,11 +35,13 @@ use std::cmp::Ordering;
 use std::marker::PhantomData;
 use std::mem::size_of;
 use std::ptr::{self, NonNull};
-use std::sync::atomic::{AtomicPtr, AtomicU64, AtomicUsize, Ordering as MemoryOrdering};
 
 use super::arena::{Arena, ARENA_ALIGNMENT_BYTES};
 use crate::comparator::KeyComparator;
 use crate::key::TRAILER_SIZE_BYTES;
+// The links, the height and the thread-local splice come from the shim so that the loom model
+// (`make loom`, at the end of this file) runs this very code; normal builds get `std`'s types.
+use crate::sync::{const_thread_local, AtomicPtr, AtomicUsize, Ordering as MemoryOrdering, PublishedOnce};
 
 /// The tallest tower. With branching factor 1/4, sixteen levels keep searches logarithmic up to
 /// about 4^16 (four billion) entries, far beyond what a 2 GiB memtable can hold.
@@ -50,6 +55,10 @@ pub(crate) struct Node {
     key_length_bytes: u32,
     /// Length of the value.
     value_length_bytes: u32,
+    /// Stands for the header, key and value, which are written before the node is linked and
+    /// never after. Zero-sized in normal builds; under loom it lets the model check that every
+    /// thread reading them is ordered after their writing.
+    payload: PublishedOnce,
 }
 
 /// Bytes of one tower slot.
@@ -87,6 +96,8 @@ unsafe fn tower_slot<'a>(node: *const Node, level: usize) -> &'a AtomicPtr<Node>
 #[inline]
 unsafe fn node_key<'a>(node: *const Node) -> &'a [u8] {
     // SAFETY: the header is initialised and immutable once the node is written.
+    unsafe { (*node).payload.read() };
+    // SAFETY: as above.
     let length = unsafe { (*node).key_length_bytes } as usize;
     // SAFETY: the key bytes follow the header inside the node's block and never change.
     unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES), length) }
@@ -99,6 +110,8 @@ unsafe fn node_key<'a>(node: *const Node) -> &'a [u8] {
 #[inline]
 unsafe fn node_value<'a>(node: *const Node) -> &'a [u8] {
     // SAFETY: the header is initialised and immutable once the node is written.
+    unsafe { (*node).payload.read() };
+    // SAFETY: as above.
     let (key_length, value_length) =
         unsafe { ((*node).key_length_bytes as usize, (*node).value_length_bytes as usize) };
     // SAFETY: the value bytes follow the key inside the node's block and never change.
@@ -240,7 +253,13 @@ impl SkipList {
     /// Inserts the entry whose internal key is `user_key ++ trailer` (little endian) with `value`.
     /// The internal key must not already be present.
     pub(crate) fn insert(&self, user_key: &[u8], trailer: u64, value: &[u8]) {
-        let height = random_height();
+        self.insert_with_height(random_height(), user_key, trailer, value);
+    }
+
+    /// [`SkipList::insert`] with a tower of `height` levels. The loom model chooses the heights,
+    /// so that its runs are repeatable and its towers meet at the levels it means to test.
+    #[inline]
+    fn insert_with_height(&self, height: usize, user_key: &[u8], trailer: u64, value: &[u8]) {
         let node = allocate_node(&self.arena, height, user_key, trailer, value);
         let list_height = self.height.fetch_max(height, MemoryOrdering::Relaxed).max(height);
         // Start from this thread's splice of its previous insert: consecutive inserts of nearby
@@ -603,7 +622,11 @@ fn allocate_node(arena: &Arena, height: usize, user_key: &[u8], trailer: u64, va
     // the block.
     unsafe {
         let node = block.as_ptr().add(tower_bytes).cast::<Node>();
-        node.write(Node { key_length_bytes: stored_key_length, value_length_bytes: stored_value_length });
+        node.write(Node {
+            key_length_bytes: stored_key_length,
+            value_length_bytes: stored_value_length,
+            payload: PublishedOnce::new(),
+        });
         let key_start = node.cast::<u8>().add(HEADER_BYTES);
         ptr::copy_nonoverlapping(user_key.as_ptr(), key_start, user_key.len());
         let trailer_bytes = trailer.to_le_bytes();
@@ -613,6 +636,8 @@ fn allocate_node(arena: &Arena, height: usize, user_key: &[u8], trailer: u64, va
             let slot = node.cast::<u8>().sub((level + 1) * TOWER_SLOT_BYTES).cast::<AtomicPtr<Node>>();
             slot.write(AtomicPtr::new(ptr::null_mut()));
         }
+        // Everything but the links is final now; only the linking CAS publishes it.
+        (*node).payload.written();
         NonNull::new_unchecked(node)
     }
 }
@@ -639,18 +664,20 @@ impl Splice {
     };
 }
 
-/// Source of list ids; starts at 1 so that 0 means "no list".
-static NEXT_LIST_ID: AtomicU64 = AtomicU64::new(1);
+/// Source of list ids; starts at 1 so that 0 means "no list". Always `std`'s atomic, also under
+/// loom (whose atomics cannot be statics): ids only need to be unique, and the id is no part of
+/// what other threads of the list synchronise on.
+static NEXT_LIST_ID: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(1);
 
-thread_local! {
+const_thread_local! {
     /// The splice of this thread's most recent insert.
     static INSERT_SPLICE: RefCell<Splice> = const { RefCell::new(Splice::EMPTY) };
     /// Per-thread xorshift state for tower heights; zero means "not seeded yet".
     static HEIGHT_RANDOM_STATE: Cell<u64> = const { Cell::new(0) };
 }
 
-/// Distinguishes the seeds of different threads.
-static HEIGHT_SEED_COUNTER: AtomicU64 = AtomicU64::new(0);
+/// Distinguishes the seeds of different threads. Always `std`'s atomic, like `NEXT_LIST_ID`.
+static HEIGHT_SEED_COUNTER: std::sync::atomic::AtomicU64 = std::sync::atomic::AtomicU64::new(0);
 
 /// A random tower height: 1 with probability 3/4, then each further level with probability 1/4,
 /// capped at `MAX_HEIGHT`. Uses a per-thread generator so concurrent writers share no state.
@@ -742,5 +769,144 @@ mod tests {
         assert_eq!(split_internal_key(b"abc"), (&b"abc"[..], u64::MAX));
         let key = crate::key::make_internal_key(b"k", 5, crate::key::ValueKind::Put);
         assert_eq!(split_internal_key(&key), (&b"k"[..], (5 << 8) | 1));
+    }
+}
+
+/// Loom models of the lock-free insert and the readers (`make loom`). They run the list's own
+/// code, arena included, with loom's atomics in the towers: loom tries every interleaving of
+/// the writers' searches and CASes with the reader's walks, and every value each Acquire or
+/// Relaxed load may return, and the node payload marker reports any read of a key or value not
+/// ordered after its writing.
+///
+/// Heights are chosen (`insert_with_height`) rather than random, because loom replays each
+/// execution and needs the same choices every time, and so that towers meet where a model wants
+/// a conflict.
+///
+/// Each model was shown to fail on a deliberately broken list (then restored): with the linking
+/// CAS's success ordering weakened from Release to Relaxed, both models report a causality
+/// violation at another thread's read of the new node's key; with the CAS replaced by a plain
+/// store, `one_gap_two_writers_and_a_reader` finds only 4 of its 6 entries linked; with
+/// `prepare_splice` checking only the top level of a cached splice, it finds level 0 out of
+/// order; with the arena's `current` store weakened to Relaxed, `writers_switch_arena_chunks`
+/// reports a causality violation at the fresh chunk's claim counter. Each failed within a
+/// fraction of a second.
+#[cfg(all(test, loom))]
+mod loom_models {
+    use super::*;
+    use crate::sync::model;
+    use loom::sync::Arc;
+    use loom::thread;
+
+    /// The trailer of the put with sequence `number`.
+    fn trailer_of(number: u64) -> u64 {
+        number << 8 | 1
+    }
+
+    /// A value that names its key, `length` bytes long, so a torn or misplaced payload shows.
+    fn value_of(number: u64, length: usize) -> Vec<u8> {
+        (0..length).map(|index| (number as u8).wrapping_add(index as u8)).collect()
+    }
+
+    /// Inserts `number` (an 8-byte big-endian user key) with a chosen height and a value of
+    /// `value_length` bytes, through the thread's own splice, as `SkipList::insert` does.
+    fn insert(list: &SkipList, number: u64, height: usize, value_length: usize) {
+        list.insert_with_height(height, &number.to_be_bytes(), trailer_of(number), &value_of(number, value_length));
+    }
+
+    /// The key number of `node`, after checking that its key and value are whole.
+    fn checked_number(node: NodeRef<'_>, value_length: usize) -> u64 {
+        let key = node.key();
+        assert_eq!(key.len(), 8 + TRAILER_SIZE_BYTES, "torn key");
+        let (user_key, trailer) = split_internal_key(key);
+        let number = u64::from_be_bytes(user_key.try_into().expect("8-byte user key"));
+        assert_eq!(trailer, trailer_of(number), "torn trailer");
+        assert_eq!(node.value(), value_of(number, value_length), "torn value");
+        number
+    }
+
+    /// The key numbers along level 0, each entry checked whole, asserting strict order.
+    fn walk(list: &SkipList, value_length: usize) -> Vec<u64> {
+        let numbers: Vec<u64> = std::iter::successors(list.first(), |node| node.next())
+            .map(|node| checked_number(node, value_length))
+            .collect();
+        assert!(numbers.windows(2).all(|pair| pair[0] < pair[1]), "level 0 out of order: {numbers:?}");
+        numbers
+    }
+
+    /// Two writers insert into the same gap between 10 and 40, at levels 0 and 1, so CASes of
+    /// the two conflict and the loser searches on; each then inserts again from its cached
+    /// splice, which the other writer may have made stale at level 0 only (30 is linked at level
+    /// 0 alone, so the splice of 20 can still bracket 33 at level 1 but not at level 0). A
+    /// reader walks level 0 and seeks meanwhile. Every entry must end up linked exactly once
+    /// with every level sorted, and the reader must see only whole entries, in order, always
+    /// including the ones inserted before it started.
+    #[test]
+    fn one_gap_two_writers_and_a_reader() {
+        const VALUE_BYTES: usize = 3;
+        model(2, || {
+            let list = Arc::new(SkipList::new(0));
+            insert(&list, 10, 2, VALUE_BYTES);
+            insert(&list, 40, 2, VALUE_BYTES);
+            let writers: Vec<_> = [[(20, 2), (33, 1)], [(30, 1), (35, 2)]]
+                .into_iter()
+                .map(|entries| {
+                    let list = Arc::clone(&list);
+                    thread::spawn(move || {
+                        for (number, height) in entries {
+                            insert(&list, number, height, VALUE_BYTES);
+                        }
+                    })
+                })
+                .collect();
+            let reader = {
+                let list = Arc::clone(&list);
+                thread::spawn(move || {
+                    let seen = walk(&list, VALUE_BYTES);
+                    assert!(
+                        seen.contains(&10) && seen.contains(&40),
+                        "an entry inserted before the reader is missing: {seen:?}"
+                    );
+                    let found =
+                        list.seek(&40u64.to_be_bytes(), trailer_of(40)).map(|node| checked_number(node, VALUE_BYTES));
+                    assert_eq!(found, Some(40));
+                })
+            };
+            for writer in writers {
+                writer.join().expect("writer");
+            }
+            reader.join().expect("reader");
+            assert_eq!(list.verify_structure(), 6);
+            assert_eq!(walk(&list, VALUE_BYTES), [10, 20, 30, 33, 35, 40]);
+        });
+    }
+
+    /// Two writers whose entries no longer fit the arena's current chunk: both claims fail, and
+    /// both race to install a fresh chunk (one does, the other finds it done), or the second
+    /// writer loads the fresh chunk directly. Each entry must land whole in a block of its own.
+    #[test]
+    fn writers_switch_arena_chunks() {
+        // With a 1 KiB chunk (the smallest), the head and three entries of this size leave too
+        // little room for a fourth entry.
+        const VALUE_BYTES: usize = 200;
+        model(2, || {
+            let list = Arc::new(SkipList::new(0));
+            for number in [10, 20, 30] {
+                insert(&list, number, 1, VALUE_BYTES);
+            }
+            let chunk_bytes = list.memory_usage_bytes();
+            let writers: Vec<_> = [15, 25]
+                .into_iter()
+                .map(|number| {
+                    let list = Arc::clone(&list);
+                    thread::spawn(move || insert(&list, number, 1, VALUE_BYTES))
+                })
+                .collect();
+            for writer in writers {
+                writer.join().expect("writer");
+            }
+            assert_eq!(list.memory_usage_bytes(), 2 * chunk_bytes, "exactly one fresh chunk");
+            assert_eq!(list.verify_structure(), 5);
+            assert_eq!(walk(&list, VALUE_BYTES), [10, 15, 20, 25, 30]);
+        });
     }
 }

@@ -19,7 +19,6 @@
 
 use std::collections::{BTreeMap, HashMap};
 use std::path::{Path, PathBuf};
-use std::sync::Arc;
 
 use crate::batch::DEFAULT_COLUMN_FAMILY_ID;
 use crate::comparator::{KeyComparator, BYTEWISE_COMPARATOR_NAME};
@@ -27,6 +26,10 @@ use crate::db::filename::{manifest_file_name, manifest_path, temp_file_name, CUR
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::WalRecovery;
+// Versions and table files are shared through the shim's `Arc`, so that the loom model of
+// their reference counting (in `tree.rs`) counts them; the file system and the janitor are
+// plain shared services.
+use crate::sync::Arc;
 use crate::version::edit::{FileMetadata, VersionEdit};
 use crate::version::tree::{FileJanitor, TableFile, Version, NUM_LEVELS};
 use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
@@ -55,8 +58,8 @@ impl ColumnFamilyVersion {
 
 pub(crate) struct VersionSet {
     dir: PathBuf,
-    file_system: Arc<dyn FileSystem>,
-    janitor: Arc<FileJanitor>,
+    file_system: std::sync::Arc<dyn FileSystem>,
+    janitor: std::sync::Arc<FileJanitor>,
     column_families: BTreeMap<u32, ColumnFamilyVersion>,
     /// The largest column family id ever handed out; ids are never reused, so a record of a
     /// dropped column family in an old log can never be taken for a new one's.
@@ -95,8 +98,8 @@ impl VersionSet {
     /// the first manifest and `CURRENT`.
     pub(crate) fn new_empty(
         dir: &Path,
-        file_system: Arc<dyn FileSystem>,
-        janitor: Arc<FileJanitor>,
+        file_system: std::sync::Arc<dyn FileSystem>,
+        janitor: std::sync::Arc<FileJanitor>,
         default_comparator: KeyComparator,
     ) -> VersionSet {
         let mut column_families = BTreeMap::new();
@@ -126,8 +129,8 @@ impl VersionSet {
     /// whose name differs from the recorded one is refused with `InvalidArgument`.
     pub(crate) fn recover(
         dir: &Path,
-        file_system: Arc<dyn FileSystem>,
-        janitor: Arc<FileJanitor>,
+        file_system: std::sync::Arc<dyn FileSystem>,
+        janitor: std::sync::Arc<FileJanitor>,
         comparator_of: &dyn Fn(&str) -> KeyComparator,
     ) -> Result<VersionSet> {
         let current_path = dir.join(CURRENT_FILE_NAME);
@@ -424,7 +427,7 @@ impl VersionSet {
             // A moved file keeps its handle: one file, one owner count, one deleter.
             let file = match removed.iter().find(|f| f.number() == meta.number) {
                 Some(moved) => Arc::clone(moved),
-                None => Arc::new(TableFile::new(meta.clone(), Arc::clone(&self.janitor))),
+                None => Arc::new(TableFile::new(meta.clone(), std::sync::Arc::clone(&self.janitor))),
             };
             files.push(file);
         }
@@ -605,12 +608,12 @@ fn check_levels_disjoint(version: &Version) -> std::result::Result<(), String> {
 
 fn build_version(
     files: &HashMap<u64, (u32, FileMetadata)>,
-    janitor: &Arc<FileJanitor>,
+    janitor: &std::sync::Arc<FileJanitor>,
     comparator: KeyComparator,
 ) -> Version {
     let mut levels: Vec<Vec<Arc<TableFile>>> = vec![Vec::new(); NUM_LEVELS];
     for (level, meta) in files.values() {
-        levels[*level as usize].push(Arc::new(TableFile::new(meta.clone(), Arc::clone(janitor))));
+        levels[*level as usize].push(Arc::new(TableFile::new(meta.clone(), std::sync::Arc::clone(janitor))));
     }
     Version::from_files(levels, comparator)
 }
