@@ -9,11 +9,15 @@ setup:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
 	@$(CARGO) fmt --version >/dev/null && $(CARGO) clippy --version >/dev/null
 
-## test: formatting, lints with warnings as errors, and every test of the workspace.
+## test: formatting, lints with warnings as errors, every test of the workspace, and the loom
+## models at their default bounds (a --cfg loom build of its own in target/loom: about 2 minutes
+## the first time on 2 cores, then about 40 s to run; no ledger line, unlike `make loom`).
+LOOM_TEST = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p riptide --release --lib loom_models
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
+	$(LOOM_TEST)
 
 ## bench: Riptide vs RocksDB side by side (the benchtool, crates/riptide-bench). Installs what it
 ## needs (clang, libclang-dev, matplotlib), builds with RocksDB into target/bench (the first build
@@ -72,7 +76,8 @@ SOAK_MINUTES ?= 10
 FUZZ_SECONDS ?= 60
 
 ## soak: the kill -9 loop, power-loss sweep and metamorphic tests for SOAK_MINUTES in total,
-## with fresh seeds (or SOAK_SEED); appends a line per harness to reliability/ledger.tsv.
+## with fresh seeds (or SOAK_SEED), then the loom models (`make loom`, outside that budget);
+## appends a line per harness to reliability/ledger.tsv.
 soak: setup
 	SOAK_MINUTES=$(SOAK_MINUTES) bash reliability/soak.sh
 
@@ -81,12 +86,14 @@ soak: setup
 fuzz: setup
 	FUZZ_SECONDS=$(FUZZ_SECONDS) bash reliability/fuzz.sh
 
-## loom: the loom models of the lock-free code (`--cfg loom` builds against loom's model
-## threads, atomics and locks, in target/loom): every interleaving within LOOM_MAX_PREEMPTIONS
-## preemptions (default 2; 3 takes about ten times as long). See "Concurrency models" in
+## loom: the loom models of the memtable skiplist and arena, the write queue and table-file
+## reference counting (built with --cfg loom in target/loom, so the normal build is untouched):
+## every interleaving within LOOM_MAX_PREEMPTIONS preemptions (default per model, 2 or 3; one
+## more takes about ten times as long), printing each model's executions; one ledger line.
+## About 40 s plus the first build (about 2 minutes on 2 cores). See "Concurrency models" in
 ## docs/architecture.md.
 loom: setup
-	RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p riptide --release --lib loom_models -- --nocapture
+	bash reliability/loom.sh
 
 ## sanitize: the stress driver under AddressSanitizer and ThreadSanitizer (nightly).
 sanitize: setup

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # make soak: runs the kill -9 loop, the power-loss sweep and the metamorphic tests for
 # SOAK_MINUTES in total (40 %, 30 %, 30 %), with seeds that change from run to run (or
-# SOAK_SEED), in a release build, and appends one line per harness to reliability/ledger.tsv.
+# SOAK_SEED), in a release build, then the loom models (reliability/loom.sh, about a minute
+# beyond SOAK_MINUTES once built), and appends one line per harness to reliability/ledger.tsv.
 # Exits non-zero if any harness failed; the failure lines name the seed to replay.
 set -uo pipefail
 cd "$(dirname "$0")/.."
@@ -21,5 +22,6 @@ ledger_from_output "$log"
 "$binary" metamorphic --seed "$seed" --minutes "$(share 0.3)" --steps 3000 | tee "$log" || status=1
 ledger_from_output "$log"
 rm -f "$log"
+bash reliability/loom.sh || status=1
 echo "ledger: $(wc -l <reliability/ledger.tsv) lines in reliability/ledger.tsv"
 exit "$status"
