@@ -10,8 +10,8 @@ setup:
 	@$(CARGO) fmt --version >/dev/null && $(CARGO) clippy --version >/dev/null
 
 ## test: formatting, lints with warnings as errors, every test of the workspace, and the loom
-## models at their default bounds (a --cfg loom build of its own in target/loom: about 2 minutes
-## the first time on 2 cores, then about 40 s to run; no ledger line, unlike `make loom`).
+## models at their default bounds (a --cfg loom build of its own in target/loom: 2 to 2.5 minutes
+## from scratch on 2 cores, about 40 s once built; no ledger line, unlike `make loom`).
 LOOM_TEST = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p riptide --release --lib loom_models
 test: setup
 	$(CARGO) fmt --all -- --check
