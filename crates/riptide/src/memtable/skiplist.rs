@@ -844,7 +844,7 @@ mod loom_models {
     fn one_gap_two_writers_and_a_reader() {
         const VALUE_BYTES: usize = 3;
         model(2, || {
-            let list = Arc::new(SkipList::new(0));
+            let list = Arc::new(SkipList::new(0, KeyComparator::Bytewise));
             insert(&list, 10, 2, VALUE_BYTES);
             insert(&list, 40, 2, VALUE_BYTES);
             let writers: Vec<_> = [[(20, 2), (33, 1)], [(30, 1), (35, 2)]]
@@ -889,7 +889,7 @@ mod loom_models {
         // little room for a fourth entry.
         const VALUE_BYTES: usize = 200;
         model(2, || {
-            let list = Arc::new(SkipList::new(0));
+            let list = Arc::new(SkipList::new(0, KeyComparator::Bytewise));
             for number in [10, 20, 30] {
                 insert(&list, number, 1, VALUE_BYTES);
             }

@@ -620,6 +620,10 @@ fn build_version(
 
 #[cfg(test)]
 mod tests {
+    // The file system, janitor and comparators are shared through `std`'s `Arc` in every
+    // build; only versions and table files use the shim's (loom's under `--cfg loom`).
+    use std::sync::Arc;
+
     use super::*;
     use crate::comparator::ReverseBytewiseComparator;
     use crate::db::table_cache::TableCache;

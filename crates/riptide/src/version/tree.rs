@@ -328,7 +328,7 @@ mod loom_models {
             let table_cache = std::sync::Arc::new(TableCache::new(dir.clone(), shared.clone(), None, 4));
             let janitor =
                 std::sync::Arc::new(FileJanitor { dir: dir.clone(), file_system: shared.clone(), table_cache });
-            let mut versions = VersionSet::new_empty(&dir, shared, janitor);
+            let mut versions = VersionSet::new_empty(&dir, shared, janitor, KeyComparator::Bytewise);
             versions.mark_file_number_used(6);
             write_table(file_system.as_ref(), 5);
             let flush = VersionEdit { new_files: vec![(0, table(5))], ..VersionEdit::default() };
