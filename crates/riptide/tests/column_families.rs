@@ -20,7 +20,7 @@ use riptide::{
     ColumnFamily, ColumnFamilyOptions, Compression, Db, Error, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions,
 };
 
-use common::{key, small_options, value};
+use common::{dump_cf, key, small_options, value};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -59,19 +59,6 @@ fn assert_invalid<T: std::fmt::Debug>(result: riptide::Result<T>, what: &str) {
         Err(Error::InvalidArgument(_)) => {}
         other => panic!("{what}: expected InvalidArgument, got {other:?}"),
     }
-}
-
-/// Every key and value of one column family, read with a forward iterator.
-fn dump_cf(db: &Db, family: &ColumnFamily, options: &ReadOptions) -> Model {
-    let mut iterator = db.iter_cf(family, options).expect("iterator");
-    let mut out = Model::new();
-    iterator.seek_to_first();
-    while iterator.valid() {
-        out.insert(iterator.key().to_vec(), iterator.value().to_vec());
-        iterator.next();
-    }
-    iterator.status().expect("iterator status");
-    out
 }
 
 fn family(db: &Db, name: &str) -> ColumnFamily {

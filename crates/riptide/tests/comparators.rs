@@ -188,15 +188,7 @@ fn database_options(memory: &MemFileSystem, default_order: Order) -> Options {
 
 /// Everything in a column family, in iteration order.
 fn scan(db: &Db, family: &ColumnFamily, options: &ReadOptions) -> Vec<(Vec<u8>, Vec<u8>)> {
-    let mut iterator = db.iter_cf(family, options).expect("iterator");
-    let mut entries = Vec::new();
-    iterator.seek_to_first();
-    while iterator.valid() {
-        entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
-        iterator.next();
-    }
-    iterator.status().expect("iterator status");
-    entries
+    common::entries(db.iter_cf(family, options).expect("iterator"))
 }
 
 #[track_caller]

@@ -6,7 +6,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use riptide::fs::FileSystem;
-use riptide::{Db, Options, ReadOptions};
+use riptide::{ColumnFamily, Db, DbIterator, Options, ReadOptions};
 
 /// Options with tiny memtables, blocks and files, so that a few thousand writes exercise
 /// flushes, many tables, several levels and compactions.
@@ -25,17 +25,27 @@ pub fn small_options(file_system: Arc<dyn FileSystem>) -> Options {
     }
 }
 
-/// Every key and value in the database, in order, read with a forward iterator.
-pub fn dump(db: &Db, options: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
-    let mut iterator = db.iter(options).expect("iterator");
-    let mut out = BTreeMap::new();
+/// Every key and value an iterator yields from its first entry on, in iteration order (the
+/// column family's order, which need not be bytewise).
+pub fn entries(mut iterator: DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
+    let mut out = Vec::new();
     iterator.seek_to_first();
     while iterator.valid() {
-        out.insert(iterator.key().to_vec(), iterator.value().to_vec());
+        out.push((iterator.key().to_vec(), iterator.value().to_vec()));
         iterator.next();
     }
     iterator.status().expect("iterator status");
     out
+}
+
+/// Every key and value in the database, read with a forward iterator of `Db::iter`.
+pub fn dump(db: &Db, options: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    entries(db.iter(options).expect("iterator")).into_iter().collect()
+}
+
+/// Every key and value of one column family, read with a forward iterator.
+pub fn dump_cf(db: &Db, family: &ColumnFamily, options: &ReadOptions) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    entries(db.iter_cf(family, options).expect("iterator")).into_iter().collect()
 }
 
 /// A deterministic key from a number (varying lengths exercise prefix compression).
