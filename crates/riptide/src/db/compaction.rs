@@ -563,12 +563,7 @@ fn write_outputs(
 pub(crate) fn wait_until_idle(inner: &Arc<DbInner>) -> Result<()> {
     let mut state = inner.state.lock();
     loop {
-        if let Some(error) = &state.background_error {
-            return Err(error.duplicate());
-        }
-        if inner.shutting_down.load(Ordering::Acquire) {
-            return Err(Error::Closed("the database is closing".to_string()));
-        }
+        inner.check_not_stopped(&state)?;
         let idle = state.column_families.values().all(|family| family.immutables.is_empty() && !family.flush_running)
             && state.running_compactions.is_empty()
             && pick_job(&state, inner.snapshots.smallest_snapshot(&inner.visible_sequence)).is_none();
@@ -610,12 +605,7 @@ pub(crate) fn compact_range(
             let job = {
                 let mut state = inner.state.lock();
                 loop {
-                    if let Some(error) = &state.background_error {
-                        return Err(error.duplicate());
-                    }
-                    if inner.shutting_down.load(Ordering::Acquire) {
-                        return Err(Error::Closed("the database is closing".to_string()));
-                    }
+                    inner.check_not_stopped(&state)?;
                     if inner.manual_compactions.lock().is_cancelled(manual_id) {
                         return Err(Error::Cancelled("manual compaction cancelled".to_string()));
                     }

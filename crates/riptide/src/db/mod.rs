@@ -161,6 +161,18 @@ impl DbInner {
         *family.shared.read_view.write() = Arc::new(view);
     }
 
+    /// Why work that waits on the background threads must give up now: a background failure
+    /// (reported first, as the cause), or a close in progress. Called with the state mutex held.
+    pub(crate) fn check_not_stopped(&self, state: &DbState) -> Result<()> {
+        if let Some(error) = &state.background_error {
+            return Err(error.duplicate());
+        }
+        if self.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed("the database is closing".to_string()));
+        }
+        Ok(())
+    }
+
     /// Records a background failure: writes stop until reopen, waiters wake up.
     pub(crate) fn set_background_error(&self, state: &mut DbState, error: Error) {
         if state.background_error.is_none() {

@@ -377,11 +377,8 @@ pub(crate) fn make_room_for_write(
     let mut delayed = false;
     let mut switched: Vec<u32> = Vec::new();
     let result = 'outer: loop {
-        if let Some(error) = &state.background_error {
-            break Err(error.duplicate());
-        }
-        if inner.shutting_down.load(Ordering::Acquire) {
-            break Err(Error::Closed("the database is closing".to_string()));
+        if let Err(error) = inner.check_not_stopped(state) {
+            break Err(error);
         }
         // Level 0: stop, or slow down in proportion to the excess.
         let mut slowdown_micros = 0;
