@@ -864,7 +864,8 @@ fn bottommost_compression_applies_to_bottom_tables_only() {
 }
 
 /// Per-level statistics add up: the bytes written into the levels are the flush and compaction
-/// outputs, the bytes read from them are the compaction inputs, and write amplification after a
+/// outputs, the bytes read from them are the compaction inputs, the jobs per level are the
+/// flushes and compactions, and write amplification after a
 /// random-write workload is finite and at least 1 (every byte goes to the WAL at least once).
 #[test]
 fn per_level_stats_add_up_and_write_amplification_is_sane() {
@@ -889,6 +890,14 @@ fn per_level_stats_add_up_and_write_amplification_is_sane() {
     assert_eq!(stats.levels[0].bytes_written, stats.flush_bytes_written, "{stats}");
     let read: u64 = stats.levels.iter().map(|level| level.bytes_read).sum();
     assert_eq!(read, stats.compaction_bytes_read, "{stats}");
+    // Jobs per level: flushes into level 0, compactions (trivial moves aside) below it; each job
+    // brought in bytes of the level above, which are part of what compactions read.
+    assert_eq!(stats.levels[0].jobs, stats.flush_count, "{stats}");
+    let compaction_jobs: u64 = stats.levels[1..].iter().map(|level| level.jobs).sum();
+    assert_eq!(compaction_jobs, stats.compaction_count, "{stats}");
+    let brought_in: u64 = stats.levels.iter().map(|level| level.bytes_brought_in).sum();
+    assert!(brought_in > 0 && brought_in <= read, "brought in {brought_in}, read {read}:\n{stats}");
+    assert_eq!(stats.levels[0].bytes_brought_in, 0, "{stats}");
     let amplification = stats.write_amplification();
     assert!(amplification.is_finite() && amplification >= 1.0, "write amplification {amplification}:\n{stats}");
     // Each byte is written once to the WAL and once by a flush, and compaction rewrote some.

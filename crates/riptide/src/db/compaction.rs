@@ -332,7 +332,10 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     state.versions.log_and_apply(edit)?;
     let stats = &mut state.stats;
     stats.compaction_count += 1;
-    stats.level_bytes_read[plan.level] += plan.inputs.iter().map(|f| f.meta.file_size_bytes).sum::<u64>();
+    let input_bytes: u64 = plan.inputs.iter().map(|f| f.meta.file_size_bytes).sum();
+    stats.level_bytes_read[plan.level] += input_bytes;
+    stats.level_bytes_brought_in[plan.output_level] += input_bytes;
+    stats.level_jobs[plan.output_level] += 1;
     stats.level_bytes_read[plan.output_level] += plan.output_inputs.iter().map(|f| f.meta.file_size_bytes).sum::<u64>();
     stats.level_bytes_written[plan.output_level] += bytes_written;
     if !boundaries.is_empty() {

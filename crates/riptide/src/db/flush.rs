@@ -129,6 +129,7 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             state.versions.log_and_apply(edit)?;
             state.stats.flush_count += 1;
             state.stats.level_bytes_written[0] += bytes_written;
+            state.stats.level_jobs[0] += 1;
             Ok(())
         });
         match installed {

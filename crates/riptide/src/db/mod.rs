@@ -98,6 +98,10 @@ pub(crate) struct BackgroundStats {
     pub(crate) level_bytes_written: [u64; crate::version::tree::NUM_LEVELS],
     /// Per input level: bytes read by compactions.
     pub(crate) level_bytes_read: [u64; crate::version::tree::NUM_LEVELS],
+    /// Per output level: jobs that wrote into it (level 0: flushes, trivial moves excluded).
+    pub(crate) level_jobs: [u64; crate::version::tree::NUM_LEVELS],
+    /// Per output level: bytes of the input level's files that compactions brought into it.
+    pub(crate) level_bytes_brought_in: [u64; crate::version::tree::NUM_LEVELS],
     pub(crate) write_stall_count: u64,
     pub(crate) write_stall_micros: u64,
     pub(crate) write_slowdown_count: u64,

@@ -20,8 +20,16 @@ pub struct LevelStats {
     pub size_bytes: u64,
     /// Bytes of tables written into this level (level 0: by flushes; others: by compactions).
     pub bytes_written: u64,
-    /// Bytes of this level's tables read by compactions.
+    /// Bytes of this level's tables read by compactions (as a job's input level or as the
+    /// level it merged into).
     pub bytes_read: u64,
+    /// Jobs that wrote tables into this level: flushes for level 0, compactions (trivial moves
+    /// excluded) for the others.
+    pub jobs: u64,
+    /// Bytes of the input level's tables that compactions brought into this level (RocksDB's
+    /// "Rn"). The rest of what those jobs read, this level's own tables they merged with, is
+    /// the price of keeping the level sorted; their ratio shows how well jobs were chosen.
+    pub bytes_brought_in: u64,
     /// The level's target size under the dynamic level sizes (0: level 0, or a level above
     /// the base level that is not used). Per column family only; summed in the totals.
     pub target_bytes: u64,
@@ -227,7 +235,7 @@ impl Stats {
 impl fmt::Display for Stats {
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         const MIB: f64 = 1024.0 * 1024.0;
-        writeln!(f, "level  files  size_mib  written_mib  read_mib  w_amp")?;
+        writeln!(f, "level  files  size_mib  written_mib  read_mib   jobs  in_mib  w_amp")?;
         for (level, stats) in self.levels.iter().enumerate() {
             let level_amplification = if self.user_bytes_written == 0 {
                 0.0
@@ -236,11 +244,13 @@ impl fmt::Display for Stats {
             };
             writeln!(
                 f,
-                "L{level:<5} {:>5}  {:>8.2}  {:>11.2}  {:>8.2}  {:>5.2}",
+                "L{level:<5} {:>5}  {:>8.2}  {:>11.2}  {:>8.2}  {:>5}  {:>6.0}  {:>5.2}",
                 stats.files,
                 stats.size_bytes as f64 / MIB,
                 stats.bytes_written as f64 / MIB,
                 stats.bytes_read as f64 / MIB,
+                stats.jobs,
+                stats.bytes_brought_in as f64 / MIB,
                 level_amplification
             )?;
         }
@@ -339,6 +349,8 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         .map(|level| LevelStats {
             bytes_written: background.level_bytes_written[level],
             bytes_read: background.level_bytes_read[level],
+            jobs: background.level_jobs[level],
+            bytes_brought_in: background.level_bytes_brought_in[level],
             ..LevelStats::default()
         })
         .collect();
