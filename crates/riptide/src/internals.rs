@@ -58,8 +58,8 @@ pub mod decode {
     }
 
     /// Reads every record of a log file held in `data` with `LogReader`, under `policy`.
-    pub fn log_records(data: &[u8], policy: WalRecovery, is_last_log: bool) -> Result<LogContents> {
-        let mut reader = LogReader::new(data.to_vec(), PathBuf::from("/fuzz/000001.log"), policy, is_last_log);
+    pub fn log_records(data: &[u8], policy: WalRecovery, torn_tail_allowed: bool) -> Result<LogContents> {
+        let mut reader = LogReader::new(data.to_vec(), PathBuf::from("/fuzz/000001.log"), policy, torn_tail_allowed);
         let mut contents = LogContents::default();
         while let Some((offset, payload)) = reader.next_record()? {
             contents.records.push((offset, payload.to_vec()));

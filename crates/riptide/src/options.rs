@@ -63,10 +63,15 @@ pub enum SyncMode {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 #[non_exhaustive]
 pub enum WalRecovery {
-    /// A torn record at the very end of the newest log (a crash in the middle of a write) is
-    /// dropped; damage anywhere else is reported as [`Error::Corruption`]. The default.
+    /// Recovery replays the longest intact prefix of the log history: a torn record at the end
+    /// of any log (what a crash in the middle of a write, or a power loss before the log was
+    /// synced, leaves), or a gap in the sequence numbers between two records, ends the history,
+    /// and what follows, later logs included, is dropped. Only writes no sync covered can be
+    /// there, since every sync covers all earlier logs. Damage followed by valid records is
+    /// reported as [`Error::Corruption`]. The default.
     TolerateTornTail,
-    /// Any damage, including a torn tail, is reported as corruption.
+    /// Any damage, including a torn tail, and any gap in the sequence numbers is reported as
+    /// corruption.
     Absolute,
     /// Damaged records are skipped and recovery goes on with the rest (may lose data, but opens).
     SkipCorrupt,

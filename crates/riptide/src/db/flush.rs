@@ -84,7 +84,7 @@ fn pick_flush(state: &DbState) -> Option<u32> {
 /// Background thread body: flushes immutable memtables as they appear.
 pub(crate) fn flush_loop(inner: Arc<DbInner>) {
     loop {
-        let (id, memtable, number, smallest_snapshot, options) = {
+        let (id, memtable, number, smallest_snapshot, options, several_families) = {
             let mut state = inner.state.lock();
             let id = loop {
                 if inner.shutting_down.load(Ordering::Acquire) {
@@ -103,11 +103,22 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             let memtable = Arc::clone(&oldest.memtable);
             family.flush_running = true;
             let options = family.shared.options();
-            (id, memtable, number, inner.snapshots.smallest_snapshot(&inner.visible_sequence), options)
+            let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
+            (id, memtable, number, smallest_snapshot, options, state.column_families.len() > 1)
         };
         let written =
             write_level0_table(&inner.dir, inner.file_system.as_ref(), &options, &memtable, number, smallest_snapshot)
-                .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta));
+                .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta))
+                .and_then(|meta| {
+                    // A batch may span column families. Once this table is installed, recovery
+                    // no longer replays this family's part from the logs, so the other parts,
+                    // which may exist only in the logs so far, must be durable first (the
+                    // memtable's writes all lie in closed logs: its switch started a new one).
+                    if several_families {
+                        super::write::sync_closed_logs(&inner)?;
+                    }
+                    Ok(meta)
+                });
         let mut state = inner.state.lock();
         let Some(family) = state.column_families.get_mut(&id) else {
             // The column family was dropped meanwhile: its table is garbage.

@@ -128,6 +128,9 @@ pub(crate) struct DbInner {
     pub(crate) shutdown_signal: Condvar,
     pub(crate) write_queue: WriteQueue,
     pub(crate) wal: Mutex<WalState>,
+    /// Replaced logs that still hold unsynced appends, oldest first (see `write::ClosedLog`).
+    /// Lock order: state, then WAL, then this.
+    pub(crate) closed_logs: Mutex<Vec<write::ClosedLog>>,
     /// Highest sequence number assigned to a write (written to the WAL). Only the write leader
     /// changes it.
     pub(crate) last_sequence: AtomicU64,

@@ -38,7 +38,7 @@ use crate::cache::BlockCache;
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::memtable::MemTable;
-use crate::options::{ColumnFamilyOptions, Options, SyncMode};
+use crate::options::{ColumnFamilyOptions, Options, SyncMode, WalRecovery};
 use crate::snapshot::SnapshotList;
 use crate::version::edit::VersionEdit;
 use crate::version::set::{VersionSet, DEFAULT_COLUMN_FAMILY_NAME};
@@ -136,25 +136,51 @@ pub(crate) fn open_with_column_families(
         .collect();
     let mut recovery = RecoveryStats::default();
     let mut max_sequence = versions.last_sequence();
-    // Only the newest log with data may end in a torn record: older logs were synced before
-    // the next one was started. Empty logs after it (a new log created just before a crash)
-    // do not count.
-    let mut log_sizes = Vec::with_capacity(log_numbers.len());
+    // I12: logs are synced lazily, so a power loss can tear any log, not only the newest, and
+    // can keep pages of a later log while losing pages of an earlier one. Every sync covers all
+    // earlier logs, so what a sync made durable is a prefix of the write history, and recovery
+    // replays the longest intact prefix: it stops at a torn tail, in whichever log, or at a gap
+    // in the sequence numbers (a log cut exactly at a record boundary, or lost with its name),
+    // and drops the rest, later logs included. Only unsynced writes can lie there.
+    let tolerate_torn_tail = options.wal_recovery == WalRecovery::TolerateTornTail;
+    let mut next_sequence: Option<u64> = None;
+    let mut history_ended = false;
     for &number in &log_numbers {
-        log_sizes.push(file_system.file_size(&log_path(dir, number))?);
-    }
-    let last_log_with_data = log_sizes.iter().rposition(|&size| size > 0);
-    for (index, &number) in log_numbers.iter().enumerate() {
         let path = log_path(dir, number);
+        if history_ended {
+            recovery.wal_logs_dropped += 1;
+            recovery.wal_torn_tail_bytes_dropped += file_system.file_size(&path)?;
+            continue;
+        }
         let data = file_system.read_all(&path)?;
-        let is_last_log = Some(index) >= last_log_with_data;
-        let mut reader = LogReader::new(data, path.clone(), options.wal_recovery, is_last_log);
+        let file_size_bytes = data.len() as u64;
+        let mut reader = LogReader::new(data, path.clone(), options.wal_recovery, true);
         while let Some((offset, record)) = reader.next_record()? {
-            recovery.wal_records_replayed += 1;
             let batch = WriteBatch::from_data(record.to_vec(), &path, offset + RECORD_HEADER_SIZE_BYTES as u64)?;
             if batch.is_empty() {
+                recovery.wal_records_replayed += 1;
                 continue;
             }
+            if let Some(expected) = next_sequence.filter(|&expected| expected != batch.sequence()) {
+                let reason = format!(
+                    "the record holds sequence numbers from {} where {expected} was expected: writes are missing before it",
+                    batch.sequence()
+                );
+                match options.wal_recovery {
+                    WalRecovery::Absolute => {
+                        return Err(Error::corruption(&path, offset, format!("{reason} (WalRecovery::Absolute)")));
+                    }
+                    WalRecovery::TolerateTornTail => {
+                        history_ended = true;
+                        recovery.wal_torn_tail_bytes_dropped += file_size_bytes - offset;
+                        break;
+                    }
+                    // Skipping damage already gives up on completeness.
+                    _ => {}
+                }
+            }
+            next_sequence = Some(batch.sequence() + batch.len() as u64);
+            recovery.wal_records_replayed += 1;
             // I22: a column family takes the record only if its tables do not hold this log.
             insert_batch(&batch, |id| {
                 replays.get(&id).filter(|replay| number >= replay.log_number).map(|replay| replay.memtable.as_ref())
@@ -169,6 +195,9 @@ pub(crate) fn open_with_column_families(
         recovery.wal_torn_tail_bytes_dropped += reader.dropped_tail_bytes();
         recovery.wal_records_skipped += reader.skipped_records();
         recovery.wal_bytes_skipped += reader.skipped_bytes();
+        if tolerate_torn_tail && reader.dropped_tail_bytes() > 0 {
+            history_ended = true;
+        }
     }
     for replay in replays.values_mut() {
         if !replay.memtable.is_empty() {
@@ -238,7 +267,13 @@ pub(crate) fn open_with_column_families(
         work_available: Condvar::new(),
         shutdown_signal: Condvar::new(),
         write_queue: new_write_queue(),
-        wal: Mutex::new(WalState { writer: Some(log_writer), number: log_number, unsynced: false }),
+        wal: Mutex::new(WalState {
+            writer: Some(log_writer),
+            number: log_number,
+            unsynced: false,
+            name_unsynced: false,
+        }),
+        closed_logs: Mutex::new(Vec::new()),
         last_sequence: AtomicU64::new(max_sequence),
         visible_sequence: AtomicU64::new(max_sequence),
         default_column_family,

@@ -104,8 +104,13 @@ pub struct ColumnFamilyStats {
 pub struct RecoveryStats {
     /// Write-ahead log records replayed into memtables.
     pub wal_records_replayed: u64,
-    /// Bytes of torn records dropped from the end of the newest log.
+    /// Bytes dropped from the end of the log history: a torn record, or a record after a gap in
+    /// the sequence numbers, and everything after it, later logs included (only writes no sync
+    /// had covered can be there; see `WalRecovery::TolerateTornTail`).
     pub wal_torn_tail_bytes_dropped: u64,
+    /// Whole logs after the end of the history, not replayed (their bytes are counted in
+    /// `wal_torn_tail_bytes_dropped`).
+    pub wal_logs_dropped: u64,
     /// Damaged records skipped under `WalRecovery::SkipCorrupt`.
     pub wal_records_skipped: u64,
     /// Bytes of those damaged records.
@@ -329,9 +334,10 @@ impl fmt::Display for Stats {
         writeln!(f, "sequence: visible {}, smallest snapshot {}", self.visible_sequence, self.smallest_snapshot)?;
         writeln!(
             f,
-            "recovery: {} records replayed, {} torn tail bytes dropped, {} records skipped",
+            "recovery: {} records replayed, {} torn tail bytes dropped ({} whole logs), {} records skipped",
             self.recovery.wal_records_replayed,
             self.recovery.wal_torn_tail_bytes_dropped,
+            self.recovery.wal_logs_dropped,
             self.recovery.wal_records_skipped
         )?;
         if let Some(error) = &self.background_error {

@@ -63,6 +63,26 @@ pub(crate) struct WalState {
     pub(crate) number: u64,
     /// True when bytes were appended since the last sync.
     pub(crate) unsynced: bool,
+    /// True when the current log's name has not been made durable yet (it was created by a
+    /// switch; a sync of the directory comes with the first sync of the log).
+    pub(crate) name_unsynced: bool,
+}
+
+/// A log that was replaced by a newer one while it still held unsynced appends.
+///
+/// Such logs are not synced at the switch. They are synced only when something needs them
+/// durable: a sync of the current log (a synced write, the interval thread, close), which
+/// first syncs every closed log so that what survives a power loss stays a prefix of the write
+/// history (I12); and a flush while several column families exist, so that a table never holds
+/// one family's half of a batch whose other half, still only in a log, could be lost. A log
+/// whose data all reached tables first is deleted unsynced: its pages usually never reach the
+/// disk at all (the kernel drops dirty pages of a deleted file), which saves a write of every
+/// byte users write.
+pub(crate) struct ClosedLog {
+    pub(crate) number: u64,
+    pub(crate) writer: LogWriter,
+    /// True when its name has not been made durable yet.
+    pub(crate) name_unsynced: bool,
 }
 
 /// The memtables a write group inserts into: the default column family's, and those of the
@@ -212,7 +232,7 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
     let last_sequence = next_sequence - 1;
     {
         let mut wal = inner.wal.lock();
-        let appended = append_to_wal(&mut wal, &batches, sync);
+        let appended = append_to_wal(inner, &mut wal, &batches, sync);
         if let Err(error) = appended {
             drop(wal);
             let mut state = inner.state.lock();
@@ -245,7 +265,12 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
     Ok(())
 }
 
-fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, WriteBatch>], sync: bool) -> Result<()> {
+fn append_to_wal(
+    inner: &DbInner,
+    wal: &mut WalState,
+    batches: &[parking_lot::MutexGuard<'_, WriteBatch>],
+    sync: bool,
+) -> Result<()> {
     let writer = wal.writer.as_mut().ok_or_else(|| Error::Closed("the write-ahead log is closed".to_string()))?;
     for batch in batches {
         writer.add_record(batch.data())?;
@@ -254,9 +279,43 @@ fn append_to_wal(wal: &mut WalState, batches: &[parking_lot::MutexGuard<'_, Writ
     writer.flush()?;
     wal.unsynced = true;
     if sync {
-        writer.sync()?;
+        sync_wal(inner, wal)?;
+    }
+    Ok(())
+}
+
+/// Makes every write appended so far durable: syncs the closed logs (oldest first), the
+/// directory if the current log's name is not durable yet, then the current log. Called with
+/// the WAL mutex held (lock order: state, WAL, closed logs). Every sync of the current log goes
+/// through here, so no synced write can outlive an earlier unsynced one (I12).
+pub(crate) fn sync_wal(inner: &DbInner, wal: &mut WalState) -> Result<()> {
+    sync_closed_logs(inner)?;
+    if wal.name_unsynced {
+        inner.file_system.sync_dir(&inner.dir)?;
+        wal.name_unsynced = false;
+    }
+    if wal.unsynced {
+        if let Some(writer) = wal.writer.as_mut() {
+            writer.sync()?;
+        }
         wal.unsynced = false;
     }
+    Ok(())
+}
+
+/// Syncs the closed logs that still hold unsynced appends, oldest first, and forgets each once
+/// it is synced. A failure leaves the failed log and the later ones in the list; the caller
+/// must treat it as a background error, since a failed sync is never retried as if it could
+/// succeed (I10).
+pub(crate) fn sync_closed_logs(inner: &DbInner) -> Result<()> {
+    let mut closed = inner.closed_logs.lock();
+    for log in closed.iter_mut() {
+        log.writer.sync()?;
+    }
+    if closed.iter().any(|log| log.name_unsynced) {
+        inner.file_system.sync_dir(&inner.dir)?;
+    }
+    closed.clear();
     Ok(())
 }
 
@@ -513,22 +572,22 @@ fn memory_reclaimable(state: &DbState) -> bool {
 /// its place.
 fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> {
     let mut wal = inner.wal.lock();
-    // Sync the old log first, so that what survives a power loss stays a prefix of the history
-    // (a later synced write in the new log must not outlive unsynced writes of the old one),
-    // and so that only the newest log can ever end in a torn record.
-    if let Some(old) = wal.writer.as_mut() {
-        old.sync()?;
-    }
-    wal.unsynced = false;
     let new_log_number = state.versions.new_file_number();
     let path = log_path(&inner.dir, new_log_number);
     let file = inner.file_system.create(&path)?;
-    // The new log's name must be durable before any synced write lands in it.
-    inner.file_system.sync_dir(&inner.dir)?;
-    {
-        wal.writer = Some(LogWriter::new(file, path));
-        wal.number = new_log_number;
+    // The old log is not synced here (see `ClosedLog`): if it holds unsynced appends, it waits
+    // among the closed logs until a sync needs it or its data is all in tables. The new log's
+    // name becomes durable with its first sync, before any synced write in it is acknowledged.
+    let old_writer = wal.writer.replace(LogWriter::new(file, path));
+    let old_number = std::mem::replace(&mut wal.number, new_log_number);
+    if let Some(writer) = old_writer {
+        if wal.unsynced {
+            let name_unsynced = wal.name_unsynced;
+            inner.closed_logs.lock().push(ClosedLog { number: old_number, writer, name_unsynced });
+        }
     }
+    wal.unsynced = false;
+    wal.name_unsynced = true;
     drop(wal);
     state.live_logs.push_back(new_log_number);
     for family in state.column_families.values_mut() {
@@ -700,6 +759,8 @@ pub(crate) fn delete_obsolete_logs(inner: &DbInner, state: &mut DbState) {
         .min()
         .unwrap_or(current)
         .min(current);
+    // Obsolete logs are deleted without a sync: their data is in tables.
+    inner.closed_logs.lock().retain(|log| log.number >= oldest_needed);
     while let Some(&oldest) = state.live_logs.front() {
         if oldest >= oldest_needed {
             break;
@@ -710,16 +771,11 @@ pub(crate) fn delete_obsolete_logs(inner: &DbInner, state: &mut DbState) {
     }
 }
 
-/// Syncs the WAL once more at close, so a clean close leaves nothing unsynced.
+/// Syncs the WAL (closed logs included) once more at close, so a clean close leaves nothing
+/// unsynced.
 pub(crate) fn sync_wal_at_close(inner: &DbInner) -> Result<()> {
     let mut wal = inner.wal.lock();
-    let unsynced = wal.unsynced;
-    if let Some(writer) = wal.writer.as_mut() {
-        if unsynced {
-            writer.sync()?;
-        }
-    }
-    wal.unsynced = false;
+    sync_wal(inner, &mut wal)?;
     wal.writer = None;
     Ok(())
 }
@@ -737,15 +793,11 @@ pub(crate) fn interval_sync_loop(inner: Arc<DbInner>, interval: Duration) {
         }
         slept = Duration::ZERO;
         let mut wal = inner.wal.lock();
-        if !wal.unsynced {
+        if !wal.unsynced && inner.closed_logs.lock().is_empty() {
             continue;
         }
-        let result = match wal.writer.as_mut() {
-            Some(writer) => writer.sync(),
-            None => Ok(()),
-        };
-        match result {
-            Ok(()) => wal.unsynced = false,
+        match sync_wal(inner.as_ref(), &mut wal) {
+            Ok(()) => {}
             Err(error) => {
                 drop(wal);
                 let mut state = inner.state.lock();

@@ -134,8 +134,8 @@ mod tests {
     }
 
     /// Reads every record, or the first error.
-    fn read_all(data: Vec<u8>, policy: WalRecovery, is_last_log: bool) -> (Result<Records>, LogReader) {
-        let mut reader = LogReader::new(data, log_path(), policy, is_last_log);
+    fn read_all(data: Vec<u8>, policy: WalRecovery, torn_tail_allowed: bool) -> (Result<Records>, LogReader) {
+        let mut reader = LogReader::new(data, log_path(), policy, torn_tail_allowed);
         let mut records = Vec::new();
         loop {
             match reader.next_record() {
@@ -179,8 +179,8 @@ mod tests {
     fn write_and_read_back_under_every_policy() {
         let (data, offsets) = write_log(40);
         for policy in ALL_POLICIES {
-            for is_last_log in [true, false] {
-                let (records, reader) = read_all(data.clone(), policy, is_last_log);
+            for torn_tail_allowed in [true, false] {
+                let (records, reader) = read_all(data.clone(), policy, torn_tail_allowed);
                 assert_eq!(records.expect("clean log"), expected_records(&offsets, None));
                 assert_eq!(reader.dropped_tail_bytes(), 0);
                 assert_eq!(reader.skipped_records(), 0);
@@ -263,8 +263,8 @@ mod tests {
                 let mut garbled = data.clone();
                 garbled[position] ^= 1 << bit;
                 for policy in [WalRecovery::TolerateTornTail, WalRecovery::Absolute] {
-                    for is_last_log in [true, false] {
-                        let (records, _) = read_all(garbled.clone(), policy, is_last_log);
+                    for torn_tail_allowed in [true, false] {
+                        let (records, _) = read_all(garbled.clone(), policy, torn_tail_allowed);
                         assert_eq!(corruption_offset(records), start as u64, "byte {position} bit {bit}");
                     }
                 }

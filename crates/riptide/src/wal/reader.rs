@@ -13,9 +13,11 @@
 //! and such a record must not silently swallow the valid records after it. Then:
 //!
 //! - `Absolute`: any damage is [`Error::Corruption`] at P.
-//! - `TolerateTornTail`: a torn tail in the newest log (`is_last_log`) is dropped and counted in
-//!   [`LogReader::dropped_tail_bytes`]; a torn tail in an older log, and mid-file corruption
-//!   anywhere, is [`Error::Corruption`] at P.
+//! - `TolerateTornTail`: a torn tail is dropped and counted in [`LogReader::dropped_tail_bytes`]
+//!   where the caller allows one (`torn_tail_allowed`: WAL recovery allows it in every log, since
+//!   logs are synced lazily and the history ends at the first torn tail, I12; the manifest
+//!   reader in its one file); otherwise, and for mid-file corruption anywhere, damage is
+//!   [`Error::Corruption`] at P.
 //! - `SkipCorrupt`: mid-file corruption is skipped up to the next offset where a valid record
 //!   starts (counted in [`LogReader::skipped_records`] and [`LogReader::skipped_bytes`]); a torn
 //!   tail is dropped, in any log.
@@ -54,8 +56,8 @@ pub(crate) struct LogReader {
     path: PathBuf,
     /// How damage is treated.
     policy: WalRecovery,
-    /// True for the newest log, the only one allowed a torn tail under `TolerateTornTail`.
-    is_last_log: bool,
+    /// Whether `TolerateTornTail` may drop a torn tail of this file.
+    torn_tail_allowed: bool,
     /// Where the next record starts.
     position: usize,
     /// The end of the last record returned.
@@ -95,9 +97,9 @@ enum ScanOutcome {
 }
 
 impl LogReader {
-    /// Reads `data`, the whole contents of the log at `path`. `is_last_log` marks the newest log,
-    /// the only one where `TolerateTornTail` drops a torn tail.
-    pub(crate) fn new(data: Vec<u8>, path: PathBuf, policy: WalRecovery, is_last_log: bool) -> LogReader {
+    /// Reads `data`, the whole contents of the log at `path`. `torn_tail_allowed` says whether
+    /// `TolerateTornTail` may drop a torn tail of this file (see the module comment).
+    pub(crate) fn new(data: Vec<u8>, path: PathBuf, policy: WalRecovery, torn_tail_allowed: bool) -> LogReader {
         let file_size_bytes = data.len() as u64;
         let resync_budget_bytes =
             file_size_bytes.saturating_mul(RESYNC_BUDGET_FILE_MULTIPLE).saturating_add(RESYNC_BUDGET_BASE_BYTES);
@@ -105,7 +107,7 @@ impl LogReader {
             data,
             path,
             policy,
-            is_last_log,
+            torn_tail_allowed,
             position: 0,
             valid_length_bytes: 0,
             dropped_tail_bytes: 0,
@@ -177,8 +179,8 @@ impl LogReader {
             WalRecovery::Absolute => {
                 self.fail(start, format!("{reason} (WalRecovery::Absolute accepts no damage)"));
             }
-            WalRecovery::TolerateTornTail if !self.is_last_log => {
-                self.fail(start, format!("{reason}; only the newest log may end in a torn record"));
+            WalRecovery::TolerateTornTail if !self.torn_tail_allowed => {
+                self.fail(start, format!("{reason}; this log may not end in a torn record"));
             }
             WalRecovery::TolerateTornTail => match self.find_valid_record(start + 1) {
                 ScanOutcome::NotFound => self.drop_tail(start),
