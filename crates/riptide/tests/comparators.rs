@@ -463,6 +463,8 @@ fn column_families_of_different_orders_share_a_database() {
     let stats = db.stats();
     for (index, (name, _)) in orders.iter().enumerate() {
         let family_stats = stats.column_families.iter().find(|family| family.name == *name).expect("stats");
+        assert_eq!(family_stats.comparator, orders[index].1.comparator().name(), "{name}");
+        assert!(stats.to_string().contains(&format!("({name}, {})", family_stats.comparator)), "{stats}");
         let deep_files: usize = family_stats.levels.iter().skip(1).map(|level| level.files).sum();
         assert!(deep_files > 0, "{name}: compaction left nothing below level 0");
         let family = db.column_family(name).expect("family");

@@ -83,6 +83,8 @@ pub struct ColumnFamilyStats {
     pub id: u32,
     /// Its name.
     pub name: String,
+    /// The name of its comparator (the order of its keys), e.g. `riptide.bytewise`.
+    pub comparator: String,
     /// Per level, from level 0 down (bytes written and read are database-wide, in
     /// [`Stats::levels`], and zero here).
     pub levels: Vec<LevelStats>,
@@ -263,9 +265,10 @@ impl fmt::Display for Stats {
             let scores: Vec<String> = family.levels.iter().map(|level| format!("{:.2}", level.score)).collect();
             writeln!(
                 f,
-                "column family {} ({}): base level {}, pending compaction {:.2} MiB, memtable {:.2} MiB, {} immutable, scores [{}]",
+                "column family {} ({}, {}): base level {}, pending compaction {:.2} MiB, memtable {:.2} MiB, {} immutable, scores [{}]",
                 family.id,
                 family.name,
+                family.comparator,
                 family.base_level,
                 family.pending_compaction_bytes as f64 / MIB,
                 family.memtable_bytes as f64 / MIB,
@@ -383,6 +386,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         column_families.push(ColumnFamilyStats {
             id,
             name: family.shared.name.read().clone(),
+            comparator: version.comparator.name().to_string(),
             levels: family_levels,
             memtable_bytes: family.memtable.approximate_memory_bytes(),
             immutable_memtables: family.immutables.len(),
