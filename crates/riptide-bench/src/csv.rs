@@ -126,6 +126,7 @@ impl Row {
         row.push("logical_write_bytes", result.logical_write_bytes.to_string());
         row.push("logical_read_bytes", result.logical_read_bytes.to_string());
         row.push("write_amplification", optional(result.write_amplification()));
+        row.push("write_amplification_dirtied", optional(result.write_amplification_dirtied()));
         row.push("read_amplification", optional(result.read_amplification()));
         row.push("db_size_bytes", result.db_size_bytes.to_string());
         row.push("live_keys", result.live_keys.to_string());
@@ -285,11 +286,11 @@ pub fn append_result(path: &Path, result: &RunResult) -> Result<()> {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use super::*;
     use crate::workload::RunParameters;
 
-    fn sample_result(test: &str, ops_per_second: f64) -> RunResult {
+    pub(crate) fn sample_result(test: &str, ops_per_second: f64) -> RunResult {
         RunResult {
             test: test.to_string(),
             engine: "riptide".to_string(),

@@ -136,6 +136,13 @@ pub struct ResourceUse {
 }
 
 impl ResourceUse {
+    /// Bytes written that reached storage, or will: dirtied minus cancelled. Pages dirtied before
+    /// the first snapshot and dropped after it are subtracted too, so a phase that deletes files
+    /// written before it can come out slightly low (saturating at 0).
+    pub fn device_write_bytes(&self) -> u64 {
+        self.write_bytes.saturating_sub(self.cancelled_write_bytes)
+    }
+
     /// CPU time (user plus system) per wall time, in percent (200 % is two busy cores).
     pub fn cpu_percent(&self) -> f64 {
         if self.wall_seconds > 0.0 {

@@ -444,28 +444,33 @@ fn amplification_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(out, "## Write, read and space amplification\n");
     let _ = writeln!(
         out,
-        "Write amp = bytes the process wrote to storage (`/proc/self/io` write_bytes over the phase, the final flush \
-         and compactions and the close) / logical bytes written (key + value; key only for deletes). Read amp = \
+        "Write amp = bytes the process wrote to storage (`/proc/self/io` write_bytes minus cancelled_write_bytes over \
+         the phase, the final flush and compactions and the close: bytes dirtied, less those the kernel dropped \
+         unwritten because their file was deleted first, as happens to a write-ahead log whose data reached tables \
+         before writeback) / logical bytes written (key + value; key only for deletes). \"Dirtied\" counts every \
+         byte written to a file, whether or not it reached storage. Read amp = \
          storage bytes read / key + value bytes returned (page-cache hits read nothing). Space amp = database \
          directory size after the run / key + value bytes of the live keys. \"-\": undefined (nothing written, \
          read, or left).\n"
     );
     let _ = writeln!(
         out,
-        "| Test | Engine | Write amp | Read amp | Space amp | DB size MiB | Live MiB | Disk written MiB | Disk read MiB |"
+        "| Test | Engine | Write amp | Write amp, dirtied | Read amp | Space amp | DB size MiB | Live MiB | Disk written MiB | Dropped unwritten MiB | Disk read MiB |"
     );
-    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
     for (test, row) in engine_rows(rows) {
         let _ = writeln!(
             out,
-            "| {test} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            "| {test} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
             row.text("engine"),
             decimals(row.number("write_amplification"), 2),
+            decimals(row.number("write_amplification_dirtied"), 2),
             decimals(row.number("read_amplification"), 3),
             decimals(row.number("space_amplification"), 2),
             mebibytes(row.number("db_size_bytes")),
             mebibytes(row.number("live_logical_bytes")),
             mebibytes(row.number("disk_write_bytes")),
+            mebibytes(row.number("disk_cancelled_write_bytes")),
             mebibytes(row.number("disk_read_bytes")),
         );
     }

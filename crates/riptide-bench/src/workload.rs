@@ -377,8 +377,15 @@ pub struct RunResult {
 }
 
 impl RunResult {
-    /// Disk bytes written per logical byte written.
+    /// Bytes that reached (or will reach) storage per logical byte written: the bytes the
+    /// process dirtied minus those the kernel dropped unwritten because their file was deleted
+    /// or truncated first (a write-ahead log deleted before writeback costs the disk nothing).
     pub fn write_amplification(&self) -> Option<f64> {
+        ratio(self.resources.device_write_bytes(), self.logical_write_bytes)
+    }
+
+    /// Bytes the process dirtied per logical byte written, whether or not they reached storage.
+    pub fn write_amplification_dirtied(&self) -> Option<f64> {
         ratio(self.resources.write_bytes, self.logical_write_bytes)
     }
 
@@ -1079,6 +1086,26 @@ pub fn run_and_record(parameters: &RunParameters) -> Result<RunOutput> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn write_amplification_leaves_out_bytes_the_kernel_dropped_unwritten() {
+        let result = RunResult {
+            logical_write_bytes: 100,
+            resources: crate::metrics::ResourceUse {
+                write_bytes: 500,
+                cancelled_write_bytes: 200,
+                ..Default::default()
+            },
+            ..crate::csv::tests::sample_result("amp", 1.0)
+        };
+        assert_eq!(result.write_amplification(), Some(3.0));
+        assert_eq!(result.write_amplification_dirtied(), Some(5.0));
+        let odd = RunResult {
+            resources: crate::metrics::ResourceUse { write_bytes: 10, cancelled_write_bytes: 50, ..Default::default() },
+            ..result
+        };
+        assert_eq!(odd.write_amplification(), Some(0.0), "more cancelled than dirtied saturates at zero");
+    }
 
     #[test]
     fn thread_shares_are_disjoint_and_cover_everything() {
