@@ -383,12 +383,13 @@ fn stall_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(
         out,
         "Stall s is the time writes were held back for flushes or compactions during the measured phase, as each \
-         engine counts it: Riptide's `write_stall_micros` (a write waiting for a memtable slot, or for level 0 to \
-         fall below `level0_stop_writes_files`; Riptide never slows writes down, it only stops them), RocksDB's \
+         engine counts it: Riptide's `write_stall_micros` plus `write_slowdown_micros` (a write waiting for a \
+         memtable slot or for level 0 to fall below `level0_stop_writes_files`, and write groups delayed by a few \
+         milliseconds once level 0 reaches `level0_slowdown_writes_files`), RocksDB's \
          `Cumulative stall` of `rocksdb.dbstats` (the counter behind its `rocksdb.stall.micros` statistic: writes \
          slowed down once level 0 or pending compaction bytes pass their slowdown triggers, and writes stopped). \
          Both count only the leader of a write group, so the time is wall time during which writes waited, not a \
-         sum over threads. Stalls counted differ in kind: Riptide counts writes that waited; RocksDB counts the \
+         sum over threads. Stalls counted differ in kind: Riptide counts writes that waited or were delayed; RocksDB counts the \
          flushes and compactions that ended while writes were delayed or stopped (`total-delays` + `total-stops` \
          of `rocksdb.cf-write-stall-stats`). Write amp, peak RSS and the write latencies repeat the other tables, \
          so that a long write run reads at a glance; latencies are in µs per unit (a whole batch for batched \

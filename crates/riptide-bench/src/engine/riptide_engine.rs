@@ -115,9 +115,14 @@ impl Engine for RiptideEngine {
     }
 
     fn write_stalls(&self) -> Option<WriteStalls> {
-        // Riptide counts each write that waited for a memtable slot or for level 0 to shrink.
+        // Riptide counts each write that waited for a memtable slot or for level 0 to shrink
+        // (stops), and each write group it delayed once level 0 reached its slowdown trigger;
+        // both are time writes were held back, as RocksDB's cumulative stall counts both.
         let stats = self.db.stats();
-        Some(WriteStalls { stall_micros: stats.write_stall_micros, stall_count: stats.write_stall_count })
+        Some(WriteStalls {
+            stall_micros: stats.write_stall_micros + stats.write_slowdown_micros,
+            stall_count: stats.write_stall_count + stats.write_slowdown_count,
+        })
     }
 
     fn close(self) -> Result<()> {
