@@ -232,3 +232,56 @@ fn absolute_recovery_refuses_a_torn_older_log_and_a_sequence_gap() {
         other => panic!("expected corruption in {}, got {:?}", logs[2], other.map(|_| ())),
     }
 }
+
+/// The oldest log still needed came back empty while later logs survived: no record precedes
+/// the first one replayed, so only the manifest's last sequence shows that writes are missing.
+#[test]
+fn recovery_ends_the_history_when_the_oldest_needed_log_lost_every_record() {
+    let memory = MemFileSystem::new();
+    let logs = durable_logs_without_tables(&memory);
+    memory.truncate(log_path(&logs[0]), 0).expect("empty the oldest log");
+    let later_bytes: u64 = logs[1..].iter().map(|name| log_size(&memory, name)).sum();
+    let reopened = Db::open(PATH, options_over(Arc::new(memory.clone()))).expect("reopen");
+    assert_eq!(surviving_prefix(&reopened), 0, "later writes survived the loss of the first ones");
+    let recovery = reopened.stats().recovery;
+    assert_eq!(recovery.wal_logs_dropped, logs.len() as u64 - 2, "{recovery:?}");
+    assert_eq!(recovery.wal_torn_tail_bytes_dropped, later_bytes, "{recovery:?}");
+}
+
+/// Story: the first record replayed may not start past the manifest's last sequence plus one.
+/// A flush used to record as last sequence the largest one of its own memtable, which is not
+/// the largest in the logs it lets go: records of a column family dropped before its flush
+/// stayed behind in such a log with larger sequences. The next log's first record then started
+/// past the bound, and recovery took intact, synced writes for a gap and dropped them. A flush
+/// now records every sequence assigned so far.
+#[test]
+fn records_of_a_dropped_column_family_in_an_old_log_are_no_gap() {
+    let memory = MemFileSystem::new();
+    let options = small_options(Arc::new(memory.clone()));
+    let db = Db::open(PATH, options.clone()).expect("open");
+    let doomed = db.create_column_family("doomed", ColumnFamilyOptions::default()).expect("create");
+    for number in 0..10 {
+        db.put(&key(number), &value(number, 0, 20)).expect("put");
+    }
+    for number in 0..50 {
+        db.put_cf(&doomed, &key(number), &value(number, 1, 20)).expect("put_cf");
+    }
+    db.drop_column_family(&doomed).expect("drop");
+    // Switches the default memtable to a new log and flushes it; the old log, holding the
+    // dropped family's records after the default ones, is no longer needed.
+    db.flush().expect("flush");
+    for number in 10..20 {
+        db.put(&key(number), &value(number, 0, 20)).expect("put");
+    }
+    let mut batch = WriteBatch::new();
+    batch.put(&key(20), &value(20, 0, 20));
+    db.write_opt(batch, &WriteOptions { sync: true }).expect("synced write");
+    drop(doomed);
+    db.close().expect("close");
+    let reopened = Db::open(PATH, options).expect("reopen");
+    let contents = dump(&reopened, &ReadOptions::default());
+    for number in 0..=20 {
+        assert_eq!(contents.get(&key(number)), Some(&value(number, 0, 20)), "key {number} lost");
+    }
+    assert_eq!(reopened.stats().recovery.wal_torn_tail_bytes_dropped, 0);
+}

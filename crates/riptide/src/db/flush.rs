@@ -135,8 +135,7 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             if let Some(meta) = meta {
                 edit.new_files.push((0, meta));
             }
-            let last_sequence = state.versions.last_sequence().max(memtable.largest_sequence());
-            state.versions.set_last_sequence(last_sequence);
+            inner.record_assigned_sequences(&mut state);
             state.versions.log_and_apply(edit)?;
             state.stats.flush_count += 1;
             state.stats.level_bytes_written[0] += bytes_written;

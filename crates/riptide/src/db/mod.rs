@@ -168,6 +168,20 @@ impl DbInner {
         *family.shared.read_view.write() = Arc::new(view);
     }
 
+    /// Raises the version set's last sequence (written with the next manifest edit) to every
+    /// sequence number assigned so far. Called before a flush's edit, the only edit that moves a
+    /// column family's log number while the database runs, so that the manifest's last sequence
+    /// is at least the sequence of every record in a log that is no longer replayed (records of
+    /// dropped column families included): recovery checks the first record it replays against
+    /// it (I12). Called with the state mutex held; the write leader's store of `last_sequence`
+    /// happens before the switch that closed the log, and so before this.
+    pub(crate) fn record_assigned_sequences(&self, state: &mut DbState) {
+        let assigned = self.last_sequence.load(Ordering::Acquire);
+        if assigned > state.versions.last_sequence() {
+            state.versions.set_last_sequence(assigned);
+        }
+    }
+
     /// Why work that waits on the background threads must give up now: a background failure
     /// (reported first, as the cause), or a close in progress. Called with the state mutex held.
     pub(crate) fn check_not_stopped(&self, state: &DbState) -> Result<()> {

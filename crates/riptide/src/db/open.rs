@@ -142,7 +142,13 @@ pub(crate) fn open_with_column_families(
     // replays the longest intact prefix: it stops at a torn tail, in whichever log, or at a gap
     // in the sequence numbers (a log cut exactly at a record boundary, or lost with its name),
     // and drops the rest, later logs included. Only unsynced writes can lie there.
+    // The first record replayed has no predecessor in the logs, but it may not start past the
+    // manifest's last sequence plus one: every record of a log no longer replayed is covered by
+    // it (`record_assigned_sequences`), so a first record beyond it means the records between,
+    // in the oldest log still needed, were lost (the log came back empty while a later log's
+    // pages survived).
     let tolerate_torn_tail = options.wal_recovery == WalRecovery::TolerateTornTail;
+    let first_sequence_bound = versions.last_sequence().saturating_add(1);
     let mut next_sequence: Option<u64> = None;
     let mut history_ended = false;
     for &number in &log_numbers {
@@ -161,9 +167,14 @@ pub(crate) fn open_with_column_families(
                 recovery.wal_records_replayed += 1;
                 continue;
             }
-            if let Some(expected) = next_sequence.filter(|&expected| expected != batch.sequence()) {
+            let gap = match next_sequence {
+                Some(expected) => (batch.sequence() != expected).then(|| format!("{expected} was expected")),
+                None => (batch.sequence() > first_sequence_bound)
+                    .then(|| format!("at most {first_sequence_bound} was expected after the manifest's last sequence")),
+            };
+            if let Some(expected) = gap {
                 let reason = format!(
-                    "the record holds sequence numbers from {} where {expected} was expected: writes are missing before it",
+                    "the record holds sequence numbers from {} where {expected}: writes are missing before it",
                     batch.sequence()
                 );
                 match options.wal_recovery {

@@ -240,7 +240,7 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
             return Err(error);
         }
     }
-    inner.last_sequence.store(last_sequence, Ordering::Relaxed);
+    inner.last_sequence.store(last_sequence, Ordering::Release);
     let batch_bytes: usize = batches.iter().map(|b| b.size_bytes()).sum();
     inner.user_bytes_written.fetch_add(batch_bytes as u64, Ordering::Relaxed);
     inner
