@@ -303,8 +303,8 @@ pub(crate) fn sync_wal(inner: &DbInner, wal: &mut WalState) -> Result<()> {
     Ok(())
 }
 
-/// Syncs the closed logs that still hold unsynced appends, oldest first, and forgets each once
-/// it is synced. A failure leaves the failed log and the later ones in the list; the caller
+/// Syncs the closed logs that still hold unsynced appends, oldest first, then the directory if
+/// any of their names is new, and forgets them. On a failure none is forgotten; the caller
 /// must treat it as a background error, since a failed sync is never retried as if it could
 /// succeed (I10).
 pub(crate) fn sync_closed_logs(inner: &DbInner) -> Result<()> {
