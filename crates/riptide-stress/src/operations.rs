@@ -158,6 +158,46 @@ impl<'a> ThreadContext<'a> {
     }
 }
 
+/// Adds to `failure` what the engine holds for each of `indices` (every stored version, its
+/// source and sequence number): in the sources `iterator` reads, when given, and in the
+/// database's current view, so that a report says where a wrong value came from.
+fn with_stored_versions(
+    db: &Db,
+    iterator: Option<&riptide::DbIterator>,
+    space: crate::model::KeySpace,
+    indices: &[usize],
+    failure: Failure,
+) -> Failure {
+    use riptide::internals::debug;
+    let mut message = failure.0;
+    for &index in indices {
+        let key = space.key(index);
+        let mut listings = vec![("now", debug::key_versions(db, &key))];
+        if let Some(iterator) = iterator {
+            listings.insert(0, ("in the iterator's view", debug::iterator_key_versions(iterator, &key)));
+        }
+        for (when, listing) in listings {
+            match listing {
+                Ok((sequence, versions)) => {
+                    message.push_str(&format!("\n  key {index} {when} (reads at sequence {sequence}):"));
+                    for version in versions {
+                        let value = if version.is_delete {
+                            "delete".to_string()
+                        } else {
+                            parse_value(index, &version.value)
+                                .map(|id| describe(Some(id)))
+                                .unwrap_or_else(|reason| reason)
+                        };
+                        message.push_str(&format!("\n    {} seq {} {value}", version.source, version.sequence));
+                    }
+                }
+                Err(error) => message.push_str(&format!("\n  key {index} {when}: versions unreadable: {error}")),
+            }
+        }
+    }
+    Failure(message)
+}
+
 fn journal_failure(error: std::io::Error) -> Failure {
     Failure(format!("journal write failed (parent gone?): {error}"))
 }
@@ -302,9 +342,62 @@ impl Operation for Get {
         let read = context.shared.state.begin_read();
         let value = db.get(&space.key(index))?;
         let end = context.shared.state.now();
-        context.check_read("get", index, value.as_deref(), read.start(), end)?;
+        context
+            .check_read("get", index, value.as_deref(), read.start(), end)
+            .map_err(|failure| with_stored_versions(db, None, space, &[index], failure))?;
         Ok(())
     }
+}
+
+/// Describes a failed scan for the report: its direction and options, and what a repeat of the
+/// same scan, and a seek to the key, return now (so a report tells a deterministic read error
+/// from a race).
+fn rescan_report(db: &Db, options: &ReadOptions, forward: bool, space: crate::model::KeySpace, index: usize) -> String {
+    let text = |bound: &Option<Vec<u8>>| {
+        bound.as_ref().map_or("none".to_string(), |b| String::from_utf8_lossy(b).into_owned())
+    };
+    let mut report = format!(
+        "\n  scan {} lower {} upper {} fill_cache {} snapshot {:?}",
+        direction(forward),
+        text(&options.lower_bound),
+        text(&options.upper_bound),
+        options.fill_cache,
+        options.snapshot.as_ref().map(Snapshot::sequence)
+    );
+    let key = space.key(index);
+    let shown = |value: Option<&[u8]>| match value {
+        Some(bytes) => parse_value(index, bytes).map(|id| describe(Some(id))).unwrap_or_else(|reason| reason),
+        None => "absent".to_string(),
+    };
+    match db.iter(options) {
+        Ok(mut iterator) => {
+            if forward {
+                iterator.seek_to_first();
+            } else {
+                iterator.seek_to_last();
+            }
+            let mut found = None;
+            while iterator.valid() {
+                if iterator.key() == key.as_slice() {
+                    found = Some(iterator.value().to_vec());
+                }
+                if forward {
+                    iterator.next();
+                } else {
+                    iterator.prev();
+                }
+            }
+            report.push_str(&format!("\n  the same scan again: key {index} {}", shown(found.as_deref())));
+            iterator.seek(&key);
+            let at = iterator.valid() && iterator.key() == key.as_slice();
+            report.push_str(&format!(
+                "; a seek to it: {}",
+                if at { shown(Some(iterator.value())) } else { "absent".to_string() }
+            ));
+        }
+        Err(error) => report.push_str(&format!("\n  repeat failed: {error}")),
+    }
+    report
 }
 
 /// Checks one iterator pass over key indices `[low, high)` (as bounds, or with a bound left
@@ -355,10 +448,19 @@ fn check_window(
         if let Some(&(previous, _)) = seen.last() {
             let ordered = if forward { previous < index } else { previous > index };
             if !ordered {
-                return Err(Failure(format!("scan: key {index} follows key {previous} going {}", direction(forward))));
+                let failure = Failure(format!(
+                    "scan: key {index} follows key {previous} going {} (reads at {}){}",
+                    direction(forward),
+                    if snapshot.is_some() { "a snapshot" } else { "the iterator's creation" },
+                    rescan_report(db, &options, forward, space, index)
+                ));
+                return Err(with_stored_versions(db, Some(&iterator), space, &[previous, index], failure));
             }
         }
-        let observed = context.check_read("scan", index, Some(iterator.value()), start, end)?;
+        let observed = context.check_read("scan", index, Some(iterator.value()), start, end).map_err(|failure| {
+            let failure = Failure(failure.0 + &rescan_report(db, &options, forward, space, index));
+            with_stored_versions(db, Some(&iterator), space, &[index], failure)
+        })?;
         seen.push((index, observed));
         if forward {
             iterator.next();
@@ -371,7 +473,10 @@ fn check_window(
     let returned: BTreeMap<usize, Option<ValueId>> = seen.iter().copied().collect();
     for index in low..high {
         if !returned.contains_key(&index) {
-            context.check_read("scan (absent key)", index, None, start, end)?;
+            context.check_read("scan (absent key)", index, None, start, end).map_err(|failure| {
+                let failure = Failure(failure.0 + &rescan_report(db, &options, forward, space, index));
+                with_stored_versions(db, Some(&iterator), space, &[index], failure)
+            })?;
         }
     }
     // An iterator reads one point in time: the members of a group it returned agree.

@@ -18,6 +18,26 @@
 pub use crate::memtable::bench_support as memtable;
 pub use crate::sstable::bench_support as sstable;
 
+/// Diagnostics for the reliability harness: what the engine holds for a key.
+pub mod debug {
+    pub use crate::db::read::StoredVersion;
+    use crate::error::Result;
+    use crate::Db;
+
+    /// Every version of `user_key` in the default column family's current view (memtable,
+    /// immutable memtables newest first, then every table of every level), with the sequence
+    /// number a read without a snapshot sees now.
+    pub fn key_versions(db: &Db, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
+        db.key_versions(user_key)
+    }
+
+    /// Every version of `user_key` in the sources `iterator` reads (the memtables and tables it
+    /// pinned when it was created), with the sequence number it reads at.
+    pub fn iterator_key_versions(iterator: &crate::DbIterator, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
+        iterator.stored_versions(user_key)
+    }
+}
+
 /// Decoders over plain bytes, one per on-disk structure.
 pub mod decode {
     use std::path::{Path, PathBuf};

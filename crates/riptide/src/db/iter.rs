@@ -6,6 +6,8 @@
 
 use std::sync::Arc;
 
+use super::read::{key_versions_in_view, StoredVersion};
+use super::table_cache::TableCache;
 use super::ReadView;
 use crate::error::Result;
 use crate::iterator::db_iter::UserIterator;
@@ -24,13 +26,29 @@ pub struct DbIterator {
     inner: UserIterator,
     started: bool,
     error_reported: bool,
-    _view: Arc<ReadView>,
+    view: Arc<ReadView>,
+    /// Opens the view's tables for [`DbIterator::stored_versions`] (diagnostics only).
+    table_cache: Arc<TableCache>,
+    /// The sequence number the iterator reads at.
+    sequence: u64,
     _snapshot: Option<Snapshot>,
 }
 
 impl DbIterator {
-    pub(crate) fn new(inner: UserIterator, view: Arc<ReadView>, snapshot: Option<Snapshot>) -> DbIterator {
-        DbIterator { inner, started: false, error_reported: false, _view: view, _snapshot: snapshot }
+    pub(crate) fn new(
+        inner: UserIterator,
+        view: Arc<ReadView>,
+        table_cache: Arc<TableCache>,
+        sequence: u64,
+        snapshot: Option<Snapshot>,
+    ) -> DbIterator {
+        DbIterator { inner, started: false, error_reported: false, view, table_cache, sequence, _snapshot: snapshot }
+    }
+
+    /// Every version of `user_key` in the sources this iterator reads, with its read sequence
+    /// (diagnostics; see `internals::debug`).
+    pub(crate) fn stored_versions(&self, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
+        Ok((self.sequence, key_versions_in_view(&self.view, &self.table_cache, user_key)?))
     }
 
     /// True when positioned on a key.

@@ -21,7 +21,7 @@ mod flush;
 mod iter;
 mod memory;
 mod open;
-mod read;
+pub(crate) mod read;
 mod stats;
 pub(crate) mod table_cache;
 mod write;
@@ -235,6 +235,12 @@ impl std::fmt::Debug for Db {
 }
 
 impl Db {
+    /// Every stored version of `user_key` in the default column family's current view, with the
+    /// sequence number reads see now (see `internals::debug`).
+    pub(crate) fn key_versions(&self, user_key: &[u8]) -> Result<(u64, Vec<read::StoredVersion>)> {
+        read::key_versions(&self.inner, user_key)
+    }
+
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`.
     ///
     /// Recovery replays the write-ahead logs into new level-0 tables, so when `open` returns

@@ -141,6 +141,15 @@ impl MergingIterator {
 
     /// Positions every child other than `current` on its last entry before the current one in
     /// the `(key, child index)` order, then rebuilds the heap for backward movement.
+    ///
+    /// A child is positioned with a seek to the current key and steps back until it is before
+    /// the current entry: usually one step, but the active memtable can gain entries between
+    /// the seek and the step (writers insert while readers read), and the step back can then
+    /// land on a new entry above the current key. Stopping there would leave the child ahead
+    /// of the current entry, so the heap's top would not be the child `prev` moves and the
+    /// stream would go out of order (the regression test
+    /// `turning_backward_stays_below_the_current_entry_when_a_source_grows` tells the story; I26).
+    /// Each further step back goes strictly lower, so the loop ends.
     fn switch_to_backward(&mut self, current: usize) {
         if self.children.len() > 1 {
             self.save_current_key(current);
@@ -150,16 +159,17 @@ impl MergingIterator {
                 }
                 let iterator = &mut self.children[child];
                 iterator.seek(&self.saved_key);
-                if iterator.valid() {
-                    // An equal key in an earlier child sorts before the current entry, so it is
-                    // the child's last entry before it; anything else found is after it.
-                    let keep = child < current
-                        && self.comparator.compare_internal_keys(iterator.key(), &self.saved_key) == Ordering::Equal;
-                    if !keep {
-                        iterator.prev();
-                    }
-                } else {
+                if !iterator.valid() {
                     iterator.seek_to_last();
+                }
+                while iterator.valid() {
+                    // An equal key in an earlier child sorts before the current entry, so it is
+                    // the child's last entry before it; in a later child it sorts after.
+                    let order = self.comparator.compare_internal_keys(iterator.key(), &self.saved_key);
+                    if order == Ordering::Less || (order == Ordering::Equal && child < current) {
+                        break;
+                    }
+                    iterator.prev();
                 }
             }
         }
@@ -268,6 +278,7 @@ impl InternalIterator for MergingIterator {
             if self.heap.is_empty() {
                 return;
             }
+            // Every other child now sits before the current entry (see `switch_to_backward`).
             debug_assert_eq!(self.heap[0], current);
         }
         self.children[current].prev();
@@ -297,7 +308,7 @@ impl InternalIterator for MergingIterator {
 pub(crate) mod tests {
     use super::*;
     use crate::iterator::VecIterator;
-    use crate::key::{compare_internal_keys, make_internal_key, ValueKind};
+    use crate::key::{compare_internal_keys, make_internal_key, ValueKind, MAX_SEQUENCE_NUMBER};
     use rand::rngs::SmallRng;
     use rand::{Rng, SeedableRng};
 
@@ -582,5 +593,156 @@ pub(crate) mod tests {
         merge.seek(&make_internal_key(b"a", 5, ValueKind::Put));
         assert!(!merge.valid());
         assert!(merge.status().is_err());
+    }
+
+    /// A sorted source that gains entries while it is read, as the active memtable does under
+    /// concurrent writers: right after each `seek` it inserts the next entry of `arrivals`
+    /// (if any). Like the memtable's iterator it remembers its position by key, so `prev`
+    /// finds the last entry below the current key at the moment it is called.
+    struct GrowingIterator {
+        entries: Vec<(Vec<u8>, Vec<u8>)>,
+        arrivals: std::collections::VecDeque<Option<(Vec<u8>, Vec<u8>)>>,
+        current: Option<Vec<u8>>,
+    }
+
+    impl GrowingIterator {
+        fn position_of(&self, key: &[u8]) -> usize {
+            self.entries.partition_point(|(entry, _)| compare_internal_keys(entry, key).is_lt())
+        }
+
+        fn set(&mut self, index: Option<usize>) {
+            self.current = index.and_then(|index| self.entries.get(index)).map(|(key, _)| key.clone());
+        }
+
+        fn entry(&self) -> &(Vec<u8>, Vec<u8>) {
+            let key = self.current.as_ref().expect("positioned");
+            &self.entries[self.position_of(key)]
+        }
+    }
+
+    impl InternalIterator for GrowingIterator {
+        fn valid(&self) -> bool {
+            self.current.is_some()
+        }
+        fn seek_to_first(&mut self) {
+            self.set(Some(0));
+        }
+        fn seek_to_last(&mut self) {
+            self.set(self.entries.len().checked_sub(1));
+        }
+        fn seek(&mut self, target: &[u8]) {
+            let index = self.position_of(target);
+            self.set(Some(index));
+            if let Some(Some(arrival)) = self.arrivals.pop_front() {
+                let at = self.position_of(&arrival.0);
+                self.entries.insert(at, arrival);
+            }
+        }
+        fn next(&mut self) {
+            let key = self.current.clone().expect("positioned");
+            let index = self.entries.partition_point(|(entry, _)| compare_internal_keys(entry, &key).is_le());
+            self.set(Some(index));
+        }
+        fn prev(&mut self) {
+            let key = self.current.clone().expect("positioned");
+            self.set(self.position_of(&key).checked_sub(1));
+        }
+        fn key(&self) -> &[u8] {
+            &self.entry().0
+        }
+        fn value(&self) -> &[u8] {
+            &self.entry().1
+        }
+        fn status(&self) -> Result<()> {
+            Ok(())
+        }
+    }
+
+    fn put(user_key: &[u8], sequence: u64) -> (Vec<u8>, Vec<u8>) {
+        (make_internal_key(user_key, sequence, ValueKind::Put), user_key.to_vec())
+    }
+
+    /// Regression: the stress driver's scans, backward from an upper bound, sometimes missed a
+    /// key just below the bound or returned an older version of it, while a repeat of the same
+    /// scan was right. Turning backward, the merge positioned each other child with a seek to
+    /// the current key and one step back. Between the two, a writer could link a memtable
+    /// entry above the current key, and the step back landed on it: the child was then ahead
+    /// of the current entry, the heap's top was no longer the child that moves, and the
+    /// stream went out of order (an older version of a key after its newer one, or a key
+    /// replacing the smaller one being read).
+    #[test]
+    fn turning_backward_stays_below_the_current_entry_when_a_source_grows() {
+        // Child 0 is the memtable: "g" at first, and "f" arrives right after the seek that
+        // repositions it for the turn (its second seek).
+        let memtable = GrowingIterator {
+            entries: vec![put(b"g", 9)],
+            arrivals: [None, Some(put(b"f", 20))].into_iter().collect(),
+            current: None,
+        };
+        let table: Box<dyn InternalIterator> =
+            Box::new(VecIterator::new(vec![put(b"b", 1), put(b"c", 1), put(b"e", 1)]));
+        let mut merge = MergingIterator::new(vec![Box::new(memtable), table], KeyComparator::Bytewise);
+        merge.seek(&make_internal_key(b"d", MAX_SEQUENCE_NUMBER, ValueKind::Put));
+        assert_eq!(merge.key(), &put(b"e", 1).0[..]);
+        merge.prev();
+        assert_eq!(merge.key(), &put(b"c", 1).0[..], "the step back went above the entry it left");
+        merge.prev();
+        assert_eq!(merge.key(), &put(b"b", 1).0[..]);
+        merge.prev();
+        assert!(!merge.valid());
+    }
+
+    /// The same property at random: whatever a growing source gains at each seek, every
+    /// backward pass after a turn descends strictly and visits every entry of the fixed
+    /// sources below the turning point.
+    #[test]
+    fn backward_passes_over_a_growing_source_stay_ordered_and_complete() {
+        let mut rng = SmallRng::seed_from_u64(21);
+        for case in 0..2000 {
+            let mut keys: Vec<Vec<u8>> = (0..rng.gen_range(1..40)).map(|_| random_internal_key(&mut rng)).collect();
+            keys.sort_by(|a, b| compare_internal_keys(a, b));
+            keys.dedup();
+            let mut sources: Vec<Vec<(Vec<u8>, Vec<u8>)>> = vec![Vec::new(); 3];
+            for key in &keys {
+                sources[rng.gen_range(0..3)].push((key.clone(), b"v".to_vec()));
+            }
+            // Arrivals use sequence numbers no fixed key has, so every internal key is unique.
+            let arrivals = (0..8)
+                .map(|_| {
+                    rng.gen_bool(0.7).then(|| {
+                        let user_key: Vec<u8> =
+                            (0..rng.gen_range(1..=3)).map(|_| b"abc"[rng.gen_range(0..3)]).collect();
+                        (make_internal_key(&user_key, 100 + rng.gen_range(0..1000), ValueKind::Put), b"new".to_vec())
+                    })
+                })
+                .collect();
+            let fixed: Vec<Vec<u8>> = sources[1].iter().chain(&sources[2]).map(|(key, _)| key.clone()).collect();
+            let growing = GrowingIterator { entries: std::mem::take(&mut sources[0]), arrivals, current: None };
+            let children: Vec<Box<dyn InternalIterator>> = vec![
+                Box::new(growing),
+                Box::new(VecIterator::new(std::mem::take(&mut sources[1]))),
+                Box::new(VecIterator::new(std::mem::take(&mut sources[2]))),
+            ];
+            let mut merge = MergingIterator::new(children, KeyComparator::Bytewise);
+            let target = random_internal_key(&mut rng);
+            merge.seek(&target);
+            if !merge.valid() {
+                continue;
+            }
+            let turning_key = merge.key().to_vec();
+            let mut previous = turning_key.clone();
+            let mut visited = Vec::new();
+            merge.prev();
+            while merge.valid() {
+                let key = merge.key().to_vec();
+                assert!(compare_internal_keys(&key, &previous).is_lt(), "case {case}: out of order going backward");
+                visited.push(key.clone());
+                previous = key;
+                merge.prev();
+            }
+            for key in fixed.iter().filter(|key| compare_internal_keys(key, &turning_key).is_lt()) {
+                assert!(visited.contains(key), "case {case}: a fixed entry was skipped");
+            }
+        }
     }
 }
