@@ -158,6 +158,15 @@ impl<'a> ThreadContext<'a> {
     }
 }
 
+/// Shows the bytes read for key `index` (or their absence) as a value id, or says why they are
+/// no value the driver wrote.
+fn show_value(index: usize, value: Option<&[u8]>) -> String {
+    match value {
+        Some(bytes) => parse_value(index, bytes).map(|id| describe(Some(id))).unwrap_or_else(|reason| reason),
+        None => "absent".to_string(),
+    }
+}
+
 /// Adds to `failure` what the engine holds for each of `indices` (every stored version, its
 /// source and sequence number): in the sources `iterator` reads, when given, and in the
 /// database's current view, so that a report says where a wrong value came from.
@@ -174,7 +183,7 @@ fn with_stored_versions(
         let key = space.key(index);
         let mut listings = vec![("now", debug::key_versions(db, &key))];
         if let Some(iterator) = iterator {
-            listings.insert(0, ("in the iterator's view", debug::iterator_key_versions(iterator, &key)));
+            listings.insert(0, ("in the iterator's view", debug::iterator_key_versions(db, iterator, &key)));
         }
         for (when, listing) in listings {
             match listing {
@@ -184,9 +193,7 @@ fn with_stored_versions(
                         let value = if version.is_delete {
                             "delete".to_string()
                         } else {
-                            parse_value(index, &version.value)
-                                .map(|id| describe(Some(id)))
-                                .unwrap_or_else(|reason| reason)
+                            show_value(index, Some(&version.value))
                         };
                         message.push_str(&format!("\n    {} seq {} {value}", version.source, version.sequence));
                     }
@@ -365,10 +372,6 @@ fn rescan_report(db: &Db, options: &ReadOptions, forward: bool, space: crate::mo
         options.snapshot.as_ref().map(Snapshot::sequence)
     );
     let key = space.key(index);
-    let shown = |value: Option<&[u8]>| match value {
-        Some(bytes) => parse_value(index, bytes).map(|id| describe(Some(id))).unwrap_or_else(|reason| reason),
-        None => "absent".to_string(),
-    };
     match db.iter(options) {
         Ok(mut iterator) => {
             if forward {
@@ -387,17 +390,29 @@ fn rescan_report(db: &Db, options: &ReadOptions, forward: bool, space: crate::mo
                     iterator.prev();
                 }
             }
-            report.push_str(&format!("\n  the same scan again: key {index} {}", shown(found.as_deref())));
+            report.push_str(&format!("\n  the same scan again: key {index} {}", show_value(index, found.as_deref())));
             iterator.seek(&key);
             let at = iterator.valid() && iterator.key() == key.as_slice();
-            report.push_str(&format!(
-                "; a seek to it: {}",
-                if at { shown(Some(iterator.value())) } else { "absent".to_string() }
-            ));
+            report.push_str(&format!("; a seek to it: {}", show_value(index, at.then(|| iterator.value()))));
         }
         Err(error) => report.push_str(&format!("\n  repeat failed: {error}")),
     }
     report
+}
+
+/// Completes the report of a failed scan: the scan and its repeat (for the last of `indices`),
+/// then the stored versions of each of `indices` in `iterator`'s view and now.
+fn scan_failure(
+    db: &Db,
+    iterator: &riptide::DbIterator,
+    options: &ReadOptions,
+    forward: bool,
+    space: crate::model::KeySpace,
+    indices: &[usize],
+    failure: Failure,
+) -> Failure {
+    let rescan = indices.last().map_or(String::new(), |&index| rescan_report(db, options, forward, space, index));
+    with_stored_versions(db, Some(iterator), space, indices, Failure(failure.0 + &rescan))
 }
 
 /// Checks one iterator pass over key indices `[low, high)` (as bounds, or with a bound left
@@ -449,18 +464,16 @@ fn check_window(
             let ordered = if forward { previous < index } else { previous > index };
             if !ordered {
                 let failure = Failure(format!(
-                    "scan: key {index} follows key {previous} going {} (reads at {}){}",
+                    "scan: key {index} follows key {previous} going {} (reads at {})",
                     direction(forward),
                     if snapshot.is_some() { "a snapshot" } else { "the iterator's creation" },
-                    rescan_report(db, &options, forward, space, index)
                 ));
-                return Err(with_stored_versions(db, Some(&iterator), space, &[previous, index], failure));
+                return Err(scan_failure(db, &iterator, &options, forward, space, &[previous, index], failure));
             }
         }
-        let observed = context.check_read("scan", index, Some(iterator.value()), start, end).map_err(|failure| {
-            let failure = Failure(failure.0 + &rescan_report(db, &options, forward, space, index));
-            with_stored_versions(db, Some(&iterator), space, &[index], failure)
-        })?;
+        let observed = context
+            .check_read("scan", index, Some(iterator.value()), start, end)
+            .map_err(|failure| scan_failure(db, &iterator, &options, forward, space, &[index], failure))?;
         seen.push((index, observed));
         if forward {
             iterator.next();
@@ -473,10 +486,9 @@ fn check_window(
     let returned: BTreeMap<usize, Option<ValueId>> = seen.iter().copied().collect();
     for index in low..high {
         if !returned.contains_key(&index) {
-            context.check_read("scan (absent key)", index, None, start, end).map_err(|failure| {
-                let failure = Failure(failure.0 + &rescan_report(db, &options, forward, space, index));
-                with_stored_versions(db, Some(&iterator), space, &[index], failure)
-            })?;
+            context
+                .check_read("scan (absent key)", index, None, start, end)
+                .map_err(|failure| scan_failure(db, &iterator, &options, forward, space, &[index], failure))?;
         }
     }
     // An iterator reads one point in time: the members of a group it returned agree.

@@ -31,10 +31,14 @@ pub mod debug {
         db.key_versions(user_key)
     }
 
-    /// Every version of `user_key` in the sources `iterator` reads (the memtables and tables it
-    /// pinned when it was created), with the sequence number it reads at.
-    pub fn iterator_key_versions(iterator: &crate::DbIterator, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
-        iterator.stored_versions(user_key)
+    /// Every version of `user_key` in the sources `iterator` (an iterator of `db`) reads: the
+    /// memtables and tables it pinned when it was created, with the sequence number it reads at.
+    pub fn iterator_key_versions(
+        db: &Db,
+        iterator: &crate::DbIterator,
+        user_key: &[u8],
+    ) -> Result<(u64, Vec<StoredVersion>)> {
+        db.iterator_key_versions(iterator, user_key)
     }
 }
 

@@ -27,28 +27,23 @@ pub struct DbIterator {
     started: bool,
     error_reported: bool,
     view: Arc<ReadView>,
-    /// Opens the view's tables for [`DbIterator::stored_versions`] (diagnostics only).
-    table_cache: Arc<TableCache>,
-    /// The sequence number the iterator reads at.
-    sequence: u64,
     _snapshot: Option<Snapshot>,
 }
 
 impl DbIterator {
-    pub(crate) fn new(
-        inner: UserIterator,
-        view: Arc<ReadView>,
-        table_cache: Arc<TableCache>,
-        sequence: u64,
-        snapshot: Option<Snapshot>,
-    ) -> DbIterator {
-        DbIterator { inner, started: false, error_reported: false, view, table_cache, sequence, _snapshot: snapshot }
+    pub(crate) fn new(inner: UserIterator, view: Arc<ReadView>, snapshot: Option<Snapshot>) -> DbIterator {
+        DbIterator { inner, started: false, error_reported: false, view, _snapshot: snapshot }
     }
 
-    /// Every version of `user_key` in the sources this iterator reads, with its read sequence
-    /// (diagnostics; see `internals::debug`).
-    pub(crate) fn stored_versions(&self, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
-        Ok((self.sequence, key_versions_in_view(&self.view, &self.table_cache, user_key)?))
+    /// Every version of `user_key` in the sources this iterator reads (its tables opened
+    /// through `table_cache`, the database's), with its read sequence (diagnostics; see
+    /// `internals::debug`).
+    pub(crate) fn stored_versions(
+        &self,
+        table_cache: &TableCache,
+        user_key: &[u8],
+    ) -> Result<(u64, Vec<StoredVersion>)> {
+        Ok((self.inner.sequence(), key_versions_in_view(&self.view, table_cache, user_key)?))
     }
 
     /// True when positioned on a key.

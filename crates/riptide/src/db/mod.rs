@@ -241,6 +241,16 @@ impl Db {
         read::key_versions(&self.inner, user_key)
     }
 
+    /// Every stored version of `user_key` in the sources `iterator` reads, with its read
+    /// sequence (see `internals::debug`).
+    pub(crate) fn iterator_key_versions(
+        &self,
+        iterator: &DbIterator,
+        user_key: &[u8],
+    ) -> Result<(u64, Vec<read::StoredVersion>)> {
+        iterator.stored_versions(&self.inner.table_cache, user_key)
+    }
+
     /// Opens (or creates, with `create_if_missing`) the database in directory `path`.
     ///
     /// Recovery replays the write-ahead logs into new level-0 tables, so when `open` returns

@@ -23,7 +23,7 @@ use crate::iterator::db_iter::UserIterator;
 use crate::iterator::level::LevelIterator;
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
-use crate::key::{lookup_key, parse_internal_key, ValueKind};
+use crate::key::{lookup_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTableLookup;
 use crate::options::ReadOptions;
 use crate::sstable::BlockReadOptions;
@@ -264,7 +264,7 @@ pub(crate) fn new_iterator(
         options.lower_bound.clone(),
         options.upper_bound.clone(),
     );
-    Ok(DbIterator::new(user, view, Arc::clone(&inner.table_cache), sequence, options.snapshot.clone()))
+    Ok(DbIterator::new(user, view, options.snapshot.clone()))
 }
 
 /// One stored version of a key, as [`key_versions`] lists it.
@@ -297,7 +297,8 @@ pub(crate) fn key_versions_in_view(
     user_key: &[u8],
 ) -> Result<Vec<StoredVersion>> {
     let comparator = &view.version.comparator;
-    let target = crate::key::make_internal_key(user_key, crate::key::MAX_SEQUENCE_NUMBER, crate::key::ValueKind::Put);
+    let target = lookup_key(user_key, MAX_SEQUENCE_NUMBER);
+    let read_options = BlockReadOptions { verify_checksums: true, fill_cache: false };
     let mut sources: Vec<(String, Box<dyn InternalIterator>)> =
         vec![("memtable".to_string(), Box::new(view.memtable.iter()))];
     for (position, immutable) in view.immutables.iter().enumerate() {
@@ -306,22 +307,21 @@ pub(crate) fn key_versions_in_view(
     for (level, files) in view.version.levels.iter().enumerate() {
         for file in files {
             let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
-            let options = BlockReadOptions { verify_checksums: true, fill_cache: false };
-            sources.push((format!("L{level} #{}", file.number()), Box::new(table.iter(options))));
+            sources.push((format!("L{level} #{}", file.number()), Box::new(table.iter(read_options))));
         }
     }
     let mut versions = Vec::new();
     for (source, mut iterator) in sources {
         iterator.seek(&target);
         while iterator.valid() {
-            let Some(parsed) = crate::key::parse_internal_key(iterator.key()) else { break };
+            let Some(parsed) = parse_internal_key(iterator.key()) else { break };
             if comparator.compare_user_keys(parsed.user_key, user_key).is_ne() {
                 break;
             }
             versions.push(StoredVersion {
                 source: source.clone(),
                 sequence: parsed.sequence,
-                is_delete: parsed.kind == crate::key::ValueKind::Delete,
+                is_delete: parsed.kind == ValueKind::Delete,
                 value: iterator.value().to_vec(),
             });
             iterator.next();

@@ -87,6 +87,11 @@ impl UserIterator {
     }
 
     /// True when positioned on a visible entry.
+    /// The sequence number it reads at.
+    pub(crate) fn sequence(&self) -> u64 {
+        self.sequence
+    }
+
     pub(crate) fn valid(&self) -> bool {
         self.valid
     }
