@@ -20,7 +20,7 @@ use std::sync::Arc;
 use riptide::fs::{FileSystem, MemFileSystem};
 use riptide::internals::decode;
 use riptide::internals::encode::{self, EditFile};
-use riptide::{BatchOp, Compression, Db, Options, WalRecovery, WriteBatch, WriteOptions};
+use riptide::{BatchOp, ColumnFamilyOptions, Compression, Db, Options, WalRecovery, WriteBatch, WriteOptions};
 
 /// A fuzz target's body.
 pub type Body = fn(&[u8]);
@@ -78,19 +78,15 @@ pub fn wal_record(data: &[u8]) {
     }
 }
 
-/// Write batches as recovery decodes them; a batch that decodes re-encodes to the same bytes.
+/// Write batches as recovery decodes them; a batch that decodes re-encodes to the same bytes,
+/// column family ids included.
 pub fn write_batch(data: &[u8]) {
     let Ok(batch) = decode::write_batch(data) else { return };
-    let mut rebuilt = WriteBatch::new();
-    for entry in batch.iter() {
-        match entry.kind() {
-            BatchOp::Put => rebuilt.put(entry.key(), entry.value()),
-            BatchOp::Delete => rebuilt.delete(entry.key()),
-        }
-    }
-    assert_eq!(rebuilt.len(), batch.len(), "the entry count changed");
+    let records: Vec<(u32, BatchOp, &[u8], &[u8])> =
+        batch.iter().map(|entry| (entry.column_family_id(), entry.kind(), entry.key(), entry.value())).collect();
+    assert_eq!(records.len(), batch.len(), "the entry count changed");
     let original = decode::write_batch_bytes(&batch);
-    let again = decode::write_batch_bytes(&rebuilt);
+    let again = encode::write_batch(&records);
     // The header's sequence is stamped at write time; everything after it must match.
     assert_eq!(original.get(8..), again.get(8..), "a decoded batch re-encodes differently");
 }
@@ -217,6 +213,23 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
     let mut batch = WriteBatch::new();
     batch.put(b"batch-a", b"1");
     batch.delete(b"key0003");
+    // Column families put kinds 2 and 3 in the log's batches and column family records in the
+    // manifest: one that lives, with a batch across it and the default one, and one that is
+    // renamed and dropped.
+    if let Ok(events) = db.create_column_family("events", ColumnFamilyOptions::default()) {
+        for number in 0..30u32 {
+            let _ = db.put_cf(&events, format!("event{number:03}").as_bytes(), b"payload");
+        }
+        let _ = db.delete_cf(&events, b"event007");
+        batch.put_cf(&events, b"event-batch", b"2");
+        batch.delete_cf(&events, b"event001");
+        let _ = db.flush();
+    }
+    if let Ok(scratch) = db.create_column_family("scratch", ColumnFamilyOptions::default()) {
+        let _ = db.put_cf(&scratch, b"temporary", b"value");
+        let _ = db.rename_column_family(&scratch, "scratch-renamed");
+        let _ = db.drop_column_family(&scratch);
+    }
     let _ = db.write_opt(batch, &WriteOptions { sync: true });
     drop(db);
     let mut files = Vec::new();
@@ -248,7 +261,8 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         if name.starts_with("MANIFEST-") {
             seeds.push(("manifest", name.clone(), bytes.clone()));
             if let Ok(contents) = decode::log_records(bytes, WalRecovery::TolerateTornTail, true) {
-                for (index, (_, payload)) in contents.records.iter().enumerate().take(4) {
+                // Every edit: the column family records come after the first flushes.
+                for (index, (_, payload)) in contents.records.iter().enumerate().take(16) {
                     seeds.push(("version_edit", format!("{name}-record{index}"), payload.clone()));
                 }
             }

@@ -286,6 +286,7 @@ pub mod decode {
 pub mod encode {
     use std::path::Path;
 
+    use crate::batch::{BatchOp, WriteBatch};
     use crate::comparator::KeyComparator;
     use crate::error::Result;
     use crate::fs::{FileSystem, MemFileSystem};
@@ -317,6 +318,21 @@ pub mod encode {
         let mut out = stored.to_vec();
         out.extend_from_slice(&block_trailer(stored, block_type));
         out
+    }
+
+    /// The encoded bytes of a batch holding `records` in order: (column family id, kind, key,
+    /// value). Id 0 is the default column family; a delete's value is ignored. Unlike the public
+    /// `WriteBatch::put_cf`, this takes a bare id, so that a fuzz target can rebuild a decoded
+    /// batch without a database that knows the column family.
+    pub fn write_batch(records: &[(u32, BatchOp, &[u8], &[u8])]) -> Vec<u8> {
+        let mut batch = WriteBatch::new();
+        for (column_family_id, kind, key, value) in records {
+            match kind {
+                BatchOp::Put => batch.put_in(*column_family_id, key, value),
+                BatchOp::Delete => batch.delete_in(*column_family_id, key),
+            }
+        }
+        batch.data().to_vec()
     }
 
     /// One table-file description for [`version_edit`].
