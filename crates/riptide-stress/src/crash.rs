@@ -153,6 +153,7 @@ fn run_cycle(
         .args(["--threads", &config.threads.to_string()])
         .args(["--plain-keys", &config.space.plain_keys.to_string(), "--groups", &config.space.groups.to_string()])
         .args(["--group-size", &config.space.group_size.to_string()])
+        .args(["--column-families", &config.space.column_families.to_string()])
         .stdout(Stdio::piped())
         .stderr(Stdio::from(stderr))
         .spawn()
@@ -253,7 +254,7 @@ fn run_cycle(
         }
     }
     report.writes_in_flight_at_kill += begun.len() as u64;
-    let db = open_with_retry(database, options_for_seed(rng.gen()))
+    let db = open_with_retry(database, options_for_seed(rng.gen()), config.space)
         .map_err(|error| format!("reopen after SIGKILL failed: {error}"))?;
     let values = read_all(&db, config.space).map_err(|failure| format!("after SIGKILL: {failure}"))?;
     verify_values(&values, &state).map_err(|failure| format!("after SIGKILL: {failure}"))?;

@@ -20,7 +20,7 @@ use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use riptide::{Compression, Db, Options, ReadOptions, SyncMode};
+use riptide::{ColumnFamily, Compression, Db, Options, ReadOptions, SyncMode};
 
 use crate::journal::Journal;
 use crate::model::{describe, parse_value, ExpectedState, KeySpace, ValueId};
@@ -89,36 +89,51 @@ pub fn options_for_seed(seed: u64) -> Options {
     }
 }
 
-/// Reads every key of the space from `db` and returns its value ids, checking that the database
-/// holds nothing else (a full scan) and that the scan agrees with point lookups.
+/// A handle to column family `family` of the key space.
+pub fn family_handle(db: &Db, family: usize) -> Result<ColumnFamily, Failure> {
+    match KeySpace::family_name(family) {
+        None => Ok(db.default_column_family()),
+        Some(name) => db.column_family(&name).ok_or_else(|| Failure(format!("column family {name} is missing"))),
+    }
+}
+
+/// Reads every key of the space from `db`, family by family, and returns its value ids,
+/// checking that the database holds nothing else (a full scan of each family) and that the
+/// scan agrees with point lookups.
 pub fn read_all(db: &Db, space: KeySpace) -> Result<Vec<Option<ValueId>>, Failure> {
     let mut values = vec![None; space.total_keys()];
-    let mut iterator = db.iter(&ReadOptions::default())?;
-    iterator.seek_to_first();
-    while iterator.valid() {
-        let index = space.parse_key(iterator.key()).ok_or_else(|| {
-            Failure(format!("a key nobody wrote is present: {:?}", String::from_utf8_lossy(iterator.key())))
-        })?;
-        let id = parse_value(index, iterator.value())
-            .map_err(|reason| Failure(format!("key {index}: never-written value: {reason}")))?;
-        values[index] = Some(id);
-        iterator.next();
-    }
-    iterator.status()?;
-    for (index, expected) in values.iter().enumerate() {
-        let value = db.get(&space.key(index))?;
-        let id = match value {
-            Some(bytes) => {
-                Some(parse_value(index, &bytes).map_err(|reason| Failure(format!("key {index}: get: {reason}")))?)
+    for family in 0..space.column_families {
+        let handle = family_handle(db, family)?;
+        let mut iterator = db.iter_cf(&handle, &ReadOptions::default())?;
+        iterator.seek_to_first();
+        while iterator.valid() {
+            let index = space.parse_key(family, iterator.key()).ok_or_else(|| {
+                Failure(format!(
+                    "family {family}: a key nobody wrote is present: {:?}",
+                    String::from_utf8_lossy(iterator.key())
+                ))
+            })?;
+            let id = parse_value(index, iterator.value())
+                .map_err(|reason| Failure(format!("key {index}: never-written value: {reason}")))?;
+            values[index] = Some(id);
+            iterator.next();
+        }
+        iterator.status()?;
+        for index in space.family_range(family) {
+            let value = db.get_cf(&handle, &space.key(index))?;
+            let id = match value {
+                Some(bytes) => {
+                    Some(parse_value(index, &bytes).map_err(|reason| Failure(format!("key {index}: get: {reason}")))?)
+                }
+                None => None,
+            };
+            if id != values[index] {
+                return Err(Failure(format!(
+                    "key {index}: the scan read {} but get read {}",
+                    describe(values[index]),
+                    describe(id)
+                )));
             }
-            None => None,
-        };
-        if id != *expected {
-            return Err(Failure(format!(
-                "key {index}: the scan read {} but get read {}",
-                describe(*expected),
-                describe(id)
-            )));
         }
     }
     Ok(values)
@@ -147,27 +162,40 @@ pub fn verify_values(values: &[Option<ValueId>], state: &ExpectedState) -> Resul
             )));
         }
     }
-    for group in 0..space.groups {
+    for group in 0..space.total_groups() {
+        // A group and the groups linked to it were written by one batch each time.
         let first = values[space.group_member(group, 0)];
-        for member in 1..space.group_size {
-            let value = values[space.group_member(group, member)];
-            if value != first {
-                return Err(Failure(format!(
-                    "group {group} is torn: member 0 holds {} and member {member} holds {}",
-                    describe(first),
-                    describe(value)
-                )));
+        for linked in space.linked_groups(group) {
+            for member in 0..space.group_size {
+                let value = values[space.group_member(linked, member)];
+                if value != first {
+                    return Err(Failure(format!(
+                        "group {group} is torn: member 0 holds {} and member {member} of group {linked} holds {}",
+                        describe(first),
+                        describe(value)
+                    )));
+                }
             }
         }
     }
     Ok(())
 }
 
+/// Opens the database with every column family of `space`, creating those that are missing
+/// (a droppable one may have been dropped just before a crash).
+pub fn open_database(path: &Path, options: Options, space: KeySpace) -> Result<Db, riptide::Error> {
+    let families = (1..space.column_families)
+        .filter_map(KeySpace::family_name)
+        .map(|name| (name, options.column_family_options()))
+        .collect();
+    Db::open_with_column_families(path, options, families)
+}
+
 /// Opens the database, retrying briefly while a killed predecessor's lock is being released.
-pub fn open_with_retry(path: &Path, options: Options) -> Result<Db, riptide::Error> {
+pub fn open_with_retry(path: &Path, options: Options, space: KeySpace) -> Result<Db, riptide::Error> {
     let deadline = Instant::now() + Duration::from_secs(10);
     loop {
-        match Db::open(path, options.clone()) {
+        match open_database(path, options.clone(), space) {
             Err(riptide::Error::Busy(_)) if Instant::now() < deadline => std::thread::sleep(Duration::from_millis(20)),
             other => return other,
         }
@@ -178,8 +206,8 @@ pub fn open_with_retry(path: &Path, options: Options) -> Result<Db, riptide::Err
 /// failure, if any) or an error that kept the run from starting.
 pub fn run(config: &DriverConfig, journal: Journal) -> Result<DriverReport, Failure> {
     let options = options_for_seed(config.seed);
-    let db =
-        open_with_retry(&config.path, options.clone()).map_err(|error| Failure(format!("open failed: {error}")))?;
+    let db = open_with_retry(&config.path, options.clone(), config.space)
+        .map_err(|error| Failure(format!("open failed: {error}")))?;
     let initial = read_all(&db, config.space).map_err(|failure| Failure(format!("at open: {failure}")))?;
     let mut mix: OperationMix = default_mix();
     crate::operations::apply_weights(&mut mix, &config.weights).map_err(Failure)?;
@@ -193,6 +221,7 @@ pub fn run(config: &DriverConfig, journal: Journal) -> Result<DriverReport, Fail
         stop: AtomicBool::new(false),
         progress: AtomicU64::new(0),
         sync_per_thousand: 100,
+        family_locks: (0..config.space.column_families).map(|_| RwLock::new(())).collect(),
     };
     shared.journal.line(&format!("ready {}", config.cycle)).map_err(|error| Failure(format!("journal: {error}")))?;
     let failure: Mutex<Option<Failure>> = Mutex::new(None);
@@ -287,7 +316,7 @@ fn finish(shared: &Shared) -> Result<(), Failure> {
     let db = guard.take().ok_or_else(|| Failure("database is closed".to_string()))?;
     verify_quiescent(&db, &shared.state, "at the end of the run")?;
     db.close().map_err(|error| Failure(format!("close failed: {error}")))?;
-    let db = Db::open(&shared.path, shared.options.clone())
+    let db = open_database(&shared.path, shared.options.clone(), shared.state.space())
         .map_err(|error| Failure(format!("final reopen failed: {error}")))?;
     verify_quiescent(&db, &shared.state, "after the final reopen")?;
     db.close().map_err(|error| Failure(format!("final close failed: {error}")))

@@ -205,7 +205,7 @@ mod tests {
 
     #[test]
     fn lines_round_trip_through_a_replay() {
-        let state = ExpectedState::new(KeySpace { plain_keys: 4, groups: 0, group_size: 1 }, &[]);
+        let state = ExpectedState::new(KeySpace { plain_keys: 4, groups: 0, group_size: 1, column_families: 1 }, &[]);
         let buffer = std::sync::Arc::new(Mutex::new(Vec::<u8>::new()));
         struct Shared(std::sync::Arc<Mutex<Vec<u8>>>);
         impl Write for Shared {
@@ -225,7 +225,7 @@ mod tests {
         journal.read(4, 5, 1, Some(0xab)).unwrap();
         let text = String::from_utf8(buffer.lock().unwrap().clone()).unwrap();
         let events: Vec<Event> = text.lines().map(|line| parse_line(line).unwrap()).collect();
-        let rebuilt = ExpectedState::new(KeySpace { plain_keys: 4, groups: 0, group_size: 1 }, &[]);
+        let rebuilt = ExpectedState::new(KeySpace { plain_keys: 4, groups: 0, group_size: 1, column_families: 1 }, &[]);
         assert_eq!(replay(&rebuilt, &events), 2);
         for key in 0..4 {
             assert_eq!(rebuilt.final_values(key), state.final_values(key), "key {key}");

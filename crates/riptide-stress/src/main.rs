@@ -53,8 +53,11 @@ enum Command {
         groups: usize,
         #[arg(long, default_value_t = KeySpace::default().group_size)]
         group_size: usize,
+        /// Column families, the default one included (1 to 64).
+        #[arg(long, default_value_t = KeySpace::default().column_families)]
+        column_families: usize,
         /// Operation weights to override, as `name=weight,...` (put, delete, batch, group, get,
-        /// scan, snapshot, flush, compact, reopen).
+        /// scan, snapshot, drop-family, flush, compact, reopen).
         #[arg(long, default_value = "")]
         weights: String,
         /// Where the journal goes: `stdout`, `none`, or a file path.
@@ -121,6 +124,7 @@ fn main() -> ExitCode {
             plain_keys,
             groups,
             group_size,
+            column_families,
             weights,
             journal,
             record_reads,
@@ -143,7 +147,12 @@ fn main() -> ExitCode {
                 cycle,
                 threads: threads.max(1),
                 duration: (duration_ms > 0).then(|| Duration::from_millis(duration_ms)),
-                space: KeySpace { plain_keys, groups, group_size: group_size.max(1) },
+                space: KeySpace {
+                    plain_keys,
+                    groups,
+                    group_size: group_size.max(1),
+                    column_families: column_families.clamp(1, 64),
+                },
                 weights,
                 hang_seconds,
             };

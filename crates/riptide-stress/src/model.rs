@@ -35,55 +35,125 @@ pub type Tick = u64;
 /// The ticks at which a record is created for the initial state of a run.
 pub const INITIAL_TICK: Tick = 0;
 
-/// The keys the driver uses: plain keys, written by any operation, and atomic groups, whose
-/// members are only ever written together by one batch, so that a reader that sees two members
-/// with different values has caught a torn batch or a read that is not one point in time.
+/// The keys the driver uses, in each of its column families: plain keys, written by any
+/// operation, and atomic groups, whose members are only ever written together by one batch, so
+/// that a reader that sees two members with different values has caught a torn batch or a read
+/// that is not one point in time.
+///
+/// Every column family holds the same key names; a key index names a key in one family
+/// (`family * family_keys() + position`), and a value names its index, so a value that shows
+/// up in the wrong family is caught. Family 0 is the default one, family 1 is never dropped,
+/// and families from 2 on may be dropped and created again (their keys all become absent).
+/// The even-numbered groups of families 0 and 1 are *linked*: they are always written together,
+/// in one batch across both families, so a torn cross-family batch is caught too.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub struct KeySpace {
-    /// Keys `k00000` and up.
+    /// Keys `k00000` and up, per family.
     pub plain_keys: usize,
-    /// Groups `g0000/0` and up.
+    /// Groups `m0000/0` and up, per family.
     pub groups: usize,
     /// Members per group.
     pub group_size: usize,
+    /// Column families: the default one and `stress-1` and up.
+    pub column_families: usize,
 }
 
 impl Default for KeySpace {
     fn default() -> KeySpace {
-        KeySpace { plain_keys: 2000, groups: 64, group_size: 4 }
+        KeySpace { plain_keys: 2000, groups: 64, group_size: 4, column_families: 3 }
     }
 }
 
 impl KeySpace {
-    /// Every key index, plain keys first.
-    pub fn total_keys(&self) -> usize {
+    /// The keys of one column family.
+    pub fn family_keys(&self) -> usize {
         self.plain_keys + self.groups * self.group_size
     }
 
-    /// The key index of member `member` of group `group`.
+    /// Every key index, family by family, plain keys first in each.
+    pub fn total_keys(&self) -> usize {
+        self.family_keys() * self.column_families
+    }
+
+    /// Every group index, family by family.
+    pub fn total_groups(&self) -> usize {
+        self.groups * self.column_families
+    }
+
+    /// The column family of key index `index`.
+    pub fn family_of(&self, index: usize) -> usize {
+        index / self.family_keys().max(1)
+    }
+
+    /// The key indices of family `family`.
+    pub fn family_range(&self, family: usize) -> std::ops::Range<usize> {
+        family * self.family_keys()..(family + 1) * self.family_keys()
+    }
+
+    /// The name of column family `family` (`None` for the default one).
+    pub fn family_name(family: usize) -> Option<String> {
+        (family > 0).then(|| format!("stress-{family}"))
+    }
+
+    /// True when family `family` may be dropped and created again.
+    pub fn family_is_droppable(family: usize) -> bool {
+        family >= 2
+    }
+
+    /// Plain key `position` of family `family`.
+    pub fn plain_key(&self, family: usize, position: usize) -> usize {
+        family * self.family_keys() + position
+    }
+
+    /// True when key index `index` is a plain key.
+    pub fn is_plain(&self, index: usize) -> bool {
+        index % self.family_keys().max(1) < self.plain_keys
+    }
+
+    /// The key index of member `member` of group `group` (a group index).
     pub fn group_member(&self, group: usize, member: usize) -> usize {
-        self.plain_keys + group * self.group_size + member
+        let family = group / self.groups.max(1);
+        family * self.family_keys() + self.plain_keys + (group % self.groups.max(1)) * self.group_size + member
     }
 
     /// The group a key index belongs to, if it is a group member.
     pub fn group_of(&self, index: usize) -> Option<usize> {
-        index.checked_sub(self.plain_keys).map(|offset| offset / self.group_size).filter(|&group| group < self.groups)
+        let family = self.family_of(index);
+        let offset = (index % self.family_keys().max(1)).checked_sub(self.plain_keys)?;
+        let group = offset / self.group_size;
+        (group < self.groups && family < self.column_families).then_some(family * self.groups + group)
     }
 
-    /// The bytes of key `index`. Keys sort in index order.
+    /// The groups written together with `group` in one batch (`group` first): its twin in the
+    /// other linked family for a linked group, else `group` alone.
+    pub fn linked_groups(&self, group: usize) -> Vec<usize> {
+        let family = group / self.groups.max(1);
+        let local = group % self.groups.max(1);
+        if self.column_families >= 2 && family < 2 && local.is_multiple_of(2) {
+            vec![group, (1 - family) * self.groups + local]
+        } else {
+            vec![group]
+        }
+    }
+
+    /// The bytes of key `index` (the same bytes in every family). Keys of a family sort in
+    /// index order.
     pub fn key(&self, index: usize) -> Vec<u8> {
-        match index.checked_sub(self.plain_keys) {
-            None => format!("k{index:05}").into_bytes(),
+        let position = index % self.family_keys().max(1);
+        match position.checked_sub(self.plain_keys) {
+            None => format!("k{position:05}").into_bytes(),
             Some(offset) => format!("m{:04}/{}", offset / self.group_size, offset % self.group_size).into_bytes(),
         }
     }
 
-    /// The index of a key, or `None` if the bytes are no key of this space.
-    pub fn parse_key(&self, key: &[u8]) -> Option<usize> {
+    /// The index of a key read from family `family`, or `None` if the bytes are no key of this
+    /// space.
+    pub fn parse_key(&self, family: usize, key: &[u8]) -> Option<usize> {
         let text = std::str::from_utf8(key).ok()?;
+        let base = family * self.family_keys();
         if let Some(digits) = text.strip_prefix('k') {
-            let index: usize = digits.parse().ok()?;
-            return (index < self.plain_keys && self.key(index) == key).then_some(index);
+            let position: usize = digits.parse().ok()?;
+            return (position < self.plain_keys && self.key(position) == key).then_some(base + position);
         }
         let rest = text.strip_prefix('m')?;
         let (group, member) = rest.split_once('/')?;
@@ -91,7 +161,7 @@ impl KeySpace {
         if group >= self.groups || member >= self.group_size {
             return None;
         }
-        let index = self.group_member(group, member);
+        let index = base + self.plain_keys + group * self.group_size + member;
         (self.key(index) == key).then_some(index)
     }
 }
@@ -325,25 +395,48 @@ mod tests {
     use super::*;
 
     fn space() -> KeySpace {
-        KeySpace { plain_keys: 10, groups: 2, group_size: 3 }
+        KeySpace { plain_keys: 10, groups: 2, group_size: 3, column_families: 3 }
     }
 
     #[test]
     fn keys_and_values_round_trip() {
         let space = space();
         for index in 0..space.total_keys() {
-            assert_eq!(space.parse_key(&space.key(index)), Some(index));
+            let family = space.family_of(index);
+            assert!(space.family_range(family).contains(&index));
+            assert_eq!(space.parse_key(family, &space.key(index)), Some(index));
+            assert_eq!(
+                space.parse_key((family + 1) % 3, &space.key(index)).map(|other| space.key(other)),
+                Some(space.key(index))
+            );
             let id = value_id(3, 2, index as u64 * 77);
             assert_eq!(parse_value(index, &value_bytes(index, id)), Ok(id));
             assert!(parse_value(index + 1, &value_bytes(index, id)).is_err());
+            assert_eq!(space.is_plain(index), space.group_of(index).is_none());
         }
-        assert_eq!(space.group_of(space.group_member(1, 2)), Some(1));
+        for group in 0..space.total_groups() {
+            for member in 0..space.group_size {
+                assert_eq!(space.group_of(space.group_member(group, member)), Some(group));
+            }
+        }
+        assert_eq!(space.group_member(2, 0), space.family_keys() + 10);
         assert_eq!(space.group_of(3), None);
-        assert!(space.parse_key(b"k00010").is_none());
-        assert!(space.parse_key(b"m0002/0").is_none());
+        assert!(space.parse_key(0, b"k00010").is_none());
+        assert!(space.parse_key(0, b"m0002/0").is_none());
         let mut damaged = value_bytes(1, 99);
         damaged.push(b'!');
         assert!(parse_value(1, &damaged).is_err());
+    }
+
+    #[test]
+    fn even_groups_of_the_first_two_families_are_linked() {
+        let space = space();
+        assert_eq!(space.linked_groups(0), vec![0, 2]);
+        assert_eq!(space.linked_groups(2), vec![2, 0]);
+        assert_eq!(space.linked_groups(1), vec![1]);
+        assert_eq!(space.linked_groups(4), vec![4]);
+        let single = KeySpace { column_families: 1, ..space };
+        assert_eq!(single.linked_groups(0), vec![0]);
     }
 
     #[test]

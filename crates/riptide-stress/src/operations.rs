@@ -1,21 +1,28 @@
 //! The operations the stress driver runs, and the context they run in.
 //!
 //! Each operation kind is a type implementing [`Operation`]; [`default_mix`] lists them with
-//! their weights. A new kind (a transaction, a write to a column family) plugs in by
+//! their weights. A new kind (a transaction, say) plugs in by
 //! implementing `Operation` (usually a few lines on top of [`ThreadContext::write`] and
 //! [`ThreadContext::check_read`]) and adding one line to `default_mix`. Every write goes
 //! through the journal, so the expected state, a killed driver's parent and a recorded history
 //! all learn about it the same way.
 //!
+//! Keys live in several column families (see `KeySpace`): writes and batches span them, scans
+//! and compactions take one, snapshots read across all of them, and `drop-family` drops a
+//! family and creates it again.
+//!
 //! Concurrency contract: operations run on many threads at once against one [`Shared`]; the
 //! database handle sits in a read-write lock so that `reopen` can take it exclusively, while
 //! every other operation holds a read guard for its whole duration (so a reopen never races a
-//! write in flight).
+//! write in flight). Inside that guard, an operation holds the locks of the families it uses
+//! shared, taken in family order, and `drop-family` holds its family's lock exclusively.
 //!
 //! Invariants checked: every value read is one the key may legally hold at the time of the
-//! read; members of an atomic group are seen with one value; an iterator returns keys of the
-//! key space, in order, inside its bounds, and leaves out only keys that may legally be absent;
-//! two reads of one snapshot agree; no operation fails on a healthy file system.
+//! read, in its own family; members of an atomic group (and of the groups linked to it in
+//! another family) are seen with one value; an iterator returns keys of the key space, in
+//! order, inside its bounds, and leaves out only keys that may legally be absent; two reads of
+//! one snapshot agree; a dropped family's handle reads nothing and its successor is a new
+//! family; no operation fails on a healthy file system.
 
 use std::collections::BTreeMap;
 use std::path::PathBuf;
@@ -24,10 +31,14 @@ use std::sync::{RwLock, RwLockReadGuard};
 
 use rand::rngs::SmallRng;
 use rand::Rng;
-use riptide::{Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use riptide::{ColumnFamily, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
+use crate::driver::family_handle;
 use crate::journal::Journal;
-use crate::model::{describe, parse_value, value_id, ExpectedState, Tick, ValueId};
+use crate::model::{describe, parse_value, value_id, ExpectedState, KeySpace, Tick, ValueId};
+
+/// A shared hold on one column family's lock (see [`Shared::family_locks`]).
+pub type FamilyGuard<'a> = RwLockReadGuard<'a, ()>;
 
 /// A violated expectation or an unexpected error, described for the report.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -65,6 +76,10 @@ pub struct Shared {
     pub progress: AtomicU64,
     /// Fraction (per thousand) of writes that ask for a sync.
     pub sync_per_thousand: u32,
+    /// One lock per column family of the key space: every operation on a family holds it
+    /// shared (taken in family order, after the database guard), and dropping and recreating
+    /// the family holds it exclusively, so no operation sees a family half gone.
+    pub family_locks: Vec<RwLock<()>>,
 }
 
 /// One thread's view: the shared state, its random generator and its value-id counter.
@@ -90,15 +105,39 @@ impl<'a> ThreadContext<'a> {
         value_id(self.shared.cycle, self.thread, self.counter)
     }
 
-    /// A random plain key index.
+    /// A random plain key index, in a random column family.
     pub fn random_plain_key(&mut self) -> usize {
-        let plain = self.shared.state.space().plain_keys;
+        let space = self.shared.state.space();
+        let family = self.random_family();
         // Half of the draws go to a small hot set, so keys see concurrent writers often.
-        if self.rng.gen_bool(0.5) {
-            self.rng.gen_range(0..plain.min(64))
+        let position = if self.rng.gen_bool(0.5) {
+            self.rng.gen_range(0..space.plain_keys.min(64))
         } else {
-            self.rng.gen_range(0..plain)
-        }
+            self.rng.gen_range(0..space.plain_keys)
+        };
+        space.plain_key(family, position)
+    }
+
+    /// A random column family of the key space.
+    pub fn random_family(&mut self) -> usize {
+        self.rng.gen_range(0..self.shared.state.space().column_families)
+    }
+
+    /// Holds the locks of `families` shared, taken in family order, so that none of them is
+    /// dropped while the caller uses it.
+    pub fn lock_families(&self, families: impl IntoIterator<Item = usize>) -> Result<Vec<FamilyGuard<'a>>, Failure> {
+        let families: std::collections::BTreeSet<usize> = families.into_iter().collect();
+        families
+            .into_iter()
+            .map(|family| {
+                self.shared
+                    .family_locks
+                    .get(family)
+                    .ok_or_else(|| Failure(format!("no column family {family}")))?
+                    .read()
+                    .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))
+            })
+            .collect()
     }
 
     /// A read guard on the database handle.
@@ -110,16 +149,18 @@ impl<'a> ThreadContext<'a> {
     /// journaling its begin and end. Any error is a failure: the file system is healthy.
     pub fn write(&mut self, kind: &str, writes: &[(usize, Option<ValueId>)]) -> Result<(), Failure> {
         let space = self.shared.state.space();
-        let mut batch = WriteBatch::new();
-        for &(index, value) in writes {
-            match value {
-                Some(id) => batch.put(&space.key(index), &crate::model::value_bytes(index, id)),
-                None => batch.delete(&space.key(index)),
-            }
-        }
         let sync = self.rng.gen_range(0..1000) < self.shared.sync_per_thousand;
         let guard = self.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _families = self.lock_families(writes.iter().map(|&(index, _)| space.family_of(index)))?;
+        let mut batch = WriteBatch::new();
+        for &(index, value) in writes {
+            let family = family_handle(db, space.family_of(index))?;
+            match value {
+                Some(id) => batch.put_cf(&family, &space.key(index), &crate::model::value_bytes(index, id)),
+                None => batch.delete_cf(&family, &space.key(index)),
+            }
+        }
         let begin = self.shared.journal.begin_write(&self.shared.state, kind, writes).map_err(journal_failure)?;
         let result = db.write_opt(batch, &WriteOptions { sync });
         let keys: Vec<usize> = writes.iter().map(|(index, _)| *index).collect();
@@ -181,14 +222,24 @@ fn with_stored_versions(
     let mut message = failure.0;
     for &index in indices {
         let key = space.key(index);
-        let mut listings = vec![("now", debug::key_versions(db, &key))];
+        let family = match family_handle(db, space.family_of(index)) {
+            Ok(family) => family,
+            Err(error) => {
+                message.push_str(&format!("\n  key {index}: {error}"));
+                continue;
+            }
+        };
+        let mut listings = vec![("now", debug::key_versions(db, &family, &key))];
         if let Some(iterator) = iterator {
             listings.insert(0, ("in the iterator's view", debug::iterator_key_versions(db, iterator, &key)));
         }
         for (when, listing) in listings {
             match listing {
                 Ok((sequence, versions)) => {
-                    message.push_str(&format!("\n  key {index} {when} (reads at sequence {sequence}):"));
+                    message.push_str(&format!(
+                        "\n  key {index} (family {}) {when} (reads at sequence {sequence}):",
+                        space.family_of(index)
+                    ));
                     for version in versions {
                         let value = if version.is_delete {
                             "delete".to_string()
@@ -230,6 +281,7 @@ pub fn default_mix() -> OperationMix {
         (25, Box::new(Get)),
         (8, Box::new(Scan)),
         (4, Box::new(SnapshotReads)),
+        (1, Box::new(DropFamily { per_thousand: 100 })),
         (1, Box::new(Flush)),
         (1, Box::new(CompactAll { per_thousand: 150 })),
         (1, Box::new(Reopen { per_thousand: 60 })),
@@ -310,7 +362,8 @@ impl Operation for Batch {
     }
 }
 
-/// Writes (or deletes) every member of one atomic group with one value.
+/// Writes (or deletes) every member of one atomic group with one value, and of the groups
+/// linked to it in other column families.
 struct GroupWrite;
 
 impl Operation for GroupWrite {
@@ -322,11 +375,15 @@ impl Operation for GroupWrite {
         if space.groups == 0 {
             return Ok(());
         }
-        let group = context.rng.gen_range(0..space.groups);
+        let group = context.rng.gen_range(0..space.total_groups());
         let value = if context.rng.gen_bool(0.85) { Some(context.next_value_id()) } else { None };
-        // Every member gets the same id; values still differ since they name their key.
-        let writes: Vec<(usize, Option<ValueId>)> =
-            (0..space.group_size).map(|member| (space.group_member(group, member), value)).collect();
+        // Every member gets the same id; values still differ since they name their key. A
+        // linked group's twin in the other family is written by the same batch.
+        let writes: Vec<(usize, Option<ValueId>)> = space
+            .linked_groups(group)
+            .into_iter()
+            .flat_map(|linked| (0..space.group_size).map(move |member| (space.group_member(linked, member), value)))
+            .collect();
         context.write("group", &writes)
     }
 }
@@ -346,8 +403,10 @@ impl Operation for Get {
         };
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _family_guard = context.lock_families([space.family_of(index)])?;
+        let family = family_handle(db, space.family_of(index))?;
         let read = context.shared.state.begin_read();
-        let value = db.get(&space.key(index))?;
+        let value = db.get_cf(&family, &space.key(index))?;
         let end = context.shared.state.now();
         context
             .check_read("get", index, value.as_deref(), read.start(), end)
@@ -356,25 +415,34 @@ impl Operation for Get {
     }
 }
 
-/// Describes a failed scan for the report: its direction and options, and what a repeat of the
-/// same scan, and a seek to the key, return now (so a report tells a deterministic read error
-/// from a race).
-fn rescan_report(db: &Db, options: &ReadOptions, forward: bool, space: crate::model::KeySpace, index: usize) -> String {
+/// One iterator pass as `check_window` ran it, for a failure report.
+struct ScanShape<'s> {
+    family: &'s ColumnFamily,
+    options: &'s ReadOptions,
+    forward: bool,
+}
+
+/// Describes a failed scan for the report: its family, direction and options, and what a
+/// repeat of the same scan, and a seek to the key, return now (so a report tells a
+/// deterministic read error from a race).
+fn rescan_report(db: &Db, scan: &ScanShape<'_>, space: crate::model::KeySpace, index: usize) -> String {
     let text = |bound: &Option<Vec<u8>>| {
         bound.as_ref().map_or("none".to_string(), |b| String::from_utf8_lossy(b).into_owned())
     };
+    let options = scan.options;
     let mut report = format!(
-        "\n  scan {} lower {} upper {} fill_cache {} snapshot {:?}",
-        direction(forward),
+        "\n  scan of family {} {} lower {} upper {} fill_cache {} snapshot {:?}",
+        space.family_of(index),
+        direction(scan.forward),
         text(&options.lower_bound),
         text(&options.upper_bound),
         options.fill_cache,
         options.snapshot.as_ref().map(Snapshot::sequence)
     );
     let key = space.key(index);
-    match db.iter(options) {
+    match db.iter_cf(scan.family, options) {
         Ok(mut iterator) => {
-            if forward {
+            if scan.forward {
                 iterator.seek_to_first();
             } else {
                 iterator.seek_to_last();
@@ -384,7 +452,7 @@ fn rescan_report(db: &Db, options: &ReadOptions, forward: bool, space: crate::mo
                 if iterator.key() == key.as_slice() {
                     found = Some(iterator.value().to_vec());
                 }
-                if forward {
+                if scan.forward {
                     iterator.next();
                 } else {
                     iterator.prev();
@@ -405,33 +473,35 @@ fn rescan_report(db: &Db, options: &ReadOptions, forward: bool, space: crate::mo
 fn scan_failure(
     db: &Db,
     iterator: &riptide::DbIterator,
-    options: &ReadOptions,
-    forward: bool,
+    scan: &ScanShape<'_>,
     space: crate::model::KeySpace,
     indices: &[usize],
     failure: Failure,
 ) -> Failure {
-    let rescan = indices.last().map_or(String::new(), |&index| rescan_report(db, options, forward, space, index));
+    let rescan = indices.last().map_or(String::new(), |&index| rescan_report(db, scan, space, index));
     with_stored_versions(db, Some(iterator), space, indices, Failure(failure.0 + &rescan))
 }
 
-/// Checks one iterator pass over key indices `[low, high)` (as bounds, or with a bound left
-/// open when the window touches that end of the key space), forward or backward, optionally at
-/// a snapshot whose point lies between `start` and `end` (otherwise the iterator's own creation
-/// decides the point, and `start` and `end` are taken around it).
+/// Checks one iterator pass over key indices `[low, high)` of column family `family` (as
+/// bounds, or with a bound left open when the window touches that end of the family),
+/// forward or backward, optionally at a snapshot whose point lies between `start` and `end`
+/// (otherwise the iterator's own creation decides the point, and `start` and `end` are taken
+/// around it). The caller holds the family's lock.
 fn check_window(
     context: &mut ThreadContext<'_>,
     db: &Db,
     snapshot: Option<(&Snapshot, Tick, Tick)>,
-    low: usize,
-    high: usize,
+    family: usize,
+    (low, high): (usize, usize),
 ) -> Result<(), Failure> {
     let space = context.shared.state.space();
-    let total = space.total_keys();
-    let lower_bound = (low > 0 || context.rng.gen_bool(0.8)).then(|| space.key(low));
-    let upper_bound = (high < total || context.rng.gen_bool(0.8)).then(|| space.key(high.min(total - 1)));
-    // Without an upper bound, the window runs to the end of the key space.
-    let high = if upper_bound.is_some() { high.min(total - 1) } else { total };
+    let range = space.family_range(family);
+    debug_assert!(range.start <= low && low < high && high <= range.end);
+    let handle = family_handle(db, family)?;
+    let lower_bound = (low > range.start || context.rng.gen_bool(0.8)).then(|| space.key(low));
+    let upper_bound = (high < range.end || context.rng.gen_bool(0.8)).then(|| space.key(high.min(range.end - 1)));
+    // Without an upper bound, the window runs to the end of the family.
+    let high = if upper_bound.is_some() { high.min(range.end - 1) } else { range.end };
     let options = ReadOptions {
         snapshot: snapshot.map(|(snapshot, _, _)| snapshot.clone()),
         lower_bound,
@@ -440,12 +510,13 @@ fn check_window(
         ..ReadOptions::default()
     };
     let read = context.shared.state.begin_read();
-    let mut iterator = db.iter(&options)?;
+    let mut iterator = db.iter_cf(&handle, &options)?;
     let (start, end) = match snapshot {
         Some((_, start, end)) => (start, end),
         None => (read.start(), context.shared.state.now()),
     };
     let forward = context.rng.gen_bool(0.6);
+    let scan = ScanShape { family: &handle, options: &options, forward };
     let mut seen: Vec<(usize, Option<ValueId>)> = Vec::new();
     if forward {
         iterator.seek_to_first();
@@ -454,7 +525,7 @@ fn check_window(
     }
     while iterator.valid() {
         let key = iterator.key().to_vec();
-        let index = space.parse_key(&key).ok_or_else(|| {
+        let index = space.parse_key(family, &key).ok_or_else(|| {
             Failure(format!("scan: key {:?} is not one the driver writes", String::from_utf8_lossy(&key)))
         })?;
         if index < low || index >= high {
@@ -468,12 +539,12 @@ fn check_window(
                     direction(forward),
                     if snapshot.is_some() { "a snapshot" } else { "the iterator's creation" },
                 ));
-                return Err(scan_failure(db, &iterator, &options, forward, space, &[previous, index], failure));
+                return Err(scan_failure(db, &iterator, &scan, space, &[previous, index], failure));
             }
         }
         let observed = context
             .check_read("scan", index, Some(iterator.value()), start, end)
-            .map_err(|failure| scan_failure(db, &iterator, &options, forward, space, &[index], failure))?;
+            .map_err(|failure| scan_failure(db, &iterator, &scan, space, &[index], failure))?;
         seen.push((index, observed));
         if forward {
             iterator.next();
@@ -488,7 +559,7 @@ fn check_window(
         if !returned.contains_key(&index) {
             context
                 .check_read("scan (absent key)", index, None, start, end)
-                .map_err(|failure| scan_failure(db, &iterator, &options, forward, space, &[index], failure))?;
+                .map_err(|failure| scan_failure(db, &iterator, &scan, space, &[index], failure))?;
         }
     }
     // An iterator reads one point in time: the members of a group it returned agree.
@@ -524,16 +595,18 @@ fn direction(forward: bool) -> &'static str {
     }
 }
 
-/// A random window of key indices, at most 200 wide, sometimes touching an end of the space.
-fn random_window(context: &mut ThreadContext<'_>) -> (usize, usize) {
-    let total = context.shared.state.space().total_keys();
+/// A random window of key indices of family `family`, at most 200 wide, sometimes touching an
+/// end of the family.
+fn random_window(context: &mut ThreadContext<'_>, family: usize) -> (usize, usize) {
+    let range = context.shared.state.space().family_range(family);
+    let total = range.len();
     let width = context.rng.gen_range(1..200).min(total);
     let low = match context.rng.gen_range(0..10) {
         0 => 0,
         1 => total - width,
         _ => context.rng.gen_range(0..=total - width),
     };
-    (low, low + width)
+    (range.start + low, range.start + low + width)
 }
 
 struct Scan;
@@ -545,13 +618,16 @@ impl Operation for Scan {
     fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
-        let (low, high) = random_window(context);
-        check_window(context, db, None, low, high)
+        let family = context.random_family();
+        let _family_guard = context.lock_families([family])?;
+        let window = random_window(context, family);
+        check_window(context, db, None, family, window)
     }
 }
 
-/// Takes a snapshot, reads keys and a group through it, lets other threads write, reads again
-/// and scans: everything must be one point in time.
+/// Takes a snapshot, reads keys of every family and a group (with the groups linked to it)
+/// through it, lets other threads write, reads again and scans one family: everything must be
+/// one point in time.
 struct SnapshotReads;
 
 impl Operation for SnapshotReads {
@@ -562,32 +638,39 @@ impl Operation for SnapshotReads {
         let space = context.shared.state.space();
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _family_guards = context.lock_families(0..space.column_families)?;
+        let families: Vec<ColumnFamily> =
+            (0..space.column_families).map(|family| family_handle(db, family)).collect::<Result<_, _>>()?;
         let read = context.shared.state.begin_read();
         let snapshot = db.snapshot();
         let (start, end) = (read.start(), context.shared.state.now());
         let options = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
+        let read_at_snapshot =
+            |index: usize| db.get_cf_opt(&families[space.family_of(index)], &space.key(index), &options);
         let keys: Vec<usize> = (0..8).map(|_| context.random_plain_key()).collect();
         let mut first_reads = Vec::new();
         for &index in &keys {
-            let value = db.get_opt(&space.key(index), &options)?;
+            let value = read_at_snapshot(index)?;
             first_reads.push(context.check_read("snapshot get", index, value.as_deref(), start, end)?);
         }
         if space.groups > 0 {
-            let group = context.rng.gen_range(0..space.groups);
+            let group = context.rng.gen_range(0..space.total_groups());
             let mut seen = None;
-            for member in 0..space.group_size {
-                let index = space.group_member(group, member);
-                let value = db.get_opt(&space.key(index), &options)?;
-                let observed = context.check_read("snapshot group get", index, value.as_deref(), start, end)?;
-                if seen.is_some_and(|previous| previous != observed) {
-                    return Err(Failure(format!("snapshot: group {group} is torn")));
+            for linked in space.linked_groups(group) {
+                for member in 0..space.group_size {
+                    let index = space.group_member(linked, member);
+                    let value = read_at_snapshot(index)?;
+                    let observed = context.check_read("snapshot group get", index, value.as_deref(), start, end)?;
+                    if seen.is_some_and(|previous| previous != observed) {
+                        return Err(Failure(format!("snapshot: group {group} (member {member} of {linked}) is torn")));
+                    }
+                    seen = Some(observed);
                 }
-                seen = Some(observed);
             }
         }
         std::thread::yield_now();
         for (&index, first) in keys.iter().zip(&first_reads) {
-            let value = db.get_opt(&space.key(index), &options)?;
+            let value = read_at_snapshot(index)?;
             let again = context.check_read("snapshot reread", index, value.as_deref(), start, end)?;
             if again != *first {
                 return Err(Failure(format!(
@@ -597,9 +680,60 @@ impl Operation for SnapshotReads {
                 )));
             }
         }
-        let (low, high) = random_window(context);
-        check_window(context, db, Some((&snapshot, start, end)), low, high)?;
+        let family = context.random_family();
+        let window = random_window(context, family);
+        check_window(context, db, Some((&snapshot, start, end)), family, window)?;
         drop(read);
+        Ok(())
+    }
+}
+
+/// Now and then (per thousand of its draws) drops a droppable column family and creates it again under the same name (a new family,
+/// empty), holding its lock exclusively. To the expected state this is one write that deletes
+/// every key of the family: a crash in between leaves the family either whole or empty (a
+/// family missing at open is created empty).
+struct DropFamily {
+    per_thousand: u32,
+}
+
+impl Operation for DropFamily {
+    fn name(&self) -> &'static str {
+        "drop-family"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        if context.rng.gen_range(0..1000) >= self.per_thousand {
+            return Ok(());
+        }
+        let space = context.shared.state.space();
+        let droppable: Vec<usize> = (0..space.column_families).filter(|&f| KeySpace::family_is_droppable(f)).collect();
+        if droppable.is_empty() {
+            return Ok(());
+        }
+        let family = droppable[context.rng.gen_range(0..droppable.len())];
+        let name =
+            KeySpace::family_name(family).ok_or_else(|| Failure("the default family is not droppable".into()))?;
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _exclusive = context.shared.family_locks[family]
+            .write()
+            .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))?;
+        let handle = family_handle(db, family)?;
+        let writes: Vec<(usize, Option<ValueId>)> = space.family_range(family).map(|index| (index, None)).collect();
+        let keys: Vec<usize> = space.family_range(family).collect();
+        let shared = context.shared;
+        let begin = shared.journal.begin_write(&shared.state, "drop-family", &writes).map_err(journal_failure)?;
+        let result = db
+            .drop_column_family(&handle)
+            .and_then(|()| db.create_column_family(&name, shared.options.column_family_options()));
+        shared.journal.end_write(&shared.state, begin, &keys, result.is_ok()).map_err(journal_failure)?;
+        let recreated = result.map_err(|error| Failure(format!("dropping and recreating {name} failed: {error}")))?;
+        // The old handle now fails; the new family is empty.
+        if db.get_cf(&handle, &space.key(space.family_range(family).start)).is_ok() {
+            return Err(Failure(format!("a read through a dropped handle of {name} succeeded")));
+        }
+        if recreated.id() == handle.id() {
+            return Err(Failure(format!("{name} was recreated with its old id {}", handle.id())));
+        }
         Ok(())
     }
 }
@@ -617,7 +751,8 @@ impl Operation for Flush {
     }
 }
 
-/// `compact_all`, or (more often) waiting for background work, chosen per thousand.
+/// `compact_all` or `compact_range` over part of one family, or (more often) waiting for
+/// background work, chosen per thousand.
 struct CompactAll {
     per_thousand: u32,
 }
@@ -629,8 +764,20 @@ impl Operation for CompactAll {
     fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
-        if context.rng.gen_range(0..1000) < self.per_thousand {
+        let draw = context.rng.gen_range(0..1000);
+        if draw < self.per_thousand / 2 {
             db.compact_all().map_err(|error| Failure(format!("compact_all failed: {error}")))
+        } else if draw < self.per_thousand {
+            // A key range of one family, bounds sometimes open.
+            let space = context.shared.state.space();
+            let family = context.random_family();
+            let _family_guard = context.lock_families([family])?;
+            let handle = family_handle(db, family)?;
+            let (low, high) = random_window(context, family);
+            let start = context.rng.gen_bool(0.8).then(|| space.key(low));
+            let end = context.rng.gen_bool(0.8).then(|| space.key(high - 1));
+            db.compact_range(&handle, start.as_deref(), end.as_deref())
+                .map_err(|error| Failure(format!("compact_range of family {family} failed: {error}")))
         } else {
             db.wait_for_background_work()
                 .map_err(|error| Failure(format!("waiting for background work failed: {error}")))
@@ -658,7 +805,7 @@ impl Operation for Reopen {
         if let Some(db) = guard.take() {
             db.close().map_err(|error| Failure(format!("close before reopen failed: {error}")))?;
         }
-        let db = Db::open(&shared.path, shared.options.clone())
+        let db = crate::driver::open_database(&shared.path, shared.options.clone(), shared.state.space())
             .map_err(|error| Failure(format!("reopen failed: {error}")))?;
         let result = crate::driver::verify_quiescent(&db, &shared.state, "after reopen");
         *guard = Some(db);

@@ -78,7 +78,7 @@ type ReadInFlight<'a> = (ReadGuard<'a>, usize, usize, Option<ValueId>);
 
 /// Replays `schedule` (thread numbers, one per step) and checks every point of it.
 fn check_schedule(scripts: &[Vec<Step>], schedule: &[usize], keys: usize) {
-    let space = KeySpace { plain_keys: keys, groups: 0, group_size: 1 };
+    let space = KeySpace { plain_keys: keys, groups: 0, group_size: 1, column_families: 1 };
     let state = ExpectedState::new(space, &[]);
     let mut database: Vec<Option<ValueId>> = vec![None; keys];
     let mut position = vec![0usize; scripts.len()];
@@ -187,7 +187,7 @@ fn a_batch_racing_single_writes_and_reads_of_two_keys() {
 fn the_oracle_rejects_a_lost_acknowledged_write() {
     // Sequential writes 1 then 2: after both are acknowledged, only 2 is legal; a database that
     // shows 1 (the second write lost) must be flagged.
-    let space = KeySpace { plain_keys: 1, groups: 0, group_size: 1 };
+    let space = KeySpace { plain_keys: 1, groups: 0, group_size: 1, column_families: 1 };
     let state = ExpectedState::new(space, &[]);
     for value in [1, 2] {
         let begin = state.next_tick();

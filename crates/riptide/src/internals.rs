@@ -24,11 +24,15 @@ pub mod debug {
     use crate::error::Result;
     use crate::Db;
 
-    /// Every version of `user_key` in the default column family's current view (memtable,
-    /// immutable memtables newest first, then every table of every level), with the sequence
-    /// number a read without a snapshot sees now.
-    pub fn key_versions(db: &Db, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
-        db.key_versions(user_key)
+    /// Every version of `user_key` in `column_family`'s current view (memtable, immutable
+    /// memtables newest first, then every table of every level), with the sequence number a
+    /// read without a snapshot sees now.
+    pub fn key_versions(
+        db: &Db,
+        column_family: &crate::ColumnFamily,
+        user_key: &[u8],
+    ) -> Result<(u64, Vec<StoredVersion>)> {
+        db.key_versions(column_family, user_key)
     }
 
     /// Every version of `user_key` in the sources `iterator` (an iterator of `db`) reads: the

@@ -280,12 +280,15 @@ pub struct StoredVersion {
     pub value: Vec<u8>,
 }
 
-/// Every version of `user_key` held by the current view of the default column family, source
-/// by source in read order, with the sequence number reads see now. For diagnostics (the
-/// reliability harness prints it when a read looks wrong): it reads every source in full for
-/// the key, whatever filters say.
-pub(crate) fn key_versions(inner: &DbInner, user_key: &[u8]) -> Result<(u64, Vec<StoredVersion>)> {
-    let column_family = &inner.default_column_family;
+/// Every version of `user_key` held by the current view of `column_family`, source by source
+/// in read order, with the sequence number reads see now. For diagnostics (the reliability
+/// harness prints it when a read looks wrong): it reads every source in full for the key,
+/// whatever filters say.
+pub(crate) fn key_versions(
+    inner: &DbInner,
+    column_family: &super::column_family::ColumnFamilyShared,
+    user_key: &[u8],
+) -> Result<(u64, Vec<StoredVersion>)> {
     let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, None);
     Ok((sequence, key_versions_in_view(&view, &inner.table_cache, user_key)?))
 }
