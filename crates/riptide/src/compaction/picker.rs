@@ -311,12 +311,17 @@ pub(crate) fn level_scores(version: &Version, options: &PickerOptions, targets: 
 /// down, or rewritten in place at the last level (densest first). Whether the rewrite drops the
 /// tombstones depends on the snapshots, which the picker does not see: the engine should not
 /// pick again while an old snapshot keeps a rewritten file as dense as it was.
-pub(crate) fn pick(
+///
+/// Returns the plan with the score it was picked for: its level's score over the files no
+/// running job holds (at least 1.0), or 0.0 for a tombstone-density job. The engine ranks column
+/// families by it, so that it starts the job that is most due among those that can start now,
+/// not the one of the family whose largest score is owed to files already being compacted.
+pub(crate) fn pick_with_score(
     version: &Version,
     options: &PickerOptions,
     running: &[RunningCompaction],
     compact_pointers: &[Vec<u8>],
-) -> Option<CompactionPlan> {
+) -> Option<(f64, CompactionPlan)> {
     let targets = level_targets(version, options);
     let running = RunningJobs::new(running, &version.comparator);
     let scores = scores_of_idle_files(version, options, &targets, &running);
@@ -330,18 +335,18 @@ pub(crate) fn pick(
             let pointer = compact_pointers.get(level).map_or(&[][..], Vec::as_slice);
             pick_sorted_level(version, options, &running, level, pointer)
         };
-        if plan.is_some() {
-            return plan;
+        if let Some(plan) = plan {
+            return Some((scores[level], plan));
         }
     }
-    pick_tombstone_dense(version, options, &running)
+    pick_tombstone_dense(version, options, &running).map(|plan| (0.0, plan))
 }
 
 /// Chooses a manual job over the files of `level` that overlap the range from `start` to `end`
 /// (user keys; `start` included, excluded or unbounded, `end` included or unbounded when
 /// `None`). Level 0 takes those files and every level-0 file that
 /// overlaps them in turn, into the base level (or a level above it holding keys of the range,
-/// see [`pick`]); levels 1 to the last but one go to the next level; the last level is rewritten
+/// see [`pick_with_score`]); levels 1 to the last but one go to the next level; the last level is rewritten
 /// in place. For levels 1 and deeper the job takes the files in key order while its input bytes
 /// (with the output-level files they overlap) stay within `max_compaction_bytes`, and at least
 /// one file; the caller continues after [`CompactionPlan::manual_resume_key`] (excluded) until
@@ -941,6 +946,16 @@ mod tests {
         vec![Vec::new(); NUM_LEVELS]
     }
 
+    /// The plan of [`pick_with_score`], without its score.
+    fn pick(
+        version: &Version,
+        options: &PickerOptions,
+        running: &[RunningCompaction],
+        compact_pointers: &[Vec<u8>],
+    ) -> Option<CompactionPlan> {
+        pick_with_score(version, options, running, compact_pointers).map(|(_, plan)| plan)
+    }
+
     fn pick_plan(version: &Version, running: &[RunningCompaction]) -> CompactionPlan {
         pick(version, &options(), running, &no_pointers()).expect("a plan")
     }
@@ -1252,6 +1267,25 @@ mod tests {
             (&b"c"[..], &b"f"[..])
         );
         assert!(pick(&version, &options(), &running, &no_pointers()).is_none());
+    }
+
+    #[test]
+    fn the_score_of_a_pick_counts_only_idle_files() {
+        let mut tree = Tree::with_last_level_bytes(BASE_BYTES * 100);
+        tree.add(4, "a", "b", BASE_BYTES);
+        tree.add(4, "c", "d", BASE_BYTES);
+        tree.add(4, "e", "f", BASE_BYTES);
+        let version = tree.version();
+        let targets = level_targets(&version, &options());
+        let full_score = level_scores(&version, &options(), &targets)[4];
+        let (first_score, first) = pick_with_score(&version, &options(), &[], &no_pointers()).expect("a plan");
+        assert_eq!((first.level, first_score), (4, full_score));
+        // With the first job running, level 4 is still due, but less: the engine must rank this
+        // column family by the smaller score, not by the level's full one.
+        let running = [RunningCompaction::from_plan(&first)];
+        let (second_score, second) = pick_with_score(&version, &options(), &running, &no_pointers()).expect("a plan");
+        assert_eq!(second.level, 4);
+        assert!((1.0..full_score).contains(&second_score), "second pick scored {second_score}, the level {full_score}");
     }
 
     #[test]

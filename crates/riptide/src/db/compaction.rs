@@ -195,38 +195,35 @@ fn unregister(state: &mut DbState, column_family: u32, plan: &CompactionPlan) {
 
 /// The most urgent automatic job of any column family, or `None`.
 fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
-    // Column families with the highest compaction score go first.
-    let mut candidates: Vec<(f64, u32)> = state
-        .column_families
-        .iter()
-        .map(|(&id, family)| {
-            let options = family.shared.options();
-            let version = state.versions.current(id);
-            let picker_options = picker_options(&options);
-            let targets = picker::level_targets(&version, &picker_options);
-            let best = picker::level_scores(&version, &picker_options, &targets).into_iter().fold(0.0, f64::max);
-            (best, id)
-        })
-        .collect();
-    candidates.sort_by(|a, b| b.0.total_cmp(&a.0));
-    for (_, id) in candidates {
-        let family = state.column_families.get(&id)?;
+    // Every column family proposes the job it would start now, with the score of the level it
+    // is for (counting only files no running job holds); the highest score goes first, the
+    // lower id on a tie.
+    let mut best: Option<(f64, Job)> = None;
+    for (&id, family) in &state.column_families {
         let options = family.shared.options();
         let version = state.versions.current(id);
         let running = running_of(state, id);
-        if let Some(plan) = picker::pick(&version, &picker_options(&options), &running, &family.compact_pointers) {
-            if plan.reason == CompactionReason::TombstoneDensity
-                && plan.output_level == plan.level
-                && plan.inputs.iter().any(|file| file.meta.largest_sequence > smallest_snapshot)
-            {
-                // A rewrite in place drops only tombstones every reader is past; with an older
-                // snapshot alive it would keep them and be picked again forever.
-                continue;
-            }
-            return Some(Job { column_family: id, plan, options, manual_id: None });
+        let Some((score, plan)) =
+            picker::pick_with_score(&version, &picker_options(&options), &running, &family.compact_pointers)
+        else {
+            continue;
+        };
+        if plan.reason == CompactionReason::TombstoneDensity
+            && plan.output_level == plan.level
+            && plan.inputs.iter().any(|file| file.meta.largest_sequence > smallest_snapshot)
+        {
+            // A rewrite in place drops only tombstones every reader is past; with an older
+            // snapshot alive it would keep them and be picked again forever.
+            continue;
+        }
+        let better = best.as_ref().is_none_or(|(best_score, best_job)| {
+            score > *best_score || (score == *best_score && id < best_job.column_family)
+        });
+        if better {
+            best = Some((score, Job { column_family: id, plan, options, manual_id: None }));
         }
     }
-    None
+    best.map(|(_, job)| job)
 }
 
 /// Background thread body: runs compactions while any level of any column family is due.
