@@ -1,9 +1,11 @@
 //! Simulated power loss at every mutating file-system call of the canonical workloads (put+sync,
-//! flush, compaction, manifest switch by reopen), in all three `PowerLossMode`s: about three
-//! thousand crash states for one fixed seed. `make soak` sweeps more seeds through
+//! flush, compaction, manifest switch by reopen, column family lifecycle), in all three
+//! `PowerLossMode`s: about seven and a half thousand crash states for one fixed seed. `make soak` sweeps more seeds through
 //! `riptide-stress power-loss`.
 
-use riptide_stress::power_loss::{self, SweepReport};
+use std::collections::BTreeSet;
+
+use riptide_stress::power_loss::{self, Step, SweepReport};
 
 #[test]
 fn power_loss_at_every_call_of_the_canonical_workloads() {
@@ -21,4 +23,43 @@ fn every_canonical_workload_reaches_its_feature() {
         let calls = power_loss::count_operations(&workload);
         assert!(calls > 20, "workload {} makes only {calls} calls", workload.name);
     }
+}
+
+#[test]
+fn the_column_family_workload_creates_drops_renames_and_recreates() {
+    let workloads = power_loss::canonical_workloads(1);
+    let workload = workloads.iter().find(|workload| workload.name == "column-families").expect("the workload exists");
+    let steps = &workload.steps;
+    let kinds: Vec<String> = steps
+        .iter()
+        .map(|step| match step {
+            Step::Write { write, sync } => format!("write({}{})", write.len(), if *sync { ",sync" } else { "" }),
+            Step::CreateFamily { name, .. } => format!("create({name})"),
+            Step::DropFamily { family } => format!("drop(#{family})"),
+            Step::RenameFamily { family, name } => format!("rename(#{family},{name})"),
+            other => format!("{other:?}"),
+        })
+        .collect();
+    let count = |matches: fn(&Step) -> bool| steps.iter().filter(|step| matches(step)).count();
+    assert!(count(|step| matches!(step, Step::DropFamily { .. })) >= 2, "too few drops: {kinds:?}");
+    assert!(count(|step| matches!(step, Step::RenameFamily { .. })) >= 1, "no rename: {kinds:?}");
+    assert!(count(|step| matches!(step, Step::Flush)) >= 1, "no flush: {kinds:?}");
+    assert!(count(|step| matches!(step, Step::Reopen)) >= 1, "no reopen: {kinds:?}");
+    assert!(
+        count(|step| match step {
+            Step::Write { write, sync: false } =>
+                write.iter().map(|operation| operation.family).collect::<BTreeSet<_>>().len() > 1,
+            _ => false,
+        }) >= 3,
+        "too few unsynced writes spanning families: {kinds:?}"
+    );
+    // A name is given again after a drop or rename freed it: the new family must start empty.
+    let mut given = BTreeSet::new();
+    let mut reused = false;
+    for step in steps {
+        if let Step::CreateFamily { name, .. } | Step::RenameFamily { name, .. } = step {
+            reused |= !given.insert(name.clone());
+        }
+    }
+    assert!(reused, "no name is reused: {kinds:?}");
 }

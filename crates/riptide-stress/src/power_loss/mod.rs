@@ -1,15 +1,17 @@
 //! Simulated power loss at every mutating file-system call of small canonical workloads.
 //!
-//! Each workload is a script of steps (writes with and without sync, flushes, `compact_all`,
-//! reopens that switch the manifest) run on a `FaultFileSystem` over a `MemFileSystem`, from
-//! the creation of the database on. A first run counts the mutating calls; then, for every call
-//! number N and every `PowerLossMode`, the script runs again with the process "dying" after N
-//! calls (every later call fails), the machine loses power, and the database is reopened on the
-//! bare file system. It must open, and hold exactly the state after some prefix of the attempted
-//! writes that includes every write known to be durable: acknowledged with `sync`, or followed
-//! by an acknowledged `flush`, `compact_all` or `close`. Then it must accept a synced write and
-//! survive a clean reopen. Each state is also checked with the first recovery itself crashing
-//! part way and power failing again before the checked reopen.
+//! Each workload (see `workloads`) is a script of steps (writes with and without sync,
+//! flushes, `compact_all`, reopens that switch the manifest, column family create, drop and
+//! rename) run on a `FaultFileSystem` over a `MemFileSystem`, from the creation of the
+//! database on. A first run counts the mutating calls; then, for every call number N and every
+//! `PowerLossMode`, the script runs again with the process "dying" after N calls (every later
+//! call fails), the machine loses power, and the database is reopened on the bare file system.
+//! It must open, and hold exactly the state after some prefix of the attempted writes that
+//! includes every write known to be durable (acknowledged with `sync`, or followed by an
+//! acknowledged `flush`, `compact_all` or `close`), in the column families left by some prefix
+//! of the lifecycle steps that includes every acknowledged one (see `history`). Then it must
+//! accept a synced write and survive a clean reopen. Each state is also checked with the first
+//! recovery itself crashing part way and power failing again before the checked reopen.
 //!
 //! Background flushes and compactions make call numbering depend on timing, so a case replays
 //! the same script and crash point, not always the same interleaving.
@@ -24,227 +26,127 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use rand::rngs::SmallRng;
-use rand::{Rng, SeedableRng};
 use riptide::fs::{FaultFileSystem, FileSystem, MemFileSystem, PowerLossMode};
-use riptide::{Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use riptide::{ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 
-/// A key-value model.
-pub type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+mod history;
+mod workloads;
 
-/// One write: `(key, Some(value))` puts, `(key, None)` deletes; applied atomically.
-pub type Write = Vec<(Vec<u8>, Option<Vec<u8>>)>;
-
-/// One step of a workload script.
-#[derive(Clone, Debug)]
-pub enum Step {
-    /// An atomic write, synced or not.
-    Write {
-        /// Its operations.
-        write: Write,
-        /// Whether it asks for a sync.
-        sync: bool,
-    },
-    /// `Db::flush`.
-    Flush,
-    /// `Db::compact_all`.
-    CompactAll,
-    /// Close and open again (recovery writes a new manifest and switches `CURRENT`).
-    Reopen,
-}
-
-/// A named workload.
-#[derive(Clone, Debug)]
-pub struct Workload {
-    /// Its name, for reports.
-    pub name: &'static str,
-    /// The options it runs with (the file system is replaced).
-    pub options: Options,
-    /// Its steps.
-    pub steps: Vec<Step>,
-}
-
-fn key(number: u64) -> Vec<u8> {
-    format!("key{number:04}").into_bytes()
-}
-
-fn value(number: u64, step: usize, length_bytes: usize) -> Vec<u8> {
-    let mut value = format!("v{number}.{step}:").into_bytes();
-    while value.len() < length_bytes {
-        value.push(b'a' + ((value.len() + step) % 26) as u8);
-    }
-    value
-}
-
-fn small_options() -> Options {
-    Options {
-        memtable_size_bytes: 8 << 10,
-        block_size_bytes: 512,
-        block_cache_size_bytes: 64 << 10,
-        target_file_size_bytes: 8 << 10,
-        level0_compaction_trigger_files: 2,
-        level0_slowdown_writes_files: 7,
-        level0_stop_writes_files: 8,
-        max_open_tables: 16,
-        ..Options::default()
-    }
-}
-
-/// A random write of one to `max_operations` operations over `keys` keys.
-fn random_write(rng: &mut SmallRng, step: usize, keys: u64, max_operations: usize, max_value_bytes: usize) -> Write {
-    (0..rng.gen_range(1..=max_operations))
-        .map(|_| {
-            let number = rng.gen_range(0..keys);
-            if rng.gen_bool(0.85) {
-                (key(number), Some(value(number, step, rng.gen_range(0..max_value_bytes))))
-            } else {
-                (key(number), None)
-            }
-        })
-        .collect()
-}
-
-/// The canonical workloads, varied by `seed`: put+sync, flush, compaction, manifest switch.
-pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
-    let mut rng = SmallRng::seed_from_u64(seed);
-    let mut put_sync = Vec::new();
-    for step in 0..24 {
-        put_sync.push(Step::Write { write: random_write(&mut rng, step, 20, 3, 120), sync: rng.gen_bool(0.5) });
-    }
-    let mut flush = Vec::new();
-    for step in 0..40 {
-        flush.push(Step::Write { write: random_write(&mut rng, step, 40, 2, 300), sync: rng.gen_bool(0.1) });
-        if step % 15 == 14 {
-            flush.push(Step::Flush);
-        }
-    }
-    let mut compaction = Vec::new();
-    for step in 0..70 {
-        compaction.push(Step::Write { write: random_write(&mut rng, step, 60, 2, 400), sync: false });
-        if step % 20 == 19 {
-            compaction.push(Step::Flush);
-        }
-    }
-    compaction.push(Step::CompactAll);
-    compaction.push(Step::Write { write: random_write(&mut rng, 70, 60, 2, 100), sync: true });
-    let mut manifest_switch = Vec::new();
-    for round in 0..3 {
-        for step in 0..6 {
-            let sync = step == 5 || rng.gen_bool(0.2);
-            manifest_switch.push(Step::Write { write: random_write(&mut rng, round * 10 + step, 15, 3, 80), sync });
-        }
-        if round == 1 {
-            manifest_switch.push(Step::Flush);
-        }
-        manifest_switch.push(Step::Reopen);
-    }
-    vec![
-        Workload { name: "put-sync", options: small_options(), steps: put_sync },
-        Workload { name: "flush", options: small_options(), steps: flush },
-        Workload {
-            name: "compaction",
-            options: Options { memtable_size_bytes: 4096, ..small_options() },
-            steps: compaction,
-        },
-        Workload { name: "manifest-switch", options: small_options(), steps: manifest_switch },
-    ]
-}
-
-/// What running a script left: every write attempted, in order, and how many of the first ones
-/// are known to be durable.
-struct History {
-    writes: Vec<Write>,
-    durable: usize,
-}
+pub use history::{matching_prefixes, History, Model, State};
+pub use workloads::{canonical_workloads, FamilyIndex, Operation, Step, Workload, Write};
 
 fn with_file_system(options: &Options, file_system: Arc<dyn FileSystem>) -> Options {
     Options { file_system, ..options.clone() }
+}
+
+/// Runs one step on `db`; `Err` once the file system refuses. `handles` maps the live
+/// families to their handles.
+fn run_step(
+    db: &Db,
+    options: &Options,
+    handles: &mut BTreeMap<FamilyIndex, ColumnFamily>,
+    step: &Step,
+) -> riptide::Result<()> {
+    let handle = |family: &FamilyIndex| handles.get(family).cloned().expect("the script names a live family");
+    match step {
+        Step::Write { write, sync } => {
+            let mut batch = WriteBatch::new();
+            for operation in write {
+                let family = handle(&operation.family);
+                match &operation.value {
+                    Some(value) => batch.put_cf(&family, &operation.key, value),
+                    None => batch.delete_cf(&family, &operation.key),
+                }
+            }
+            db.write_opt(batch, &WriteOptions { sync: *sync })
+        }
+        Step::Flush => db.flush(),
+        Step::CompactAll => db.compact_all(),
+        Step::CreateFamily { family, name, memtable_size_bytes } => {
+            let mut family_options = options.column_family_options();
+            family_options.memtable_size_bytes = *memtable_size_bytes;
+            handles.insert(*family, db.create_column_family(name, family_options)?);
+            Ok(())
+        }
+        Step::DropFamily { family } => {
+            db.drop_column_family(&handle(family))?;
+            handles.remove(family);
+            Ok(())
+        }
+        Step::RenameFamily { family, name } => db.rename_column_family(&handle(family), name),
+        Step::Reopen => unreachable!("reopen replaces the database; run_script handles it"),
+    }
 }
 
 /// Runs `workload` from the creation of the database on `file_system`, stopping at the first
 /// error (after a crash point every mutating call fails).
 fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path) -> History {
     let options = with_file_system(&workload.options, file_system);
-    let mut history = History { writes: Vec::new(), durable: 0 };
+    let mut history = History::default();
     let Ok(mut db) = Db::open(path, options.clone()) else { return history };
+    let mut handles = BTreeMap::from([(0, db.default_column_family())]);
     for step in &workload.steps {
-        match step {
-            Step::Write { write, sync } => {
-                let mut batch = WriteBatch::new();
-                for (key, value) in write {
-                    match value {
-                        Some(value) => batch.put(key, value),
-                        None => batch.delete(key),
+        if let Step::Reopen = step {
+            if db.close().is_err() {
+                return history;
+            }
+            history.durable_writes = history.writes.len();
+            db = match Db::open(path, options.clone()) {
+                Ok(reopened) => reopened,
+                Err(_) => return history,
+            };
+            // Handles do not outlive their database: look every live family up by name.
+            let live = history::live_families(&history.lifecycle);
+            handles.clear();
+            for (family, name) in live {
+                match db.column_family(&name) {
+                    Some(handle) => handles.insert(family, handle),
+                    None => {
+                        history.anomaly = Some(format!("column family {name} is missing after a clean reopen"));
+                        return history;
                     }
-                }
-                history.writes.push(write.clone());
-                if db.write_opt(batch, &WriteOptions { sync: *sync }).is_err() {
-                    return history;
-                }
-                if *sync {
-                    history.durable = history.writes.len();
-                }
+                };
             }
-            Step::Flush => {
-                if db.flush().is_err() {
-                    return history;
-                }
-                history.durable = history.writes.len();
+            continue;
+        }
+        match step {
+            Step::Write { write, .. } => history.writes.push(write.clone()),
+            step if step.is_lifecycle() => history.lifecycle.push(step.clone()),
+            _ => {}
+        }
+        if run_step(&db, &options, &mut handles, step).is_err() {
+            return history;
+        }
+        match step {
+            Step::Write { sync: true, .. } | Step::Flush | Step::CompactAll => {
+                history.durable_writes = history.writes.len();
             }
-            Step::CompactAll => {
-                if db.compact_all().is_err() {
-                    return history;
-                }
-                history.durable = history.writes.len();
-            }
-            Step::Reopen => {
-                if db.close().is_err() {
-                    return history;
-                }
-                history.durable = history.writes.len();
-                match Db::open(path, options.clone()) {
-                    Ok(reopened) => db = reopened,
-                    Err(_) => return history,
-                }
-            }
+            step if step.is_lifecycle() => history.acknowledged_lifecycle = history.lifecycle.len(),
+            _ => {}
         }
     }
     drop(db);
     history
 }
 
-fn apply(model: &mut Model, write: &Write) {
-    for (key, value) in write {
-        match value {
-            Some(value) => model.insert(key.clone(), value.clone()),
-            None => model.remove(key),
+/// Every live column family's keys and values.
+pub fn dump(db: &Db) -> Result<State, riptide::Error> {
+    let mut state = State::new();
+    for name in db.list_column_families() {
+        let Some(family) = db.column_family(&name) else {
+            return Err(riptide::Error::InvalidArgument(format!("listed column family {name} has no handle")));
         };
-    }
-}
-
-/// The length of a prefix of `writes`, at least `durable` long, whose model is `actual`.
-pub fn matching_prefix(writes: &[Write], durable: usize, actual: &Model) -> Option<usize> {
-    let mut model = Model::new();
-    for (index, write) in writes.iter().enumerate() {
-        if index >= durable && &model == actual {
-            return Some(index);
+        let mut iterator = db.iter_cf(&family, &ReadOptions::default())?;
+        let mut model = Model::new();
+        iterator.seek_to_first();
+        while iterator.valid() {
+            model.insert(iterator.key().to_vec(), iterator.value().to_vec());
+            iterator.next();
         }
-        apply(&mut model, write);
+        iterator.status()?;
+        state.insert(name, model);
     }
-    (&model == actual).then_some(writes.len())
-}
-
-/// Every key and value of `db`.
-pub fn dump(db: &Db) -> Result<Model, riptide::Error> {
-    let mut iterator = db.iter(&ReadOptions::default())?;
-    let mut model = Model::new();
-    iterator.seek_to_first();
-    while iterator.valid() {
-        model.insert(iterator.key().to_vec(), iterator.value().to_vec());
-        iterator.next();
-    }
-    iterator.status()?;
-    Ok(model)
+    Ok(state)
 }
 
 /// The three power-loss modes, seeded.
@@ -304,12 +206,21 @@ pub fn crash_case(
     let db = Db::open(path, with_file_system(&workload.options, Arc::clone(&bare)))
         .map_err(|error| describe(&format!("reopen failed: {error}")))?;
     let actual = dump(&db).map_err(|error| describe(&format!("reading after recovery failed: {error}")))?;
-    if matching_prefix(&history.writes, history.durable, &actual).is_none() {
+    if let Some(anomaly) = &history.anomaly {
+        return Err(describe(anomaly));
+    }
+    if matching_prefixes(&history, &actual).is_none() {
+        let keys: usize = actual.values().map(Model::len).sum();
         return Err(describe(&format!(
-            "the recovered state ({} keys) is no prefix of the {} attempted writes that keeps the first {} (durable)",
+            "the recovered state ({} column families {:?}, {keys} keys) is no prefix of the {} attempted writes \
+             that keeps the first {} (durable) with a prefix of the {} lifecycle steps that keeps the first {} \
+             (acknowledged)",
             actual.len(),
+            actual.keys().collect::<Vec<_>>(),
             history.writes.len(),
-            history.durable
+            history.durable_writes,
+            history.lifecycle.len(),
+            history.acknowledged_lifecycle
         )));
     }
     db.put_opt(b"after-power-loss", b"ok", &WriteOptions { sync: true })
@@ -318,7 +229,7 @@ pub fn crash_case(
     let db = Db::open(path, with_file_system(&workload.options, bare))
         .map_err(|error| describe(&format!("second reopen failed: {error}")))?;
     let mut expected = actual;
-    expected.insert(b"after-power-loss".to_vec(), b"ok".to_vec());
+    expected.entry("default".to_string()).or_default().insert(b"after-power-loss".to_vec(), b"ok".to_vec());
     let again = dump(&db).map_err(|error| describe(&format!("reading after the second reopen failed: {error}")))?;
     if again != expected {
         return Err(describe("the second reopen changed the contents"));

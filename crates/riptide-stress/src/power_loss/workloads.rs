@@ -1,0 +1,239 @@
+//! The canonical workloads of the power-loss sweep, generated from a seed: put+sync, flush,
+//! compaction, manifest switch, and the column family lifecycle (create, drop, rename and
+//! re-create under an old name, between unsynced and synced batches that span families).
+//!
+//! Concurrency contract: plain data, built on one thread.
+//!
+//! Invariants: a script only names column families that are live at that step (created and
+//! not dropped), never drops or renames the default one, and never gives two live families
+//! one name, so every step is valid and can fail only through the file system.
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use riptide::Options;
+
+/// A column family by the order of its creation in a script: 0 is the default one, 1 the
+/// first one the script creates, and so on. A re-created name is a new family.
+pub type FamilyIndex = usize;
+
+/// One operation of an atomic write: a put (`value` is `Some`) or a delete.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct Operation {
+    /// The column family it writes to.
+    pub family: FamilyIndex,
+    /// Its key.
+    pub key: Vec<u8>,
+    /// The value it puts, or `None` for a delete.
+    pub value: Option<Vec<u8>>,
+}
+
+/// One write: its operations, applied atomically (one batch, possibly across families).
+pub type Write = Vec<Operation>;
+
+/// One step of a workload script.
+#[derive(Clone, Debug)]
+pub enum Step {
+    /// An atomic write, synced or not.
+    Write {
+        /// Its operations.
+        write: Write,
+        /// Whether it asks for a sync.
+        sync: bool,
+    },
+    /// `Db::flush`.
+    Flush,
+    /// `Db::compact_all`.
+    CompactAll,
+    /// Close and open again (recovery writes a new manifest and switches `CURRENT`).
+    Reopen,
+    /// `Db::create_column_family`.
+    CreateFamily {
+        /// The index the new family gets.
+        family: FamilyIndex,
+        /// Its name.
+        name: String,
+        /// Its memtable size: a small one switches and flushes every few writes.
+        memtable_size_bytes: usize,
+    },
+    /// `Db::drop_column_family`.
+    DropFamily {
+        /// The family dropped.
+        family: FamilyIndex,
+    },
+    /// `Db::rename_column_family`.
+    RenameFamily {
+        /// The family renamed.
+        family: FamilyIndex,
+        /// Its new name.
+        name: String,
+    },
+}
+
+impl Step {
+    /// Whether the step changes the set of column families (recorded in the manifest, durable
+    /// when acknowledged).
+    pub fn is_lifecycle(&self) -> bool {
+        matches!(self, Step::CreateFamily { .. } | Step::DropFamily { .. } | Step::RenameFamily { .. })
+    }
+}
+
+/// A named workload.
+#[derive(Clone, Debug)]
+pub struct Workload {
+    /// Its name, for reports.
+    pub name: &'static str,
+    /// The options it runs with (the file system is replaced).
+    pub options: Options,
+    /// Its steps.
+    pub steps: Vec<Step>,
+}
+
+fn key(number: u64) -> Vec<u8> {
+    format!("key{number:04}").into_bytes()
+}
+
+fn value(number: u64, step: usize, length_bytes: usize) -> Vec<u8> {
+    let mut value = format!("v{number}.{step}:").into_bytes();
+    while value.len() < length_bytes {
+        value.push(b'a' + ((value.len() + step) % 26) as u8);
+    }
+    value
+}
+
+fn small_options() -> Options {
+    Options {
+        memtable_size_bytes: 8 << 10,
+        block_size_bytes: 512,
+        block_cache_size_bytes: 64 << 10,
+        target_file_size_bytes: 8 << 10,
+        level0_compaction_trigger_files: 2,
+        level0_slowdown_writes_files: 7,
+        level0_stop_writes_files: 8,
+        max_open_tables: 16,
+        ..Options::default()
+    }
+}
+
+/// One random operation on one of `families`, over `keys` keys.
+fn random_operation(
+    rng: &mut SmallRng,
+    families: &[FamilyIndex],
+    step: usize,
+    keys: u64,
+    max_value_bytes: usize,
+) -> Operation {
+    let family = families[rng.gen_range(0..families.len())];
+    let number = rng.gen_range(0..keys);
+    let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..max_value_bytes)));
+    Operation { family, key: key(number), value }
+}
+
+/// A random write of one to `max_operations` operations over `keys` keys of the default
+/// column family.
+fn random_write(rng: &mut SmallRng, step: usize, keys: u64, max_operations: usize, max_value_bytes: usize) -> Write {
+    (0..rng.gen_range(1..=max_operations)).map(|_| random_operation(rng, &[0], step, keys, max_value_bytes)).collect()
+}
+
+/// The names the lifecycle workload gives its column families; a name comes back after a drop
+/// or a rename freed it.
+const FAMILY_NAMES: [&str; 5] = ["a", "b", "c", "d", "e"];
+
+/// Creates, drops, renames and re-creates column families between writes that span them,
+/// mostly unsynced, with flushes and a reopen: the manifest's lifecycle records must survive
+/// as acknowledged while the logs keep an independent prefix of the writes.
+fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
+    let mut live: Vec<(FamilyIndex, String)> = vec![(0, "default".to_string())];
+    // Names a drop or a rename freed: a creation mostly takes one of these, so that a new
+    // family often carries an old family's name (whose data must not come back).
+    let mut freed: Vec<String> = Vec::new();
+    let mut next_family = 1;
+    let mut steps = Vec::new();
+    let free_name = |live: &[(FamilyIndex, String)], freed: &[String], rng: &mut SmallRng| {
+        let is_free = |name: &str| live.iter().all(|(_, live_name)| live_name != name);
+        let reusable: Vec<&String> = freed.iter().filter(|name| is_free(name)).collect();
+        if !reusable.is_empty() && rng.gen_bool(0.75) {
+            return reusable[rng.gen_range(0..reusable.len())].clone();
+        }
+        let free: Vec<&str> = FAMILY_NAMES.iter().copied().filter(|name| is_free(name)).collect();
+        free[rng.gen_range(0..free.len())].to_string()
+    };
+    for step in 0..48 {
+        let roll = rng.gen_range(0..100);
+        // The first steps create two families, so writes span families from early on.
+        if step < 2 || (roll < 10 && live.len() < 4) {
+            let name = free_name(&live, &freed, rng);
+            let memtable_size_bytes = if rng.gen_bool(0.5) { 4096 } else { 64 << 10 };
+            steps.push(Step::CreateFamily { family: next_family, name: name.clone(), memtable_size_bytes });
+            live.push((next_family, name));
+            next_family += 1;
+        } else if roll < 16 && live.len() > 1 {
+            let (family, name) = live.remove(rng.gen_range(1..live.len()));
+            freed.push(name);
+            steps.push(Step::DropFamily { family });
+        } else if roll < 20 && live.len() > 1 {
+            let position = rng.gen_range(1..live.len());
+            let name = free_name(&live, &freed, rng);
+            freed.push(std::mem::replace(&mut live[position].1, name.clone()));
+            steps.push(Step::RenameFamily { family: live[position].0, name });
+        } else if roll < 24 {
+            steps.push(Step::Flush);
+        } else if roll < 26 || step == 30 {
+            // One reopen at least, so that a new manifest snapshot carries the lifecycle.
+            steps.push(Step::Reopen);
+        } else {
+            let families: Vec<FamilyIndex> = live.iter().map(|(family, _)| *family).collect();
+            let write = (0..rng.gen_range(1..=3)).map(|_| random_operation(rng, &families, step, 25, 300)).collect();
+            steps.push(Step::Write { write, sync: rng.gen_bool(0.25) });
+        }
+    }
+    steps
+}
+
+/// The canonical workloads, varied by `seed`: put+sync, flush, compaction, manifest switch,
+/// column family lifecycle.
+pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
+    let mut rng = SmallRng::seed_from_u64(seed);
+    let mut put_sync = Vec::new();
+    for step in 0..24 {
+        put_sync.push(Step::Write { write: random_write(&mut rng, step, 20, 3, 120), sync: rng.gen_bool(0.5) });
+    }
+    let mut flush = Vec::new();
+    for step in 0..40 {
+        flush.push(Step::Write { write: random_write(&mut rng, step, 40, 2, 300), sync: rng.gen_bool(0.1) });
+        if step % 15 == 14 {
+            flush.push(Step::Flush);
+        }
+    }
+    let mut compaction = Vec::new();
+    for step in 0..70 {
+        compaction.push(Step::Write { write: random_write(&mut rng, step, 60, 2, 400), sync: false });
+        if step % 20 == 19 {
+            compaction.push(Step::Flush);
+        }
+    }
+    compaction.push(Step::CompactAll);
+    compaction.push(Step::Write { write: random_write(&mut rng, 70, 60, 2, 100), sync: true });
+    let mut manifest_switch = Vec::new();
+    for round in 0..3 {
+        for step in 0..6 {
+            let sync = step == 5 || rng.gen_bool(0.2);
+            manifest_switch.push(Step::Write { write: random_write(&mut rng, round * 10 + step, 15, 3, 80), sync });
+        }
+        if round == 1 {
+            manifest_switch.push(Step::Flush);
+        }
+        manifest_switch.push(Step::Reopen);
+    }
+    let lifecycle = column_family_lifecycle(&mut rng);
+    vec![
+        Workload { name: "put-sync", options: small_options(), steps: put_sync },
+        Workload { name: "flush", options: small_options(), steps: flush },
+        Workload {
+            name: "compaction",
+            options: Options { memtable_size_bytes: 4096, ..small_options() },
+            steps: compaction,
+        },
+        Workload { name: "manifest-switch", options: small_options(), steps: manifest_switch },
+        Workload { name: "column-families", options: small_options(), steps: lifecycle },
+    ]
+}
