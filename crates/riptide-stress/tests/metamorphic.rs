@@ -1,5 +1,6 @@
 //! Metamorphic tests: the same random operation sequence under every option set of
-//! `riptide_stress::metamorphic::option_sets` must show exactly what a `BTreeMap` shows.
+//! `riptide_stress::metamorphic::option_sets` must show exactly what a `BTreeMap` shows, across
+//! column families that are dropped and created again as the sequence goes.
 
 use riptide_stress::metamorphic;
 

@@ -2,8 +2,12 @@
 //! against a `BTreeMap` model and against the engine under several option sets (block sizes,
 //! every compression, tiny memtables and files that push data down many levels, restart
 //! intervals, bloom filters on and off, no block cache, few open tables, sync modes). Every
-//! observation (point reads, bounded scans in both directions, seeks, snapshot reads) must be
-//! identical in all of them.
+//! observation (point reads, bounded scans in both directions, seeks, snapshot reads, and the
+//! column families and contents at the end) must be identical in all of them.
+//!
+//! The sequence spans column families: the default one and `FAMILY_SLOTS - 1` others that are
+//! created, dropped and re-created under the same name as it goes, with batches across them
+//! and snapshots that outlive a family's drop.
 //!
 //! Options change how data is laid out, never what it means; so a difference between two option
 //! sets is a bug even where the model would be hard to get right, and the model catches a bug
@@ -13,34 +17,53 @@
 //! timing does not change any observation.
 //!
 //! Invariants: each run starts from an empty `MemFileSystem`; the sequence never depends on
-//! what a run observes.
+//! what a run observes, and names only live column families (liveness follows from the
+//! sequence alone).
 
-use std::collections::BTreeMap;
-use std::path::Path;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
-use riptide::fs::MemFileSystem;
-use riptide::{Compression, Db, Options, ReadOptions, Snapshot, SyncMode, WriteBatch};
+use riptide::{Compression, Options, SyncMode};
+
+mod engine;
+mod model;
+
+pub use engine::run_engine;
+pub use model::run_model;
 
 /// Slots for snapshots held at once.
 const SNAPSHOT_SLOTS: usize = 3;
 
-/// One operation of the sequence. Keys and values are indices into the run's pools.
+/// Column family slots: 0 is the default column family, the others hold a family or none.
+pub const FAMILY_SLOTS: usize = 3;
+
+/// The name of the column family in `slot` (a re-created one takes the same name again).
+pub fn family_name(slot: usize) -> String {
+    if slot == 0 {
+        "default".to_string()
+    } else {
+        format!("family-{slot}")
+    }
+}
+
+/// One operation of the sequence. Keys and values are indices into the run's pools; families
+/// are slots.
 #[derive(Clone, Debug)]
 pub enum Operation {
-    /// Put key, value.
-    Put(usize, usize),
-    /// Delete key.
-    Delete(usize),
-    /// An atomic batch: (key, Some(value)) puts, (key, None) deletes.
-    Batch(Vec<(usize, Option<usize>)>),
-    /// Point read, at a snapshot slot or the latest state.
-    Get(usize, Option<usize>),
-    /// A scan: bounds (key indices), direction, entry limit, snapshot slot.
+    /// Put family, key, value.
+    Put(usize, usize, usize),
+    /// Delete family, key.
+    Delete(usize, usize),
+    /// An atomic batch, possibly across families: (family, key, Some(value)) puts,
+    /// (family, key, None) deletes.
+    Batch(Vec<(usize, usize, Option<usize>)>),
+    /// Point read: family, key, and a snapshot slot or the latest state.
+    Get(usize, usize, Option<usize>),
+    /// A scan: family, bounds (key indices), direction, entry limit, snapshot slot.
     Scan {
+        /// The family.
+        family: usize,
         /// Lower bound (inclusive).
         lower: Option<usize>,
         /// Upper bound (exclusive).
@@ -54,6 +77,8 @@ pub enum Operation {
     },
     /// Seek to a key, then step `steps` times forward; or `seek_for_prev` and step backward.
     Seek {
+        /// The family.
+        family: usize,
         /// The target key.
         target: usize,
         /// True for `seek_for_prev`.
@@ -65,15 +90,24 @@ pub enum Operation {
     TakeSnapshot(usize),
     /// Release a slot's snapshot.
     ReleaseSnapshot(usize),
+    /// Create the column family of an empty slot.
+    CreateFamily(usize),
+    /// Drop the column family of a slot.
+    DropFamily(usize),
     /// `Db::flush`.
     Flush,
     /// `Db::compact_all`.
     CompactAll,
+    /// `Db::compact_range` over a whole family.
+    CompactFamily(usize),
     /// `Db::wait_for_background_work`.
     WaitForBackgroundWork,
     /// Close and reopen (snapshots are released first).
     Reopen,
 }
+
+/// Entries in order, as `(key, value)`.
+pub type Entries = Vec<(Vec<u8>, Vec<u8>)>;
 
 /// What one operation showed.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -83,7 +117,9 @@ pub enum Observation {
     /// A point read's answer.
     Value(Option<Vec<u8>>),
     /// Entries a scan or a seek returned, in order.
-    Entries(Vec<(Vec<u8>, Vec<u8>)>),
+    Entries(Entries),
+    /// The live column families at the end, by name, each with all its entries.
+    Families(Vec<(String, Entries)>),
 }
 
 /// A generated sequence with its key and value pools.
@@ -95,6 +131,19 @@ pub struct Sequence {
     pub values: Vec<Vec<u8>>,
     /// The operations.
     pub operations: Vec<Operation>,
+}
+
+/// A live family slot, the default one half of the time.
+fn random_family(rng: &mut SmallRng, live: &[bool; FAMILY_SLOTS]) -> usize {
+    if rng.gen_bool(0.5) {
+        return 0;
+    }
+    let others: Vec<usize> = (1..FAMILY_SLOTS).filter(|&slot| live[slot]).collect();
+    if others.is_empty() {
+        0
+    } else {
+        others[rng.gen_range(0..others.len())]
+    }
 }
 
 /// Generates the sequence of `seed`.
@@ -125,22 +174,29 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
         .collect();
     let key_count = keys.len();
     let value_count = values.len();
-    let mut operations = Vec::with_capacity(steps);
-    for _ in 0..steps {
+    let mut live = [false; FAMILY_SLOTS];
+    live[0] = true;
+    // One other family from the start, so that batches span families early.
+    let mut operations = vec![Operation::CreateFamily(1)];
+    live[1] = true;
+    for _ in 1..steps {
         let snapshot = if rng.gen_bool(0.25) { Some(rng.gen_range(0..SNAPSHOT_SLOTS)) } else { None };
+        let family = random_family(&mut rng, &live);
         let operation = match rng.gen_range(0..1000) {
-            0..=329 => Operation::Put(rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
-            330..=419 => Operation::Delete(rng.gen_range(0..key_count)),
+            0..=329 => Operation::Put(family, rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
+            330..=419 => Operation::Delete(family, rng.gen_range(0..key_count)),
             420..=499 => Operation::Batch(
                 (0..rng.gen_range(1..16))
                     .map(|_| {
+                        let family = random_family(&mut rng, &live);
                         let key = rng.gen_range(0..key_count);
-                        (key, rng.gen_bool(0.75).then(|| rng.gen_range(0..value_count)))
+                        (family, key, rng.gen_bool(0.75).then(|| rng.gen_range(0..value_count)))
                     })
                     .collect(),
             ),
-            500..=699 => Operation::Get(rng.gen_range(0..key_count), snapshot),
+            500..=699 => Operation::Get(family, rng.gen_range(0..key_count), snapshot),
             700..=799 => Operation::Scan {
+                family,
                 lower: rng.gen_bool(0.6).then(|| rng.gen_range(0..key_count)),
                 upper: rng.gen_bool(0.6).then(|| rng.gen_range(0..key_count)),
                 forward: rng.gen_bool(0.5),
@@ -148,15 +204,28 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
                 snapshot,
             },
             800..=859 => Operation::Seek {
+                family,
                 target: rng.gen_range(0..key_count),
                 for_prev: rng.gen_bool(0.5),
                 steps: rng.gen_range(0..6),
             },
             860..=899 => Operation::TakeSnapshot(rng.gen_range(0..SNAPSHOT_SLOTS)),
-            900..=929 => Operation::ReleaseSnapshot(rng.gen_range(0..SNAPSHOT_SLOTS)),
-            930..=959 => Operation::Flush,
-            960..=969 => Operation::CompactAll,
-            970..=984 => Operation::WaitForBackgroundWork,
+            900..=924 => Operation::ReleaseSnapshot(rng.gen_range(0..SNAPSHOT_SLOTS)),
+            925..=949 => Operation::Flush,
+            950..=957 => Operation::CompactAll,
+            958..=962 => Operation::CompactFamily(family),
+            963..=977 => Operation::WaitForBackgroundWork,
+            978..=989 => {
+                // A slot other than the default one changes state: created when empty,
+                // dropped when live.
+                let slot = rng.gen_range(1..FAMILY_SLOTS);
+                live[slot] = !live[slot];
+                if live[slot] {
+                    Operation::CreateFamily(slot)
+                } else {
+                    Operation::DropFamily(slot)
+                }
+            }
             _ => Operation::Reopen,
         };
         operations.push(operation);
@@ -241,202 +310,6 @@ pub fn option_sets() -> Vec<(&'static str, Options)> {
     ]
 }
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-
-fn in_bounds(key: &[u8], lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
-    lower.is_none_or(|lower| key >= lower) && upper.is_none_or(|upper| key < upper)
-}
-
-/// Runs the sequence against the model.
-pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
-    let mut model = Model::new();
-    let mut snapshots: Vec<Option<Model>> = vec![None; SNAPSHOT_SLOTS];
-    let key = |index: usize| sequence.keys[index].clone();
-    let value = |index: usize| sequence.values[index].clone();
-    let mut observations = Vec::with_capacity(sequence.operations.len());
-    for operation in &sequence.operations {
-        let observation = match operation {
-            Operation::Put(k, v) => {
-                model.insert(key(*k), value(*v));
-                Observation::Done
-            }
-            Operation::Delete(k) => {
-                model.remove(&key(*k));
-                Observation::Done
-            }
-            Operation::Batch(writes) => {
-                for (k, v) in writes {
-                    match v {
-                        Some(v) => model.insert(key(*k), value(*v)),
-                        None => model.remove(&key(*k)),
-                    };
-                }
-                Observation::Done
-            }
-            Operation::Get(k, slot) => {
-                let source = slot.and_then(|slot| snapshots[slot].as_ref()).unwrap_or(&model);
-                Observation::Value(source.get(&key(*k)).cloned())
-            }
-            Operation::Scan { lower, upper, forward, limit, snapshot } => {
-                let source = snapshot.and_then(|slot| snapshots[slot].as_ref()).unwrap_or(&model);
-                let lower = lower.map(key);
-                let upper = upper.map(key);
-                let matching = source.iter().filter(|(k, _)| in_bounds(k, lower.as_deref(), upper.as_deref()));
-                let entries: Vec<(Vec<u8>, Vec<u8>)> = if *forward {
-                    matching.take(*limit).map(|(k, v)| (k.clone(), v.clone())).collect()
-                } else {
-                    matching.rev().take(*limit).map(|(k, v)| (k.clone(), v.clone())).collect()
-                };
-                Observation::Entries(entries)
-            }
-            Operation::Seek { target, for_prev, steps } => {
-                let target = key(*target);
-                let entries: Vec<(Vec<u8>, Vec<u8>)> = if *for_prev {
-                    model.range(..=target).rev().take(steps + 1).map(|(k, v)| (k.clone(), v.clone())).collect()
-                } else {
-                    model.range(target..).take(steps + 1).map(|(k, v)| (k.clone(), v.clone())).collect()
-                };
-                Observation::Entries(entries)
-            }
-            Operation::TakeSnapshot(slot) => {
-                snapshots[*slot] = Some(model.clone());
-                Observation::Done
-            }
-            Operation::ReleaseSnapshot(slot) => {
-                snapshots[*slot] = None;
-                Observation::Done
-            }
-            Operation::Reopen => {
-                snapshots.iter_mut().for_each(|slot| *slot = None);
-                Observation::Done
-            }
-            Operation::Flush | Operation::CompactAll | Operation::WaitForBackgroundWork => Observation::Done,
-        };
-        observations.push(observation);
-    }
-    observations.push(Observation::Entries(model.into_iter().collect()));
-    observations
-}
-
-/// Runs the sequence against the engine with `options` on a fresh in-memory file system.
-pub fn run_engine(sequence: &Sequence, options: &Options) -> Result<Vec<Observation>, String> {
-    let path = Path::new("/metamorphic");
-    let options = Options { file_system: Arc::new(MemFileSystem::new()), ..options.clone() };
-    let mut db = Db::open(path, options.clone()).map_err(|error| format!("open: {error}"))?;
-    let mut snapshots: Vec<Option<Snapshot>> = vec![None; SNAPSHOT_SLOTS];
-    let key = |index: usize| sequence.keys[index].clone();
-    let mut observations = Vec::with_capacity(sequence.operations.len() + 1);
-    for (step, operation) in sequence.operations.iter().enumerate() {
-        let fail = |error: riptide::Error| format!("step {step} ({operation:?}): {error}");
-        let read_options = |slot: Option<usize>| ReadOptions {
-            snapshot: slot.and_then(|slot| snapshots[slot].clone()),
-            ..ReadOptions::default()
-        };
-        let observation = match operation {
-            Operation::Put(k, v) => {
-                db.put(&key(*k), &sequence.values[*v]).map_err(fail)?;
-                Observation::Done
-            }
-            Operation::Delete(k) => {
-                db.delete(&key(*k)).map_err(fail)?;
-                Observation::Done
-            }
-            Operation::Batch(writes) => {
-                let mut batch = WriteBatch::new();
-                for (k, v) in writes {
-                    match v {
-                        Some(v) => batch.put(&key(*k), &sequence.values[*v]),
-                        None => batch.delete(&key(*k)),
-                    }
-                }
-                db.write(batch).map_err(fail)?;
-                Observation::Done
-            }
-            Operation::Get(k, slot) => Observation::Value(db.get_opt(&key(*k), &read_options(*slot)).map_err(fail)?),
-            Operation::Scan { lower, upper, forward, limit, snapshot } => {
-                let options =
-                    ReadOptions { lower_bound: lower.map(key), upper_bound: upper.map(key), ..read_options(*snapshot) };
-                let mut iterator = db.iter(&options).map_err(fail)?;
-                if *forward {
-                    iterator.seek_to_first();
-                } else {
-                    iterator.seek_to_last();
-                }
-                let mut entries = Vec::new();
-                while iterator.valid() && entries.len() < *limit {
-                    entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
-                    if *forward {
-                        iterator.next();
-                    } else {
-                        iterator.prev();
-                    }
-                }
-                iterator.status().map_err(fail)?;
-                Observation::Entries(entries)
-            }
-            Operation::Seek { target, for_prev, steps } => {
-                let mut iterator = db.iter(&ReadOptions::default()).map_err(fail)?;
-                if *for_prev {
-                    iterator.seek_for_prev(&key(*target));
-                } else {
-                    iterator.seek(&key(*target));
-                }
-                let mut entries = Vec::new();
-                while iterator.valid() && entries.len() <= *steps {
-                    entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
-                    if *for_prev {
-                        iterator.prev();
-                    } else {
-                        iterator.next();
-                    }
-                }
-                iterator.status().map_err(fail)?;
-                Observation::Entries(entries)
-            }
-            Operation::TakeSnapshot(slot) => {
-                snapshots[*slot] = Some(db.snapshot());
-                Observation::Done
-            }
-            Operation::ReleaseSnapshot(slot) => {
-                snapshots[*slot] = None;
-                Observation::Done
-            }
-            Operation::Flush => {
-                db.flush().map_err(fail)?;
-                Observation::Done
-            }
-            Operation::CompactAll => {
-                db.compact_all().map_err(fail)?;
-                Observation::Done
-            }
-            Operation::WaitForBackgroundWork => {
-                db.wait_for_background_work().map_err(fail)?;
-                Observation::Done
-            }
-            Operation::Reopen => {
-                snapshots.iter_mut().for_each(|slot| *slot = None);
-                db.close().map_err(fail)?;
-                db = Db::open(path, options.clone()).map_err(fail)?;
-                Observation::Done
-            }
-        };
-        observations.push(observation);
-    }
-    let mut iterator = db.iter(&ReadOptions::default()).map_err(|error| format!("final scan: {error}"))?;
-    let mut entries = Vec::new();
-    iterator.seek_to_first();
-    while iterator.valid() {
-        entries.push((iterator.key().to_vec(), iterator.value().to_vec()));
-        iterator.next();
-    }
-    iterator.status().map_err(|error| format!("final scan: {error}"))?;
-    observations.push(Observation::Entries(entries));
-    drop(iterator);
-    snapshots.clear();
-    db.close().map_err(|error| format!("close: {error}"))?;
-    Ok(observations)
-}
-
 /// Shortens an observation for messages.
 fn summarize(observation: &Observation) -> String {
     match observation {
@@ -447,6 +320,11 @@ fn summarize(observation: &Observation) -> String {
             let keys: Vec<String> =
                 entries.iter().take(6).map(|(key, _)| format!("{:?}", String::from_utf8_lossy(key))).collect();
             format!("{} entries starting [{}]", entries.len(), keys.join(", "))
+        }
+        Observation::Families(families) => {
+            let families: Vec<String> =
+                families.iter().map(|(name, entries)| format!("{name}: {} entries", entries.len())).collect();
+            format!("column families [{}]", families.join(", "))
         }
     }
 }
