@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
-# make soak: runs the kill -9 loop, the power-loss sweep and the metamorphic tests for
-# SOAK_MINUTES in total (40 %, 30 %, 30 %), with seeds that change from run to run (or
+# make soak: runs the kill -9 loop, the power-loss sweep, the I/O-error sweep and the
+# metamorphic tests for SOAK_MINUTES in total (40 %, 20 %, 15 %, 25 %), with seeds that change from run to run (or
 # SOAK_SEED), in a release build, then the loom models (reliability/loom.sh, about a minute
 # beyond SOAK_MINUTES once built), and appends one line per harness to reliability/ledger.tsv.
 # Exits non-zero if any harness failed; the failure lines name the seed to replay.
@@ -17,9 +17,11 @@ status=0
 echo "soak: $minutes minutes from seed $seed"
 "$binary" crash --seed "$seed" --minutes "$(share 0.4)" --threads 4 | tee "$log" || status=1
 ledger_from_output "$log"
-"$binary" power-loss --seed "$seed" --minutes "$(share 0.3)" | tee "$log" || status=1
+"$binary" power-loss --seed "$seed" --minutes "$(share 0.2)" | tee "$log" || status=1
 ledger_from_output "$log"
-"$binary" metamorphic --seed "$seed" --minutes "$(share 0.3)" --steps 3000 | tee "$log" || status=1
+"$binary" io-errors --seed "$seed" --minutes "$(share 0.15)" | tee "$log" || status=1
+ledger_from_output "$log"
+"$binary" metamorphic --seed "$seed" --minutes "$(share 0.25)" --steps 3000 | tee "$log" || status=1
 ledger_from_output "$log"
 rm -f "$log"
 bash reliability/loom.sh || status=1

@@ -7,6 +7,8 @@
 //!   random moments, and verifies the reopened database from the child's [`journal`].
 //! - [`power_loss`]: simulated power loss (every `PowerLossMode`) at every mutating file-system
 //!   call of small canonical workloads.
+//! - [`io_errors`]: EIO and ENOSPC, once and persistent, at every file-system operation of the
+//!   same workloads, then a restart or a power cut.
 //! - [`metamorphic`]: one random operation sequence under many option sets, compared with each
 //!   other and with a `BTreeMap`.
 //! - [`api_sequence`] and [`fuzz_bodies`]: what the fuzz targets in `fuzz/` run, shared with the
@@ -25,6 +27,7 @@ pub mod api_sequence;
 pub mod crash;
 pub mod driver;
 pub mod fuzz_bodies;
+pub mod io_errors;
 pub mod journal;
 pub mod metamorphic;
 pub mod model;

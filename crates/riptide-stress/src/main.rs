@@ -2,7 +2,8 @@
 //!
 //! - `run`: the stress driver (also the crash parent's child); writes its journal to stdout.
 //! - `crash`: the SIGKILL loop.
-//! - `power-loss`, `metamorphic`: the simulated harnesses with random seeds, for soaking.
+//! - `power-loss`, `io-errors`, `metamorphic`: the simulated harnesses with random seeds, for
+//!   soaking.
 //! - `seed-corpus`: writes the fuzz targets' generated seed inputs.
 //!
 //! Each soak command ends with one `LEDGER` line (see `riptide_stress::ledger_line`). Exit
@@ -22,7 +23,7 @@ use riptide_stress::crash::{self, CrashConfig};
 use riptide_stress::driver::{self, DriverConfig};
 use riptide_stress::journal::Journal;
 use riptide_stress::model::KeySpace;
-use riptide_stress::{ledger_line, metamorphic, power_loss};
+use riptide_stress::{io_errors, ledger_line, metamorphic, power_loss};
 
 #[derive(Parser)]
 #[command(name = "riptide-stress", about = "Riptide's reliability harness")]
@@ -88,6 +89,15 @@ enum Command {
     /// Simulated power loss at every file-system call of the canonical workloads, with seeds
     /// from `seed` on, for `minutes` (or one round).
     PowerLoss {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long)]
+        minutes: Option<f64>,
+    },
+    /// EIO and ENOSPC, once and persistent, at every file-system operation of the canonical
+    /// workloads, then a restart or a power cut, with seeds from `seed` on, for `minutes` (or
+    /// one round).
+    IoErrors {
         #[arg(long, default_value_t = 1)]
         seed: u64,
         #[arg(long)]
@@ -224,26 +234,10 @@ fn main() -> ExitCode {
             exit_for(report.failures.len())
         }
         Command::PowerLoss { seed, minutes: run_minutes } => {
-            let report = power_loss::soak(seed, minutes(run_minutes));
-            println!(
-                "power-loss: seeds {}: {} crash states, {} failures",
-                report.seeds,
-                report.crash_states,
-                report.failures.len()
-            );
-            for failure in &report.failures {
-                println!("FAIL {failure}");
-            }
-            println!(
-                "{}",
-                ledger_line(
-                    "power-loss",
-                    &report.seeds,
-                    &format!("{} crash states", report.crash_states),
-                    report.failures.len()
-                )
-            );
-            exit_for(report.failures.len())
+            sweep_summary("power-loss", "crash states", &power_loss::soak(seed, minutes(run_minutes)))
+        }
+        Command::IoErrors { seed, minutes: run_minutes } => {
+            sweep_summary("io-errors", "fault cases", &io_errors::soak(seed, minutes(run_minutes)))
         }
         Command::SeedCorpus { out } => {
             let seeds = riptide_stress::fuzz_bodies::seed_corpus();
@@ -278,6 +272,20 @@ fn main() -> ExitCode {
             exit_for(report.failures.len())
         }
     }
+}
+
+/// Prints a sweep's summary, its failures and its ledger line; the exit code says whether it
+/// failed.
+fn sweep_summary(harness: &str, unit: &str, report: &power_loss::SweepReport) -> ExitCode {
+    println!("{harness}: seeds {}: {} {unit}, {} failures", report.seeds, report.crash_states, report.failures.len());
+    for failure in &report.failures {
+        println!("FAIL {failure}");
+    }
+    println!(
+        "{}",
+        ledger_line(harness, &report.seeds, &format!("{} {unit}", report.crash_states), report.failures.len())
+    );
+    exit_for(report.failures.len())
 }
 
 fn exit_for(failures: usize) -> ExitCode {

@@ -79,21 +79,22 @@ fn run_step(
 }
 
 /// Runs `workload` from the creation of the database on `file_system`, stopping at the first
-/// error (after a crash point every mutating call fails).
-fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path) -> History {
+/// error (after a crash point every mutating call fails). Returns what was attempted and the
+/// database, still open, unless opening it failed.
+pub(crate) fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path) -> (History, Option<Db>) {
     let options = with_file_system(&workload.options, file_system);
     let mut history = History::default();
-    let Ok(mut db) = Db::open(path, options.clone()) else { return history };
+    let Ok(mut db) = Db::open(path, options.clone()) else { return (history, None) };
     let mut handles = BTreeMap::from([(0, db.default_column_family())]);
     for step in &workload.steps {
         if let Step::Reopen = step {
             if db.close().is_err() {
-                return history;
+                return (history, None);
             }
             history.durable_writes = history.writes.len();
             db = match Db::open(path, options.clone()) {
                 Ok(reopened) => reopened,
-                Err(_) => return history,
+                Err(_) => return (history, None),
             };
             // Handles do not outlive their database: look every live family up by name.
             let live = history::live_families(&history.lifecycle);
@@ -103,7 +104,7 @@ fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path
                     Some(handle) => handles.insert(family, handle),
                     None => {
                         history.anomaly = Some(format!("column family {name} is missing after a clean reopen"));
-                        return history;
+                        return (history, Some(db));
                     }
                 };
             }
@@ -115,7 +116,7 @@ fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path
             _ => {}
         }
         if run_step(&db, &options, &mut handles, step).is_err() {
-            return history;
+            return (history, Some(db));
         }
         match step {
             Step::Write { sync: true, .. } | Step::Flush | Step::CompactAll => {
@@ -125,8 +126,7 @@ fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path
             _ => {}
         }
     }
-    drop(db);
-    history
+    (history, Some(db))
 }
 
 /// Every live column family's keys and values.
@@ -170,7 +170,7 @@ fn reseeded(mode: PowerLossMode) -> PowerLossMode {
 /// Counts the mutating calls of one clean run of `workload`.
 pub fn count_operations(workload: &Workload) -> u64 {
     let fault = FaultFileSystem::new(Arc::new(MemFileSystem::new()));
-    run_script(workload, Arc::new(fault.clone()), Path::new("/power"));
+    drop(run_script(workload, Arc::new(fault.clone()), Path::new("/power")));
     fault.mutating_operation_count()
 }
 
@@ -189,7 +189,8 @@ pub fn crash_case(
     let memory = MemFileSystem::new();
     let fault = FaultFileSystem::new(Arc::new(memory.clone()));
     fault.crash_after(Some(crash_after));
-    let history = run_script(workload, Arc::new(fault.clone()), path);
+    let (history, db) = run_script(workload, Arc::new(fault.clone()), path);
+    drop(db);
     memory.simulate_power_loss(mode);
     if let Some(recovery_calls) = recovery_crash {
         let recovery = FaultFileSystem::new(Arc::new(memory.clone()));
@@ -198,20 +199,32 @@ pub fn crash_case(
         drop(Db::open(path, with_file_system(&workload.options, Arc::new(recovery))));
         memory.simulate_power_loss(reseeded(mode));
     }
-    let bare: Arc<dyn FileSystem> = Arc::new(memory.clone());
     let describe = |what: &str| {
         let recovery = recovery_crash.map_or(String::new(), |calls| format!(", recovery crashed after call {calls}"));
         format!("workload {} crash after call {crash_after} {mode:?}{recovery}: {what}", workload.name)
     };
+    check_recovery(workload, &history, &memory, path).map_err(|failure| describe(&failure))
+}
+
+/// Reopens the database in `memory` on the bare file system and checks it against `history`:
+/// it must open and show a legal state, then take a synced write and show the same state plus
+/// that write after a clean reopen. `Err` describes the failure.
+pub(crate) fn check_recovery(
+    workload: &Workload,
+    history: &History,
+    memory: &MemFileSystem,
+    path: &Path,
+) -> Result<(), String> {
+    let bare: Arc<dyn FileSystem> = Arc::new(memory.clone());
     let db = Db::open(path, with_file_system(&workload.options, Arc::clone(&bare)))
-        .map_err(|error| describe(&format!("reopen failed: {error}")))?;
-    let actual = dump(&db).map_err(|error| describe(&format!("reading after recovery failed: {error}")))?;
+        .map_err(|error| format!("reopen failed: {error}"))?;
+    let actual = dump(&db).map_err(|error| format!("reading after recovery failed: {error}"))?;
     if let Some(anomaly) = &history.anomaly {
-        return Err(describe(anomaly));
+        return Err(anomaly.clone());
     }
-    if matching_prefixes(&history, &actual).is_none() {
+    if matching_prefixes(history, &actual).is_none() {
         let keys: usize = actual.values().map(Model::len).sum();
-        return Err(describe(&format!(
+        return Err(format!(
             "the recovered state ({} column families {:?}, {keys} keys) is no prefix of the {} attempted writes \
              that keeps the first {} (durable) with a prefix of the {} lifecycle steps that keeps the first {} \
              (acknowledged)",
@@ -221,18 +234,18 @@ pub fn crash_case(
             history.durable_writes,
             history.lifecycle.len(),
             history.acknowledged_lifecycle
-        )));
+        ));
     }
-    db.put_opt(b"after-power-loss", b"ok", &WriteOptions { sync: true })
-        .map_err(|error| describe(&format!("a write after recovery failed: {error}")))?;
-    db.close().map_err(|error| describe(&format!("close after recovery failed: {error}")))?;
+    db.put_opt(b"after-recovery", b"ok", &WriteOptions { sync: true })
+        .map_err(|error| format!("a write after recovery failed: {error}"))?;
+    db.close().map_err(|error| format!("close after recovery failed: {error}"))?;
     let db = Db::open(path, with_file_system(&workload.options, bare))
-        .map_err(|error| describe(&format!("second reopen failed: {error}")))?;
+        .map_err(|error| format!("second reopen failed: {error}"))?;
     let mut expected = actual;
-    expected.entry("default".to_string()).or_default().insert(b"after-power-loss".to_vec(), b"ok".to_vec());
-    let again = dump(&db).map_err(|error| describe(&format!("reading after the second reopen failed: {error}")))?;
+    expected.entry("default".to_string()).or_default().insert(b"after-recovery".to_vec(), b"ok".to_vec());
+    let again = dump(&db).map_err(|error| format!("reading after the second reopen failed: {error}"))?;
     if again != expected {
-        return Err(describe("the second reopen changed the contents"));
+        return Err("the second reopen changed the contents".to_string());
     }
     Ok(())
 }
