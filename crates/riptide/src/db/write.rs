@@ -677,7 +677,9 @@ pub(crate) fn create_column_family(inner: &DbInner, name: &str, options: ColumnF
         ..VersionEdit::default()
     };
     let comparator = KeyComparator::new(&options.comparator);
-    state.versions.add_column_family(edit, comparator.clone())?;
+    if let Err(error) = state.versions.add_column_family(edit, comparator.clone()) {
+        return Err(stop_after_failed_manifest_write(inner, &mut state, error));
+    }
     let memtable = Arc::new(MemTable::new(options.memtable_size_bytes, comparator));
     let view =
         ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: state.versions.current(id) };
@@ -685,6 +687,20 @@ pub(crate) fn create_column_family(inner: &DbInner, name: &str, options: ColumnF
     state.column_families.insert(id, ColumnFamilyState::new(Arc::clone(&shared), memtable, log_number));
     inner.column_family_handles.write().insert(id, Arc::clone(&shared));
     Ok(ColumnFamily { shared })
+}
+
+/// Makes a failed manifest write of a column family change stop every later write (I10).
+///
+/// The change's record may have reached the manifest even though its sync failed, so a
+/// restart may replay it although memory says it failed: a dropped family would vanish with
+/// writes acknowledged after the failure. Only a reopen, which rebuilds memory from what is on
+/// disk, makes the two agree again, as after a failed flush or compaction install. Errors that
+/// are not I/O (a change refused before anything was written) change nothing.
+fn stop_after_failed_manifest_write(inner: &DbInner, state: &mut DbState, error: Error) -> Error {
+    if error.is_io() || matches!(error, Error::Corruption { .. }) {
+        inner.set_background_error(state, error.duplicate());
+    }
+    error
 }
 
 /// Drops a column family. Holds write leadership, so no write group is inserting into its
@@ -700,7 +716,9 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
             return Err(Error::invalid(format!("column family {:?} was dropped", column_family.name())));
         }
         let edit = VersionEdit { column_family: shared.id, drop_column_family: true, ..VersionEdit::default() };
-        state.versions.log_and_apply(edit)?;
+        if let Err(error) = state.versions.log_and_apply(edit) {
+            return Err(stop_after_failed_manifest_write(inner, &mut state, error));
+        }
         state.column_families.remove(&shared.id);
         shared.dropped.store(true, Ordering::Release);
         inner.column_family_handles.write().remove(&shared.id);
@@ -741,7 +759,9 @@ pub(crate) fn rename_column_family(inner: &DbInner, column_family: &ColumnFamily
         rename_column_family: Some(new_name.to_string()),
         ..VersionEdit::default()
     };
-    state.versions.log_and_apply(edit)?;
+    if let Err(error) = state.versions.log_and_apply(edit) {
+        return Err(stop_after_failed_manifest_write(inner, &mut state, error));
+    }
     *shared.name.write() = new_name.to_string();
     Ok(())
 }
