@@ -1,7 +1,11 @@
 //! I/O-error sweep over the canonical power-loss workloads, column family lifecycle included:
 //! the N-th file-system operation fails with EIO or ENOSPC (once, or from then on), for every N.
 //!
-//! The script stops at its first error, as an application would. Then a probe: one synced
+//! The script stops at its first failed write, flush, compaction or reopen, as an application
+//! would; after a failed create, drop or rename it goes on (leaving out what names a family
+//! whose creation failed), since an application may, and the engine must then stay
+//! consistent: the failed step may survive recovery only as if it had succeeded or never
+//! been tried, and every later acknowledged step must survive. Then a probe: one synced
 //! write to the default column family. If the engine acknowledges it, it is durable and joins
 //! the history; since the history keeps its writes in order, an acknowledged probe after a
 //! write that failed and left no trace is caught as a gap (a failed write or flush must stick:
@@ -23,7 +27,7 @@ use std::time::{Duration, Instant};
 use riptide::fs::{FaultFileSystem, FaultKind, FaultPlan, MemFileSystem, PowerLossMode};
 use riptide::WriteOptions;
 
-use crate::power_loss::{self, count_operations, Operation, SweepReport, Workload};
+use crate::power_loss::{self, count_operations, AfterLifecycleFailure, Operation, SweepReport, Workload};
 
 /// How a case fails its operation, and what happens after.
 #[derive(Clone, Copy, Debug)]
@@ -61,11 +65,13 @@ pub fn fault_case(workload: &Workload, fail_at: u64, setting: FaultSetting) -> R
         persistent: setting.persistent,
         include_reads: false,
     }));
-    let (mut history, db) = power_loss::run_script(workload, Arc::new(fault.clone()), path);
+    let (mut history, db) =
+        power_loss::run_script(workload, Arc::new(fault.clone()), path, AfterLifecycleFailure::GoOn);
     if let Some(db) = db {
         let probe = vec![Operation { family: 0, key: PROBE_KEY.to_vec(), value: Some(b"ok".to_vec()) }];
         history.writes.push(probe);
         if db.put_opt(PROBE_KEY, b"ok", &WriteOptions { sync: true }).is_ok() {
+            history.acknowledged_writes = history.writes.len();
             history.durable_writes = history.writes.len();
         }
         // Closing may fail after the error; what it leaves is checked below either way.

@@ -2,12 +2,13 @@
 //!
 //! Two records survive a power cut independently. The logs keep a prefix of the writes in the
 //! order they were made, at least as long as the durable part (every write before the last
-//! acknowledged sync, flush, `compact_all` or close). The manifest keeps a prefix of the
-//! column family lifecycle steps (create, drop, rename): every acknowledged one, and perhaps
-//! the one in flight. A lifecycle step does not sync the logs, so an unsynced write before a
-//! `create_column_family` that survived may itself be lost; but the two prefixes must each be
-//! whole, and a write lands in the family it was made in, whatever that family is called
-//! later (a re-created name is another family).
+//! acknowledged sync, flush, `compact_all` or close). The manifest keeps the column family
+//! lifecycle steps (create, drop, rename): every acknowledged one, in order, and perhaps some
+//! that failed (the one in flight at a crash; or, where the script went on after a failed
+//! step, one whose record reached the manifest before its sync failed). A lifecycle step does
+//! not sync the logs, so an unsynced write before a `create_column_family` that survived may
+//! itself be lost; but the writes' prefix must be whole, and a write lands in the family it
+//! was made in, whatever that family is called later (a re-created name is another family).
 //!
 //! Concurrency contract: plain data, used on one thread.
 //!
@@ -33,10 +34,47 @@ pub struct History {
     pub durable_writes: usize,
     /// Every lifecycle step attempted, in order.
     pub lifecycle: Vec<Step>,
-    /// How many of the first lifecycle steps were acknowledged.
-    pub acknowledged_lifecycle: usize,
+    /// How many of the first writes were acknowledged (synced or not).
+    pub acknowledged_writes: usize,
+    /// The lifecycle steps that failed (the others were acknowledged).
+    pub failed_lifecycle: Vec<FailedStep>,
     /// Something the script saw go wrong on a healthy path (a family missing after a reopen).
     pub anomaly: Option<String>,
+}
+
+/// A lifecycle step that failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub struct FailedStep {
+    /// Its position in `History::lifecycle`.
+    pub position: usize,
+    /// How many writes had been attempted before it.
+    pub writes_before: usize,
+}
+
+/// The most failed lifecycle steps a history may hold: the check tries every subset of them.
+pub const MAX_FAILED_LIFECYCLE_STEPS: usize = 4;
+
+impl History {
+    /// The acknowledged lifecycle steps, in order.
+    pub fn acknowledged_lifecycle(&self) -> Vec<Step> {
+        self.lifecycle_with(0)
+    }
+
+    /// The acknowledged lifecycle steps and the failed ones whose bit is set in `mask` (bit i
+    /// for `failed_lifecycle[i]`), in order.
+    fn lifecycle_with(&self, mask: u32) -> Vec<Step> {
+        let included =
+            |position: usize| match self.failed_lifecycle.iter().position(|failed| failed.position == position) {
+                Some(bit) => mask & (1 << bit) != 0,
+                None => true,
+            };
+        self.lifecycle
+            .iter()
+            .enumerate()
+            .filter(|(position, _)| included(*position))
+            .map(|(_, step)| step.clone())
+            .collect()
+    }
 }
 
 /// The live column families after `lifecycle`, by index.
@@ -73,11 +111,24 @@ fn same_state(live: &BTreeMap<FamilyIndex, String>, contents: &BTreeMap<FamilyIn
         && live.iter().all(|(family, name)| actual.get(name) == Some(contents.get(family).unwrap_or(&empty)))
 }
 
-/// The lengths `(lifecycle steps, writes)` of prefixes that explain `actual`, if any: at least
-/// every acknowledged lifecycle step and every durable write.
-pub fn matching_prefixes(history: &History, actual: &State) -> Option<(usize, usize)> {
-    for lifecycle_length in history.acknowledged_lifecycle..=history.lifecycle.len() {
-        let live = live_families(&history.lifecycle[..lifecycle_length]);
+/// An explanation of `actual`, if there is one: which failed lifecycle steps took effect (a
+/// mask over `failed_lifecycle`, besides every acknowledged step) and how many writes (at
+/// least every durable one). A failed step that was followed by an acknowledged write cannot
+/// have taken effect: a failed change stops writes, so a write acknowledged after it proves
+/// the change never happened (or was refused before anything was written), and a family whose
+/// failed drop came back at recovery would take those writes with it.
+pub fn matching_prefixes(history: &History, actual: &State) -> Option<(u32, usize)> {
+    assert!(history.failed_lifecycle.len() <= MAX_FAILED_LIFECYCLE_STEPS, "too many failed lifecycle steps");
+    for mask in 0..1u32 << history.failed_lifecycle.len() {
+        let impossible = history
+            .failed_lifecycle
+            .iter()
+            .enumerate()
+            .any(|(bit, failed)| mask & (1 << bit) != 0 && history.acknowledged_writes > failed.writes_before);
+        if impossible {
+            continue;
+        }
+        let live = live_families(&history.lifecycle_with(mask));
         let names_match = live.len() == actual.len() && live.values().all(|name| actual.contains_key(name));
         if !names_match {
             continue;
@@ -85,12 +136,12 @@ pub fn matching_prefixes(history: &History, actual: &State) -> Option<(usize, us
         let mut contents = BTreeMap::new();
         for (index, write) in history.writes.iter().enumerate() {
             if index >= history.durable_writes && same_state(&live, &contents, actual) {
-                return Some((lifecycle_length, index));
+                return Some((mask, index));
             }
             apply(&mut contents, write);
         }
         if same_state(&live, &contents, actual) {
-            return Some((lifecycle_length, history.writes.len()));
+            return Some((mask, history.writes.len()));
         }
     }
     None
@@ -124,7 +175,8 @@ mod tests {
                 Step::DropFamily { family: 1 },
                 Step::CreateFamily { family: 2, name: "a".into(), memtable_size_bytes: 4096 },
             ],
-            acknowledged_lifecycle: 2,
+            acknowledged_writes: 3,
+            failed_lifecycle: vec![FailedStep { position: 2, writes_before: 3 }],
             anomaly: None,
         }
     }
@@ -132,10 +184,10 @@ mod tests {
     #[test]
     fn the_prefixes_are_independent_but_each_whole() {
         let history = history();
-        // Lifecycle cut after the drop, writes after the first one.
-        assert_eq!(matching_prefixes(&history, &state(&[("default", &[("k", "1")])])), Some((2, 1)));
-        // The in-flight create survived; all writes too.
-        assert_eq!(matching_prefixes(&history, &state(&[("default", &[("k", "3")]), ("a", &[])])), Some((3, 3)));
+        // The failed create did not take effect; writes cut after the first one.
+        assert_eq!(matching_prefixes(&history, &state(&[("default", &[("k", "1")])])), Some((0, 1)));
+        // The failed create took effect; all writes survived.
+        assert_eq!(matching_prefixes(&history, &state(&[("default", &[("k", "3")]), ("a", &[])])), Some((1, 3)));
     }
 
     #[test]
@@ -151,5 +203,36 @@ mod tests {
         // Family 1's write must not show in family 2, which re-used the name.
         let actual = state(&[("default", &[("k", "3")]), ("a", &[("k", "2")])]);
         assert_eq!(matching_prefixes(&history, &actual), None);
+    }
+}
+
+#[cfg(test)]
+mod failed_step_tests {
+    use super::*;
+    use crate::power_loss::workloads::Operation;
+
+    /// Story: a failed drop followed by acknowledged writes to the family came back at
+    /// recovery and took the writes with it; the check must not call that legal.
+    #[test]
+    fn a_failed_drop_followed_by_acknowledged_writes_cannot_have_taken_effect() {
+        let write = |value: &str| vec![Operation { family: 1, key: b"k".to_vec(), value: Some(value.into()) }];
+        let history = History {
+            writes: vec![write("1"), write("2")],
+            durable_writes: 2,
+            acknowledged_writes: 2,
+            lifecycle: vec![
+                Step::CreateFamily { family: 1, name: "a".into(), memtable_size_bytes: 4096 },
+                Step::DropFamily { family: 1 },
+            ],
+            failed_lifecycle: vec![FailedStep { position: 1, writes_before: 1 }],
+            anomaly: None,
+        };
+        let dropped = State::from([("default".to_string(), Model::new())]);
+        assert_eq!(matching_prefixes(&history, &dropped), None);
+        let kept = State::from([
+            ("default".to_string(), Model::new()),
+            ("a".to_string(), Model::from([(b"k".to_vec(), b"2".to_vec())])),
+        ]);
+        assert_eq!(matching_prefixes(&history, &kept), Some((0, 2)));
     }
 }

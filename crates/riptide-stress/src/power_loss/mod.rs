@@ -21,7 +21,7 @@
 //! Invariants: the state after recovery is a prefix of the history (I12, I14), at least as long
 //! as the durable part (I1, I2, I13).
 
-use std::collections::BTreeMap;
+use std::collections::{BTreeMap, BTreeSet};
 use std::path::Path;
 use std::sync::Arc;
 use std::time::{Duration, Instant};
@@ -32,7 +32,7 @@ use riptide::{ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
 mod history;
 mod workloads;
 
-pub use history::{matching_prefixes, History, Model, State};
+pub use history::{matching_prefixes, FailedStep, History, Model, State, MAX_FAILED_LIFECYCLE_STEPS};
 pub use workloads::{canonical_workloads, FamilyIndex, Operation, Step, Workload, Write};
 
 fn with_file_system(options: &Options, file_system: Arc<dyn FileSystem>) -> Options {
@@ -78,16 +78,53 @@ fn run_step(
     }
 }
 
+/// Whether a script goes on after a lifecycle step failed.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum AfterLifecycleFailure {
+    /// Stop there, like at any other error (a crash: every later call fails anyway).
+    Stop,
+    /// Go on, up to `MAX_FAILED_LIFECYCLE_STEPS` failures: an application may retry or carry
+    /// on after a failed create, drop or rename, and the engine must stay consistent (it
+    /// writes a whole new manifest at its next change). Steps that name a family whose
+    /// creation failed are left out (writes keep their other operations).
+    GoOn,
+}
+
+/// `step` without what names a family in `missing`, or `None` when nothing is left.
+fn without_missing_families(step: &Step, missing: &BTreeSet<FamilyIndex>) -> Option<Step> {
+    match step {
+        Step::Write { write, sync } => {
+            let write: Write = write.iter().filter(|operation| !missing.contains(&operation.family)).cloned().collect();
+            (!write.is_empty()).then_some(Step::Write { write, sync: *sync })
+        }
+        Step::DropFamily { family } | Step::RenameFamily { family, .. } if missing.contains(family) => None,
+        other => Some(other.clone()),
+    }
+}
+
 /// Runs `workload` from the creation of the database on `file_system`, stopping at the first
-/// error (after a crash point every mutating call fails). Returns what was attempted and the
-/// database, still open, unless opening it failed.
-pub(crate) fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, path: &Path) -> (History, Option<Db>) {
+/// error (after a crash point every mutating call fails), or, with `GoOn`, at the first error
+/// of a step that is no lifecycle step. Returns what was attempted and the database, still
+/// open, unless opening it failed.
+pub(crate) fn run_script(
+    workload: &Workload,
+    file_system: Arc<dyn FileSystem>,
+    path: &Path,
+    after_lifecycle_failure: AfterLifecycleFailure,
+) -> (History, Option<Db>) {
     let options = with_file_system(&workload.options, file_system);
     let mut history = History::default();
     let Ok(mut db) = Db::open(path, options.clone()) else { return (history, None) };
     let mut handles = BTreeMap::from([(0, db.default_column_family())]);
+    // Families whose creation failed.
+    let mut missing = BTreeSet::new();
     for step in &workload.steps {
         if let Step::Reopen = step {
+            // After a failed lifecycle step the reopened database may show it or not, so the
+            // script's own view of the families ends here; the check after it covers both.
+            if !history.failed_lifecycle.is_empty() {
+                return (history, Some(db));
+            }
             if db.close().is_err() {
                 return (history, None);
             }
@@ -97,7 +134,7 @@ pub(crate) fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, 
                 Err(_) => return (history, None),
             };
             // Handles do not outlive their database: look every live family up by name.
-            let live = history::live_families(&history.lifecycle);
+            let live = history::live_families(&history.acknowledged_lifecycle());
             handles.clear();
             for (family, name) in live {
                 match db.column_family(&name) {
@@ -110,20 +147,34 @@ pub(crate) fn run_script(workload: &Workload, file_system: Arc<dyn FileSystem>, 
             }
             continue;
         }
-        match step {
+        let Some(step) = without_missing_families(step, &missing) else { continue };
+        match &step {
             Step::Write { write, .. } => history.writes.push(write.clone()),
             step if step.is_lifecycle() => history.lifecycle.push(step.clone()),
             _ => {}
         }
-        if run_step(&db, &options, &mut handles, step).is_err() {
-            return (history, Some(db));
-        }
-        match step {
-            Step::Write { sync: true, .. } | Step::Flush | Step::CompactAll => {
-                history.durable_writes = history.writes.len();
+        if run_step(&db, &options, &mut handles, &step).is_err() {
+            if !step.is_lifecycle() {
+                return (history, Some(db));
             }
-            step if step.is_lifecycle() => history.acknowledged_lifecycle = history.lifecycle.len(),
-            _ => {}
+            history
+                .failed_lifecycle
+                .push(FailedStep { position: history.lifecycle.len() - 1, writes_before: history.writes.len() });
+            if let Step::CreateFamily { family, .. } = step {
+                missing.insert(family);
+            }
+            let go_on = after_lifecycle_failure == AfterLifecycleFailure::GoOn
+                && history.failed_lifecycle.len() < MAX_FAILED_LIFECYCLE_STEPS;
+            if !go_on {
+                return (history, Some(db));
+            }
+            continue;
+        }
+        if let Step::Write { .. } = step {
+            history.acknowledged_writes = history.writes.len();
+        }
+        if let Step::Write { sync: true, .. } | Step::Flush | Step::CompactAll = step {
+            history.durable_writes = history.writes.len();
         }
     }
     (history, Some(db))
@@ -170,7 +221,7 @@ fn reseeded(mode: PowerLossMode) -> PowerLossMode {
 /// Counts the mutating calls of one clean run of `workload`.
 pub fn count_operations(workload: &Workload) -> u64 {
     let fault = FaultFileSystem::new(Arc::new(MemFileSystem::new()));
-    drop(run_script(workload, Arc::new(fault.clone()), Path::new("/power")));
+    drop(run_script(workload, Arc::new(fault.clone()), Path::new("/power"), AfterLifecycleFailure::Stop));
     fault.mutating_operation_count()
 }
 
@@ -189,7 +240,7 @@ pub fn crash_case(
     let memory = MemFileSystem::new();
     let fault = FaultFileSystem::new(Arc::new(memory.clone()));
     fault.crash_after(Some(crash_after));
-    let (history, db) = run_script(workload, Arc::new(fault.clone()), path);
+    let (history, db) = run_script(workload, Arc::new(fault.clone()), path, AfterLifecycleFailure::Stop);
     drop(db);
     memory.simulate_power_loss(mode);
     if let Some(recovery_calls) = recovery_crash {
@@ -226,14 +277,14 @@ pub(crate) fn check_recovery(
         let keys: usize = actual.values().map(Model::len).sum();
         return Err(format!(
             "the recovered state ({} column families {:?}, {keys} keys) is no prefix of the {} attempted writes \
-             that keeps the first {} (durable) with a prefix of the {} lifecycle steps that keeps the first {} \
-             (acknowledged)",
+             that keeps the first {} (durable), with the {} lifecycle steps but for some of the failed ones \
+             ({:?})",
             actual.len(),
             actual.keys().collect::<Vec<_>>(),
             history.writes.len(),
             history.durable_writes,
             history.lifecycle.len(),
-            history.acknowledged_lifecycle
+            history.failed_lifecycle
         ));
     }
     db.put_opt(b"after-recovery", b"ok", &WriteOptions { sync: true })
