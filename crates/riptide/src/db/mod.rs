@@ -169,8 +169,9 @@ impl DbInner {
     }
 
     /// Raises the version set's last sequence (written with the next manifest edit) to every
-    /// sequence number assigned so far. Called before a flush's edit, the only edit that moves a
-    /// column family's log number while the database runs, so that the manifest's last sequence
+    /// sequence number assigned so far. Called before the edits that let logs go while the
+    /// database runs, a flush's (it moves a column family's log number) and a column family
+    /// drop's (the family's memtables stop pinning logs), so that the manifest's last sequence
     /// is at least the sequence of every record in a log that is no longer replayed (records of
     /// dropped column families included): recovery checks the first record it replays against
     /// it (I12). Called with the state mutex held; the write leader's store of `last_sequence`

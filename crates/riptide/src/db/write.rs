@@ -716,6 +716,10 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
             return Err(Error::invalid(format!("column family {:?} was dropped", column_family.name())));
         }
         let edit = VersionEdit { column_family: shared.id, drop_column_family: true, ..VersionEdit::default() };
+        // The drop lets this family's logs go (below); the manifest's last sequence must cover
+        // their records first, or recovery would take the next log's first record for one
+        // after a gap and stop there (I12, I22).
+        inner.record_assigned_sequences(&mut state);
         if let Err(error) = state.versions.log_and_apply(edit) {
             return Err(stop_after_failed_manifest_write(inner, &mut state, error));
         }
