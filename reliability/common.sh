@@ -4,10 +4,12 @@
 LEDGER="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ledger.tsv"
 
 # The commit under test, with "-dirty" when the work tree has changes (read-only git calls).
+# The ledger itself does not count: the first line a run appends would otherwise mark every
+# later harness of the same run as dirty.
 ledger_commit() {
   local commit
   commit="$(git rev-parse --short HEAD 2>/dev/null || echo unknown)"
-  if ! git diff --quiet HEAD -- 2>/dev/null; then
+  if ! git diff --quiet HEAD -- . ':(exclude)reliability/ledger.tsv' 2>/dev/null; then
     commit="${commit}-dirty"
   fi
   echo "$commit"
