@@ -22,7 +22,7 @@
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use riptide::fs::{FaultFileSystem, FaultKind, FaultPlan, MemFileSystem, PowerLossMode};
 use riptide::WriteOptions;
@@ -104,16 +104,5 @@ pub fn sweep_seed(seed: u64, stride: u64, settings: &[FaultSetting], report: &mu
 /// Sweeps seeds from `first_seed` on, all four settings each, until `duration` has passed
 /// (one seed when `None`).
 pub fn soak(first_seed: u64, duration: Option<Duration>) -> SweepReport {
-    let started = Instant::now();
-    let mut report = SweepReport::default();
-    let mut seed = first_seed;
-    loop {
-        sweep_seed(seed, 1, &settings(seed), &mut report);
-        if !report.failures.is_empty() || duration.is_none_or(|duration| started.elapsed() >= duration) {
-            break;
-        }
-        seed += 1;
-    }
-    report.seeds = format!("{first_seed}..{seed}");
-    report
+    power_loss::soak_seeds(first_seed, duration, |seed, report| sweep_seed(seed, 1, &settings(seed), report))
 }

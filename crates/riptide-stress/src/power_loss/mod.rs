@@ -337,11 +337,21 @@ pub fn sweep_seed(seed: u64, stride: u64, report: &mut SweepReport) {
 
 /// Sweeps seeds from `first_seed` on until `duration` has passed (one seed when `None`).
 pub fn soak(first_seed: u64, duration: Option<Duration>) -> SweepReport {
+    soak_seeds(first_seed, duration, |seed, report| sweep_seed(seed, 1, report))
+}
+
+/// Runs `sweep` for seed after seed from `first_seed` on, until `duration` has passed (one
+/// seed when `None`) or a seed failed, and names the seeds covered in the report.
+pub(crate) fn soak_seeds(
+    first_seed: u64,
+    duration: Option<Duration>,
+    mut sweep: impl FnMut(u64, &mut SweepReport),
+) -> SweepReport {
     let started = Instant::now();
     let mut report = SweepReport::default();
     let mut seed = first_seed;
     loop {
-        sweep_seed(seed, 1, &mut report);
+        sweep(seed, &mut report);
         if !report.failures.is_empty() || duration.is_none_or(|duration| started.elapsed() >= duration) {
             break;
         }
