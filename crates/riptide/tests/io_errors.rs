@@ -459,7 +459,10 @@ fn read_only_file_system_at_open_is_an_error_and_harms_nothing() {
 /// sync had failed: the family was gone, and with it writes acknowledged as synced after the
 /// failure. A failed manifest write must stop writes (as a failed flush or compaction
 /// install does) until the database is reopened, and then either outcome of the failed change
-/// is legal, but nothing acknowledged may be lost.
+/// is legal, but nothing acknowledged may be lost. A later soak of the same sweep (seed 9108)
+/// found the rest: after a failed rename, renaming the family to the name it still had in
+/// memory was acknowledged as a no-op, and the restart replayed the failed rename; so drop and
+/// rename must refuse while the background error is set, as create already did.
 #[test]
 fn a_failed_column_family_change_stops_writes_so_nothing_acknowledged_is_lost() {
     const SYNC: WriteOptions = WriteOptions { sync: true };
@@ -507,12 +510,29 @@ fn a_failed_column_family_change_stops_writes_so_nothing_acknowledged_is_lost() 
             if changed.is_err() {
                 assert!(default_write.is_err(), "{change:?} at {n}: a write was acknowledged after a failed change");
             }
+            // Nor may a later change be acknowledged: renaming the family to the name memory
+            // gives it would be a no-op that a replayed failed rename then undoes (the
+            // I/O-error sweep's seed 9108), and a drop or create would rest on a manifest
+            // whose last record is of unknown fate.
+            let renamed_back = match change {
+                Change::Drop | Change::Rename => db.rename_column_family(&family, "d"),
+                Change::Create => Err(riptide::Error::InvalidArgument("not attempted".to_string())),
+            };
+            let created_after = db.create_column_family("y", Default::default());
+            if changed.is_err() {
+                assert!(renamed_back.is_err(), "{change:?} at {n}: a rename was acknowledged after a failed change");
+                assert!(created_after.is_err(), "{change:?} at {n}: a create was acknowledged after a failed change");
+            }
+            drop(created_after);
             drop(db.close());
             // A process restart: every byte written survives, synced or not.
             let db = Db::open(DB, small_options(Arc::new(memory.clone())))
                 .unwrap_or_else(|error| panic!("{change:?} at {n}: reopen failed: {error}"));
             if default_write.is_ok() {
                 assert_eq!(db.get(b"after").expect("get"), Some(b"1".to_vec()), "{change:?} at {n}");
+            }
+            if renamed_back.is_ok() {
+                assert!(db.column_family("d").is_some(), "{change:?} at {n}: an acknowledged rename was undone");
             }
             if family_write.is_ok() {
                 let name = if db.column_family("d").is_some() { "d" } else { "e" };

@@ -712,6 +712,11 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
     }
     with_write_leadership(inner, || {
         let mut state = inner.state.lock();
+        // After a failed manifest write, memory and the manifest may disagree until a reopen:
+        // no change may be acknowledged on top of that (I10), as `create_column_family` refuses.
+        if let Some(error) = &state.background_error {
+            return Err(error.duplicate());
+        }
         if !state.column_families.contains_key(&shared.id) {
             return Err(Error::invalid(format!("column family {:?} was dropped", column_family.name())));
         }
@@ -754,6 +759,11 @@ pub(crate) fn rename_column_family(inner: &DbInner, column_family: &ColumnFamily
         return Err(Error::invalid("the default column family cannot be renamed"));
     }
     let mut state = inner.state.lock();
+    // Checked before the no-op case too: a rename to the name memory holds would otherwise be
+    // acknowledged while a replayed failed rename could still give the family another (I10).
+    if let Some(error) = &state.background_error {
+        return Err(error.duplicate());
+    }
     if *shared.name.read() == new_name {
         return Ok(());
     }
