@@ -147,6 +147,37 @@ pub fn matching_prefixes(history: &History, actual: &State) -> Option<(u32, usiz
     None
 }
 
+/// How `actual` differs from the state after every attempted write and every acknowledged
+/// lifecycle step, for failure reports: per family, keys missing, extra, or with another value.
+pub fn describe_difference(history: &History, actual: &State) -> String {
+    let live = live_families(&history.acknowledged_lifecycle());
+    let mut contents = BTreeMap::new();
+    for write in &history.writes {
+        apply(&mut contents, write);
+    }
+    let empty = Model::new();
+    let mut parts = Vec::new();
+    for (family, name) in &live {
+        let expected = contents.get(family).unwrap_or(&empty);
+        let Some(found) = actual.get(name) else {
+            parts.push(format!("{name}: missing"));
+            continue;
+        };
+        let show = |key: &Vec<u8>| String::from_utf8_lossy(key).into_owned();
+        let missing: Vec<String> = expected.keys().filter(|key| !found.contains_key(*key)).map(show).collect();
+        let extra: Vec<String> = found.keys().filter(|key| !expected.contains_key(*key)).map(show).collect();
+        let changed: Vec<String> = expected
+            .iter()
+            .filter(|(key, value)| found.get(*key).is_some_and(|other| other != *value))
+            .map(|(key, _)| show(key))
+            .collect();
+        if !(missing.is_empty() && extra.is_empty() && changed.is_empty()) {
+            parts.push(format!("{name}: missing {missing:?}, extra {extra:?}, other value {changed:?}"));
+        }
+    }
+    format!("against all writes: {}", if parts.is_empty() { "the same".to_string() } else { parts.join("; ") })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

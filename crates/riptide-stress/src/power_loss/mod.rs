@@ -278,13 +278,14 @@ pub(crate) fn check_recovery(
         return Err(format!(
             "the recovered state ({} column families {:?}, {keys} keys) is no prefix of the {} attempted writes \
              that keeps the first {} (durable), with the {} lifecycle steps but for some of the failed ones \
-             ({:?})",
+             ({:?}); {}",
             actual.len(),
             actual.keys().collect::<Vec<_>>(),
             history.writes.len(),
             history.durable_writes,
             history.lifecycle.len(),
-            history.failed_lifecycle
+            history.failed_lifecycle,
+            history::describe_difference(history, &actual)
         ));
     }
     db.put_opt(b"after-recovery", b"ok", &WriteOptions { sync: true })

@@ -799,9 +799,15 @@ pub(crate) fn delete_obsolete_logs(inner: &DbInner, state: &mut DbState) {
         if oldest >= oldest_needed {
             break;
         }
+        // Logs go oldest first, and a log whose removal failed stays listed, stopping the
+        // newer ones: what is on disk stays an unbroken run of logs. An old log left behind
+        // with newer ones gone would put a hole in the sequence numbers recovery reads, which
+        // it must take for lost writes (I12), and it would drop every later record. The next
+        // call tries again.
+        if inner.file_system.remove(&log_path(&inner.dir, oldest)).is_err() {
+            break;
+        }
         state.live_logs.pop_front();
-        // A failed removal leaves an orphan that the next open deletes.
-        let _ = inner.file_system.remove(&log_path(&inner.dir, oldest));
     }
 }
 
