@@ -183,12 +183,26 @@ pub fn verify_values(values: &[Option<ValueId>], state: &ExpectedState) -> Resul
 
 /// Opens the database with every column family of `space`, creating those that are missing
 /// (a droppable one may have been dropped just before a crash).
+///
+/// A family found under its temporary name (`rename-family` was killed between its two renames)
+/// is given its name back: the open created an empty family under the name, which is dropped
+/// first. Both steps are idempotent, so a kill in the middle of this repair is repaired by the
+/// next open the same way.
 pub fn open_database(path: &Path, options: Options, space: KeySpace) -> Result<Db, riptide::Error> {
     let families = (1..space.column_families)
         .filter_map(KeySpace::family_name)
         .map(|name| (name, options.column_family_options()))
         .collect();
-    Db::open_with_column_families(path, options, families)
+    let db = Db::open_with_column_families(path, options, families)?;
+    for name in (1..space.column_families).filter_map(KeySpace::family_name) {
+        if let Some(moved) = db.column_family(&KeySpace::temporary_family_name(&name)) {
+            if let Some(created) = db.column_family(&name) {
+                db.drop_column_family(&created)?;
+            }
+            db.rename_column_family(&moved, &name)?;
+        }
+    }
+    Ok(db)
 }
 
 /// Opens the database, retrying briefly while a killed predecessor's lock is being released.

@@ -95,6 +95,11 @@ impl KeySpace {
         (family > 0).then(|| format!("stress-{family}"))
     }
 
+    /// The name `rename-family` gives a family (named `name`) between its two renames.
+    pub fn temporary_family_name(name: &str) -> String {
+        format!("{name}.moving")
+    }
+
     /// True when family `family` may be dropped and created again.
     pub fn family_is_droppable(family: usize) -> bool {
         family >= 2

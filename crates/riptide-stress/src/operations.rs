@@ -8,14 +8,15 @@
 //! all learn about it the same way.
 //!
 //! Keys live in several column families (see `KeySpace`): writes and batches span them, scans
-//! and compactions take one, snapshots read across all of them, and `drop-family` drops a
-//! family and creates it again.
+//! and compactions take one, snapshots read across all of them, `drop-family` drops a family
+//! and creates it again, and `rename-family` renames one to a temporary name and back.
 //!
 //! Concurrency contract: operations run on many threads at once against one [`Shared`]; the
 //! database handle sits in a read-write lock so that `reopen` can take it exclusively, while
 //! every other operation holds a read guard for its whole duration (so a reopen never races a
 //! write in flight). Inside that guard, an operation holds the locks of the families it uses
-//! shared, taken in family order, and `drop-family` holds its family's lock exclusively.
+//! shared, taken in family order, and `drop-family` and `rename-family` hold their family's
+//! lock exclusively.
 //!
 //! Invariants checked: every value read is one the key may legally hold at the time of the
 //! read, in its own family; members of an atomic group (and of the groups linked to it in
@@ -282,6 +283,7 @@ pub fn default_mix() -> OperationMix {
         (8, Box::new(Scan)),
         (4, Box::new(SnapshotReads)),
         (1, Box::new(DropFamily { per_thousand: 100 })),
+        (1, Box::new(RenameFamily { per_thousand: 100 })),
         (1, Box::new(Flush)),
         (1, Box::new(CompactAll { per_thousand: 150 })),
         (1, Box::new(Reopen { per_thousand: 60 })),
@@ -733,6 +735,72 @@ impl Operation for DropFamily {
         }
         if recreated.id() == handle.id() {
             return Err(Failure(format!("{name} was recreated with its old id {}", handle.id())));
+        }
+        Ok(())
+    }
+}
+
+/// Now and then (per thousand of its draws) renames a column family other than the default one
+/// to a temporary name and back, holding its lock exclusively. In between, reads through the
+/// handle must see the family's keys unchanged, the old name must be free, and sometimes a
+/// flush writes the family's memtable out under the temporary name. No key changes, so the
+/// expected state learns nothing; a kill between the renames leaves the family under the
+/// temporary name, which the next open repairs (see `driver::open_database`), and the crash
+/// parent's check then finds every key of the family where it was.
+struct RenameFamily {
+    per_thousand: u32,
+}
+
+impl Operation for RenameFamily {
+    fn name(&self) -> &'static str {
+        "rename-family"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        if context.rng.gen_range(0..1000) >= self.per_thousand {
+            return Ok(());
+        }
+        let space = context.shared.state.space();
+        if space.column_families < 2 {
+            return Ok(());
+        }
+        let family = context.rng.gen_range(1..space.column_families);
+        let name = KeySpace::family_name(family).ok_or_else(|| Failure("the default family has no name".into()))?;
+        let temporary = KeySpace::temporary_family_name(&name);
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _exclusive = context.shared.family_locks[family]
+            .write()
+            .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))?;
+        let handle = family_handle(db, family)?;
+        db.rename_column_family(&handle, &temporary)
+            .map_err(|error| Failure(format!("renaming {name} to {temporary} failed: {error}")))?;
+        if db.column_family(&name).is_some() {
+            return Err(Failure(format!("{name} is still found by name after its rename to {temporary}")));
+        }
+        match db.column_family(&temporary) {
+            Some(found) if found.id() == handle.id() => {}
+            other => {
+                return Err(Failure(format!(
+                    "{temporary} names {:?} after the rename, not family id {}",
+                    other.map(|found| found.id()),
+                    handle.id()
+                )))
+            }
+        }
+        if context.rng.gen_bool(0.3) {
+            db.flush().map_err(|error| Failure(format!("flush with {name} renamed failed: {error}")))?;
+        }
+        for _ in 0..8 {
+            let index = space.family_range(family).start + context.rng.gen_range(0..space.family_keys());
+            let read = context.shared.state.begin_read();
+            let value = db.get_cf(&handle, &space.key(index))?;
+            let end = context.shared.state.now();
+            context.check_read("get while renamed", index, value.as_deref(), read.start(), end)?;
+        }
+        db.rename_column_family(&handle, &name)
+            .map_err(|error| Failure(format!("renaming {temporary} back to {name} failed: {error}")))?;
+        if db.column_family(&temporary).is_some() {
+            return Err(Failure(format!("{temporary} is still found by name after the rename back")));
         }
         Ok(())
     }

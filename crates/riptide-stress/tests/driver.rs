@@ -51,3 +51,47 @@ fn a_recorded_history_parses_and_names_every_write() {
     assert_eq!(begins, ends, "every write of a clean run is acknowledged");
     assert!(events.contains(&Event::Read), "reads were recorded");
 }
+
+/// A driver killed between the two renames of `rename-family` leaves the family under its
+/// temporary name. The next open creates an empty family under the real name (every family of
+/// the key space is opened by name); the repair must drop that one and give the moved family its
+/// name back, keys and all, and a kill in the middle of the repair must be repaired again.
+#[test]
+fn a_family_left_under_its_temporary_name_gets_its_name_and_keys_back_at_open() {
+    use riptide_stress::model::value_bytes;
+    let directory = tempfile::tempdir().expect("tempdir");
+    let path = directory.path().join("db");
+    let space = KeySpace { plain_keys: 8, groups: 0, group_size: 1, column_families: 3 };
+    let options = driver::options_for_seed(5);
+    let family = 2;
+    let name = KeySpace::family_name(family).expect("a named family");
+    let index = space.plain_key(family, 3);
+    {
+        let db = driver::open_database(&path, options.clone(), space).expect("open");
+        let handle = db.column_family(&name).expect("family");
+        db.put_cf(&handle, &space.key(index), &value_bytes(index, 77)).expect("put");
+        db.rename_column_family(&handle, &KeySpace::temporary_family_name(&name)).expect("rename");
+        db.close().expect("close");
+    }
+    // A kill right after the open, before the repair: the empty family under the name is
+    // durable, beside the moved one.
+    {
+        let families = vec![(name.clone(), options.column_family_options())];
+        let db = riptide::Db::open_with_column_families(&path, options.clone(), families).expect("plain open");
+        assert!(db.column_family(&name).is_some(), "{:?}", db.list_column_families());
+        assert!(db.column_family(&KeySpace::temporary_family_name(&name)).is_some());
+        db.close().expect("close");
+    }
+    for attempt in 0..2 {
+        let db = driver::open_database(&path, options.clone(), space).expect("open with repair");
+        assert!(
+            db.column_family(&KeySpace::temporary_family_name(&name)).is_none(),
+            "attempt {attempt}: {:?}",
+            db.list_column_families()
+        );
+        let values = driver::read_all(&db, space).expect("read all");
+        assert_eq!(values[index], Some(77), "attempt {attempt}: the moved family's key");
+        assert_eq!(values.iter().filter(|value| value.is_some()).count(), 1, "attempt {attempt}");
+        db.close().expect("close");
+    }
+}
