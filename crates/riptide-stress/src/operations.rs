@@ -28,7 +28,7 @@
 use std::collections::BTreeMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicBool, AtomicU64};
-use std::sync::{RwLock, RwLockReadGuard};
+use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rand::rngs::SmallRng;
 use rand::Rng;
@@ -139,6 +139,17 @@ impl<'a> ThreadContext<'a> {
                     .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))
             })
             .collect()
+    }
+
+    /// Holds the lock of `family` exclusively, so that no other operation uses the family
+    /// while the caller drops or renames it.
+    pub fn lock_family_exclusively(&self, family: usize) -> Result<RwLockWriteGuard<'a, ()>, Failure> {
+        self.shared
+            .family_locks
+            .get(family)
+            .ok_or_else(|| Failure(format!("no column family {family}")))?
+            .write()
+            .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))
     }
 
     /// A read guard on the database handle.
@@ -690,8 +701,8 @@ impl Operation for SnapshotReads {
     }
 }
 
-/// Now and then (per thousand of its draws) drops a droppable column family and creates it again under the same name (a new family,
-/// empty), holding its lock exclusively. To the expected state this is one write that deletes
+/// Now and then (per thousand of its draws) drops a droppable column family and creates it
+/// again under the same name (a new family, empty), holding its lock exclusively. To the expected state this is one write that deletes
 /// every key of the family: a crash in between leaves the family either whole or empty (a
 /// family missing at open is created empty).
 struct DropFamily {
@@ -716,9 +727,7 @@ impl Operation for DropFamily {
             KeySpace::family_name(family).ok_or_else(|| Failure("the default family is not droppable".into()))?;
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
-        let _exclusive = context.shared.family_locks[family]
-            .write()
-            .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))?;
+        let _exclusive = context.lock_family_exclusively(family)?;
         let handle = family_handle(db, family)?;
         let writes: Vec<(usize, Option<ValueId>)> = space.family_range(family).map(|index| (index, None)).collect();
         let keys: Vec<usize> = space.family_range(family).collect();
@@ -768,9 +777,7 @@ impl Operation for RenameFamily {
         let temporary = KeySpace::temporary_family_name(&name);
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
-        let _exclusive = context.shared.family_locks[family]
-            .write()
-            .map_err(|_| Failure("another thread panicked holding a column family lock".to_string()))?;
+        let _exclusive = context.lock_family_exclusively(family)?;
         let handle = family_handle(db, family)?;
         db.rename_column_family(&handle, &temporary)
             .map_err(|error| Failure(format!("renaming {name} to {temporary} failed: {error}")))?;
