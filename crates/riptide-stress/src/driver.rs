@@ -98,9 +98,18 @@ pub fn family_handle(db: &Db, family: usize) -> Result<ColumnFamily, Failure> {
 }
 
 /// Reads every key of the space from `db`, family by family, and returns its value ids,
-/// checking that the database holds nothing else (a full scan of each family) and that the
-/// scan agrees with point lookups.
+/// checking that the database holds nothing else (no other column family, and a full scan of
+/// each family) and that the scan agrees with point lookups.
 pub fn read_all(db: &Db, space: KeySpace) -> Result<Vec<Option<ValueId>>, Failure> {
+    let mut live = db.list_column_families();
+    live.sort();
+    let mut expected: Vec<String> = (0..space.column_families)
+        .map(|family| KeySpace::family_name(family).unwrap_or_else(|| db.default_column_family().name()))
+        .collect();
+    expected.sort();
+    if live != expected {
+        return Err(Failure(format!("the live column families are {live:?}, not {expected:?}")));
+    }
     let mut values = vec![None; space.total_keys()];
     for family in 0..space.column_families {
         let handle = family_handle(db, family)?;
