@@ -3,6 +3,12 @@
 
 LEDGER="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)/ledger.tsv"
 
+# Where cargo puts its output: CARGO_TARGET_DIR when set (relative to the repository root,
+# where every script runs), target otherwise.
+cargo_target_dir() {
+  echo "${CARGO_TARGET_DIR:-target}"
+}
+
 # The commit under test, with "-dirty" when the work tree has changes (read-only git calls).
 # The ledger itself does not count: the first line a run appends would otherwise mark every
 # later harness of the same run as dirty.

@@ -10,7 +10,7 @@ source reliability/common.sh
 minutes="${1:-${SOAK_MINUTES:-10}}"
 seed="${SOAK_SEED:-$(( $(date +%s) % 1000000 ))}"
 cargo build --release -p riptide-stress || exit 2
-binary=target/release/riptide-stress
+binary="$(cargo_target_dir)/release/riptide-stress"
 share() { awk -v total="$minutes" -v part="$1" 'BEGIN { printf "%.3f", total * part }'; }
 log="$(mktemp)"
 status=0
