@@ -180,6 +180,21 @@ impl<'a> ThreadContext<'a> {
         result.map_err(|error| Failure(format!("{kind} of {} keys failed: {error}", writes.len())))
     }
 
+    /// Reads key `index` through `family` and checks the answer, bracketing the call with the
+    /// read's start and end ticks as `check_read` requires.
+    pub fn checked_get(
+        &self,
+        what: &str,
+        db: &Db,
+        family: &ColumnFamily,
+        index: usize,
+    ) -> Result<Option<ValueId>, Failure> {
+        let read = self.shared.state.begin_read();
+        let value = db.get_cf(family, &self.shared.state.space().key(index))?;
+        let end = self.shared.state.now();
+        self.check_read(what, index, value.as_deref(), read.start(), end)
+    }
+
     /// Checks that `value` (bytes read for key `index`, or absence) was legal for a read that
     /// ran between `start` and `end`, and returns its id.
     pub fn check_read(
@@ -418,11 +433,8 @@ impl Operation for Get {
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
         let _family_guard = context.lock_families([space.family_of(index)])?;
         let family = family_handle(db, space.family_of(index))?;
-        let read = context.shared.state.begin_read();
-        let value = db.get_cf(&family, &space.key(index))?;
-        let end = context.shared.state.now();
         context
-            .check_read("get", index, value.as_deref(), read.start(), end)
+            .checked_get("get", db, &family, index)
             .map_err(|failure| with_stored_versions(db, None, space, &[index], failure))?;
         Ok(())
     }
@@ -702,9 +714,9 @@ impl Operation for SnapshotReads {
 }
 
 /// Now and then (per thousand of its draws) drops a droppable column family and creates it
-/// again under the same name (a new family, empty), holding its lock exclusively. To the expected state this is one write that deletes
-/// every key of the family: a crash in between leaves the family either whole or empty (a
-/// family missing at open is created empty).
+/// again under the same name (a new family, empty), holding its lock exclusively. To the
+/// expected state this is one write that deletes every key of the family: a crash in between
+/// leaves the family either whole or empty (a family missing at open is created empty).
 struct DropFamily {
     per_thousand: u32,
 }
@@ -799,10 +811,7 @@ impl Operation for RenameFamily {
         }
         for _ in 0..8 {
             let index = space.family_range(family).start + context.rng.gen_range(0..space.family_keys());
-            let read = context.shared.state.begin_read();
-            let value = db.get_cf(&handle, &space.key(index))?;
-            let end = context.shared.state.now();
-            context.check_read("get while renamed", index, value.as_deref(), read.start(), end)?;
+            context.checked_get("get while renamed", db, &handle, index)?;
         }
         db.rename_column_family(&handle, &name)
             .map_err(|error| Failure(format!("renaming {temporary} back to {name} failed: {error}")))?;
