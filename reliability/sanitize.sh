@@ -9,6 +9,7 @@ cd "$(dirname "$0")/.."
 source reliability/common.sh
 seconds="${SANITIZE_SECONDS:-60}"
 target_triple="$(rustc -vV | sed -n 's/^host: //p')"
+binary="$(cargo_target_dir)/$target_triple/debug/riptide-stress"
 if ! cargo +nightly --version >/dev/null 2>&1; then
   echo "make sanitize needs the nightly toolchain (rustup toolchain install nightly); skipped." >&2
   exit 2
@@ -20,7 +21,6 @@ trap 'rm -rf "$work"' EXIT
 echo "== AddressSanitizer =="
 export ASAN_OPTIONS="detect_leaks=1:abort_on_error=1"
 if RUSTFLAGS="-Zsanitizer=address" cargo +nightly build -p riptide-stress --target "$target_triple"; then
-  binary="$(cargo_target_dir)/$target_triple/debug/riptide-stress"
   "$binary" run --path "$work/asan" --seed 7 --threads 4 --duration-ms "$((seconds * 1000))" --journal none || status=1
   "$binary" crash --seed 7 --cycles 20 --threads 4 --max-run-ms 500 --path "$work/asan-crash" || status=1
 else
@@ -34,7 +34,7 @@ fi
 if rustup component list --toolchain nightly --installed 2>/dev/null | grep -q '^rust-src'; then
   export TSAN_OPTIONS="halt_on_error=1"
   if RUSTFLAGS="-Zsanitizer=thread" cargo +nightly build -Zbuild-std -p riptide-stress --target "$target_triple"; then
-    "$(cargo_target_dir)/$target_triple/debug/riptide-stress" run --path "$work/tsan" --seed 8 --threads 4 \
+    "$binary" run --path "$work/tsan" --seed 8 --threads 4 \
       --duration-ms "$((seconds * 1000))" --journal none || status=1
   else
     status=1
