@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom
+.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -18,6 +18,16 @@ test: setup
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
 	$(LOOM_TEST)
+
+## test-stress-suite: the workspace's tests STRESS_RUNS times (default 10), STRESS_COPIES copies
+## at once (default 2), beside STRESS_LOAD busy loops (default 0); reports every failure and
+## appends a ledger line. Shows that no test depends on the machine's load
+## (crates/riptide/tests/README.md). About 4 minutes per run of two copies on 2 cores.
+STRESS_RUNS ?= 10
+STRESS_COPIES ?= 2
+STRESS_LOAD ?= 0
+test-stress-suite: setup
+	STRESS_RUNS=$(STRESS_RUNS) STRESS_COPIES=$(STRESS_COPIES) STRESS_LOAD=$(STRESS_LOAD) bash reliability/test-stress-suite.sh
 
 ## bench: Riptide vs RocksDB side by side (the benchtool, crates/riptide-bench). Installs what it
 ## needs (clang, libclang-dev, matplotlib), builds with RocksDB into target/bench (the first build

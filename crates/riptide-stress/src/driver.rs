@@ -39,6 +39,9 @@ pub struct DriverConfig {
     pub threads: usize,
     /// How long to run; `None` runs until killed.
     pub duration: Option<Duration>,
+    /// Runs past `duration` until every operation kind with a weight has completed at least
+    /// once, so that a test can require every kind to run however slow the machine is.
+    pub until_every_operation_ran: bool,
     /// The keys written.
     pub space: KeySpace,
     /// Operation weights to override, as `name=weight,...`.
@@ -248,17 +251,26 @@ pub fn run(config: &DriverConfig, journal: Journal) -> Result<DriverReport, Fail
     };
     shared.journal.line(&format!("ready {}", config.cycle)).map_err(|error| Failure(format!("journal: {error}")))?;
     let failure: Mutex<Option<Failure>> = Mutex::new(None);
+    // Bit `k` is set once operation kind `k` has completed.
+    let kinds_done = AtomicU64::new(0);
+    let kinds_wanted = if config.until_every_operation_ran {
+        assert!(mix.len() <= 64, "more than 64 operation kinds");
+        mix.iter().enumerate().filter(|(_, (weight, _))| *weight > 0).fold(0u64, |bits, (kind, _)| bits | 1 << kind)
+    } else {
+        0
+    };
     let counts: Vec<Vec<u64>> = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..config.threads)
             .map(|thread| {
                 let shared = &shared;
                 let mix = &mix;
                 let failure = &failure;
+                let kinds_done = &kinds_done;
                 let seed = config.seed.wrapping_mul(1_000_003).wrapping_add(thread as u64);
-                scope.spawn(move || worker(shared, mix, failure, seed, thread as u64))
+                scope.spawn(move || worker(shared, mix, failure, kinds_done, seed, thread as u64))
             })
             .collect();
-        watch(&shared, config);
+        watch(&shared, config, || kinds_done.load(Ordering::Relaxed) & kinds_wanted == kinds_wanted);
         workers.into_iter().map(|worker| worker.join().unwrap_or_default()).collect()
     });
     let mut report = DriverReport {
@@ -283,8 +295,16 @@ pub fn run(config: &DriverConfig, journal: Journal) -> Result<DriverReport, Fail
     Ok(report)
 }
 
-/// One worker thread: runs operations until stopped; returns its counts per kind.
-fn worker(shared: &Shared, mix: &OperationMix, failure: &Mutex<Option<Failure>>, seed: u64, thread: u64) -> Vec<u64> {
+/// One worker thread: runs operations until stopped; returns its counts per kind and marks each
+/// kind it completed in `kinds_done`.
+fn worker(
+    shared: &Shared,
+    mix: &OperationMix,
+    failure: &Mutex<Option<Failure>>,
+    kinds_done: &AtomicU64,
+    seed: u64,
+    thread: u64,
+) -> Vec<u64> {
     let mut counts = vec![0u64; mix.len()];
     let mut context = ThreadContext::new(shared, SmallRng::seed_from_u64(seed), thread);
     while !shared.stop.load(Ordering::Relaxed) {
@@ -292,6 +312,9 @@ fn worker(shared: &Shared, mix: &OperationMix, failure: &Mutex<Option<Failure>>,
         let operation = &mix[kind].1;
         match operation.run(&mut context) {
             Ok(()) => {
+                if counts[kind] == 0 && kind < 64 {
+                    kinds_done.fetch_or(1 << kind, Ordering::Relaxed);
+                }
                 counts[kind] += 1;
                 shared.progress.fetch_add(1, Ordering::Relaxed);
             }
@@ -308,15 +331,15 @@ fn worker(shared: &Shared, mix: &OperationMix, failure: &Mutex<Option<Failure>>,
     counts
 }
 
-/// Waits for the run's end (its duration, a failure) and reports a hang when no operation
-/// completes for `hang_seconds`.
-fn watch(shared: &Shared, config: &DriverConfig) {
+/// Waits for the run's end (its duration once `may_stop` holds, or a failure) and reports a
+/// hang when no operation completes for `hang_seconds`.
+fn watch(shared: &Shared, config: &DriverConfig, may_stop: impl Fn() -> bool) {
     let started = Instant::now();
     let mut last_progress = shared.progress.load(Ordering::Relaxed);
     let mut last_change = Instant::now();
     while !shared.stop.load(Ordering::Relaxed) {
         std::thread::sleep(Duration::from_millis(20));
-        if config.duration.is_some_and(|duration| started.elapsed() >= duration) {
+        if config.duration.is_some_and(|duration| started.elapsed() >= duration) && may_stop() {
             shared.stop.store(true, Ordering::Relaxed);
             break;
         }

@@ -157,6 +157,7 @@ fn main() -> ExitCode {
                 cycle,
                 threads: threads.max(1),
                 duration: (duration_ms > 0).then(|| Duration::from_millis(duration_ms)),
+                until_every_operation_ran: false,
                 space: KeySpace {
                     plain_keys,
                     groups,

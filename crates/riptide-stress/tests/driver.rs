@@ -14,6 +14,7 @@ fn config(path: std::path::PathBuf, seed: u64, milliseconds: u64) -> DriverConfi
         cycle: 1,
         threads: 4,
         duration: Some(Duration::from_millis(milliseconds)),
+        until_every_operation_ran: true,
         space: KeySpace::default(),
         weights: String::new(),
         hang_seconds: 120,

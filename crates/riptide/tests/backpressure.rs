@@ -1,9 +1,10 @@
-//! Back-pressure: many writers against slow flushes and compactions. Writers must be slowed
-//! down and stopped as level 0 fills up, never deadlock, keep level 0 within its stop trigger
-//! (plus the memtables already on their way to it), and lose no acknowledged write.
+//! Back-pressure: many writers against level 0 filling up faster than compaction empties it.
+//! Writers must be slowed down and stopped as level 0 fills up, never deadlock, keep level 0
+//! within its stop trigger (plus the memtables already on their way to it), and lose no
+//! acknowledged write.
 
 mod common;
-mod slow_fs;
+mod table_gate;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicUsize, Ordering};
@@ -17,7 +18,7 @@ use riptide::fs::MemFileSystem;
 use riptide::{Db, Options, ReadOptions, WriteBatch};
 
 use common::{dump, key, value};
-use slow_fs::SlowTableFileSystem;
+use table_gate::{wait_until, TableGate};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -34,24 +35,27 @@ fn watchdog(limit: Duration) -> mpsc::Sender<()> {
     done
 }
 
-/// Eight writers against flushes and compactions slowed to 300 µs per table append, with tiny
-/// memtables, a level-0 slowdown trigger of 2 and a stop trigger of 4. A sampler watches level
-/// 0 the whole time.
+/// Eight writers with tiny memtables, a level-0 slowdown trigger of 2 and a stop trigger of 4,
+/// while compactions are held at a gate (flushes pass): level 0 must fill up, slowing the
+/// writers from 2 files on and stopping them at 4. Once the test has seen level 0 at the stop
+/// trigger, it releases the gate; compactions must then release the writers, who finish under
+/// ordinary back-pressure. The order is forced by the gate, not by the speed of any thread. A
+/// sampler watches level 0 the whole time.
 ///
 /// The bound on level 0: writers stop switching memtables once level 0 holds `stop` files, but
 /// up to `max_immutable_memtables` memtables switched while it held `stop - 1` may still be on
 /// their way (each becomes one level-0 file when its flush finishes), so level 0 never holds
 /// more than `stop - 1 + max_immutable_memtables` files.
 #[test]
-fn eight_writers_against_slow_background_work_progress_and_lose_nothing() {
+fn eight_writers_against_a_filling_level_0_progress_and_lose_nothing() {
     const WRITERS: u64 = 8;
     const WRITES_PER_WRITER: u64 = 500;
-    let done = watchdog(Duration::from_secs(60));
+    let done = watchdog(table_gate::HANG_LIMIT);
     let memory = MemFileSystem::new();
-    let slow = SlowTableFileSystem::new(Arc::new(memory.clone()));
-    slow.set_append_delay(Duration::from_micros(300));
+    let gate = TableGate::new(Arc::new(memory.clone()));
+    gate.hold_compactions();
     let options = Options {
-        file_system: Arc::new(slow.clone()),
+        file_system: Arc::new(gate.clone()),
         memtable_size_bytes: 16 << 10,
         max_immutable_memtables: 2,
         block_size_bytes: 512,
@@ -109,6 +113,14 @@ fn eight_writers_against_slow_background_work_progress_and_lose_nothing() {
                 })
             })
             .collect();
+        // The writers cannot finish without compactions: about 40 memtables' worth of writes
+        // against a stop trigger of 4 files.
+        wait_until("level 0 to reach the stop trigger", || {
+            let level0 = db.level_file_counts()[0];
+            max_level0.fetch_max(level0, Ordering::Relaxed);
+            level0 >= options.level0_stop_writes_files
+        });
+        gate.release();
         let models = writers.into_iter().map(|writer| writer.join().expect("writer")).collect();
         writing.store(false, Ordering::Release);
         models
@@ -116,7 +128,9 @@ fn eight_writers_against_slow_background_work_progress_and_lose_nothing() {
 
     let stats = db.stats();
     let max_level0 = max_level0.load(Ordering::Relaxed);
-    assert!(samples.load(Ordering::Relaxed) > 100, "the sampler barely ran");
+    // The sampler's count depends on the machine's speed, so it is reported, not asserted; the
+    // wait above sampled level 0 at the stop trigger in any case.
+    println!("level 0 sampled {} times, at most {max_level0} files", samples.load(Ordering::Relaxed));
     assert!(
         max_level0 <= level0_bound,
         "level 0 reached {max_level0} files, over the bound of {level0_bound}:\n{stats}"
@@ -133,7 +147,6 @@ fn eight_writers_against_slow_background_work_progress_and_lose_nothing() {
         assert_eq!(db.get(k).expect("get").as_ref(), Some(v), "{:?}", String::from_utf8_lossy(k));
     }
     assert_eq!(dump(&db, &ReadOptions::default()), expected, "after the writers finished");
-    slow.set_append_delay(Duration::ZERO);
     db.close().expect("close");
     let db = Db::open("/backpressure", options).expect("reopen");
     assert_eq!(dump(&db, &ReadOptions::default()), expected, "after reopen");

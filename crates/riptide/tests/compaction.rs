@@ -5,21 +5,21 @@
 //! compression, per-level statistics, and close while a compaction runs.
 
 mod common;
-mod slow_fs;
+mod table_gate;
 
 use std::collections::BTreeMap;
 use std::path::Path;
 use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use riptide::fs::{FaultFileSystem, FileSystem, MemFileSystem, PowerLossMode};
 use riptide::{Compression, Db, Error, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
 
-use common::{dump, key, small_options, value};
-use slow_fs::SlowTableFileSystem;
+use common::{dump, dump_cf, key, small_options, value};
+use table_gate::TableGate;
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
@@ -100,9 +100,12 @@ fn live_table_count(db: &Db) -> usize {
 /// iterators open across compactions. Each writer owns the keys `n % 3 == writer`, keeps its
 /// own model, and holds its model's lock while it writes; a checker that holds all three locks
 /// therefore sees a state of the database that equals the union of the models exactly, and
-/// takes snapshots and opens iterators under those locks. Iterators are read long after they
-/// were opened (part now, the rest after a pause) and must show exactly the state they were
-/// opened at, whatever compactions installed meanwhile.
+/// takes snapshots and opens iterators under those locks. Snapshots are checked after a
+/// compaction has finished since they were taken, and iterators are read partly at once and the
+/// rest after a compaction has finished (or the writers are done, so the checkers never wait
+/// for a compaction that will not come); they must show exactly the state they were opened at,
+/// whatever compactions installed meanwhile. That two compactions run at once is shown
+/// deterministically by `two_compactions_run_at_once`.
 #[test]
 fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
     const WRITERS: u64 = 3;
@@ -118,7 +121,17 @@ fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
     let db = Arc::new(Db::open("/parallel", options.clone()).expect("open"));
     let models: Arc<Vec<Mutex<Model>>> = Arc::new((0..WRITERS).map(|_| Mutex::new(Model::new())).collect());
     let writers_done = Arc::new(AtomicUsize::new(0));
-    let max_running = Arc::new(AtomicUsize::new(0));
+    // Waits until a compaction finishes after the call, or until every writer is done.
+    let after_a_compaction = {
+        let db = Arc::clone(&db);
+        let writers_done = Arc::clone(&writers_done);
+        move || {
+            let before = db.stats().compaction_count;
+            table_gate::wait_until("a compaction to finish or the writers to be done", || {
+                db.stats().compaction_count > before || writers_done.load(Ordering::SeqCst) == WRITERS as usize
+            });
+        }
+    };
 
     // Takes every model lock (always in writer order, so no deadlock with the writers, who take
     // only their own), runs `action` on the database, and returns its result with the union of
@@ -190,6 +203,7 @@ fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
             let db = Arc::clone(&db);
             let writers_done = Arc::clone(&writers_done);
             let at_quiet_point = at_quiet_point.clone();
+            let after_a_compaction = after_a_compaction.clone();
             scope.spawn(move || {
                 let mut rng = SmallRng::seed_from_u64(100);
                 let mut held: Vec<(Snapshot, Model)> = Vec::new();
@@ -201,7 +215,7 @@ fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
                     if held.len() > 3 {
                         held.remove(0);
                     }
-                    std::thread::sleep(Duration::from_millis(15));
+                    after_a_compaction();
                     for (snapshot, model) in &held {
                         let read = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
                         for _ in 0..50 {
@@ -223,7 +237,7 @@ fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
         {
             let db = Arc::clone(&db);
             let writers_done = Arc::clone(&writers_done);
-            let max_running = Arc::clone(&max_running);
+            let after_a_compaction = after_a_compaction.clone();
             let at_quiet_point = at_quiet_point.clone();
             scope.spawn(move || {
                 let mut rounds = 0;
@@ -248,10 +262,7 @@ fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
                         }
                     };
                     check(&mut iterator, &expected[..half]);
-                    for _ in 0..10 {
-                        std::thread::sleep(Duration::from_millis(3));
-                        max_running.fetch_max(db.stats().running_compactions, Ordering::Relaxed);
-                    }
+                    after_a_compaction();
                     check(&mut iterator, &expected[half..]);
                     assert!(!iterator.valid(), "iterator shows keys its view does not hold");
                     iterator.status().expect("iterator status");
@@ -267,13 +278,55 @@ fn parallel_compactions_keep_concurrent_readers_and_writers_exact() {
     let stats = db.stats();
     assert!(stats.compaction_count > 10, "the workload was meant to compact often:\n{stats}");
     assert!(stats.subcompactions > 0, "no compaction was split into sub-compactions:\n{stats}");
-    let most_running = max_running.load(Ordering::Relaxed);
-    assert!(most_running >= 2, "two compactions never ran at once (most seen: {most_running}):\n{stats}");
+    drop(after_a_compaction);
     let db = Arc::into_inner(db).expect("every thread let go of the database");
     db.close().expect("close");
     let db = Db::open("/parallel", options).expect("reopen");
     assert_eq!(dump(&db, &ReadOptions::default()), model, "after reopen");
     assert_eq!(table_numbers(&memory, "/parallel").len(), live_table_count(&db), "orphaned tables on disk");
+}
+
+/// Two compactions run at once when `max_background_compactions` allows it: two column
+/// families each get level-0 tables over the same keys while compactions are off, then both
+/// are allowed to compact while the gate holds compaction outputs. Both jobs must reach the gate
+/// together (a pool that ran one job at a time would leave the second waiting, and this test
+/// would fail after the hang limit); then they finish and every key reads back.
+#[test]
+fn two_compactions_run_at_once() {
+    let memory = MemFileSystem::new();
+    let gate = TableGate::new(Arc::new(memory.clone()));
+    let options = Options { max_background_compactions: 2, ..manual_only_options(Arc::new(gate.clone())) };
+    let db = Db::open("/two-at-once", options.clone()).expect("open");
+    let second = db.create_column_family("second", options.column_family_options()).expect("create");
+    let families = [db.default_column_family(), second];
+    let mut models = vec![Model::new(), Model::new()];
+    for round in 0..3u64 {
+        for (family, model) in families.iter().zip(models.iter_mut()) {
+            for i in 0..600u64 {
+                let v = value(i, round, 100);
+                db.put_cf(family, &key(i), &v).expect("put");
+                model.insert(key(i), v);
+            }
+        }
+        db.flush().expect("flush");
+    }
+    gate.hold_compactions();
+    for family in &families {
+        let mut family_options = db.column_family_options(family).expect("options");
+        family_options.level0_compaction_trigger_files = 2;
+        db.set_column_family_options(family, family_options).expect("set options");
+    }
+    gate.wait_for_held(2);
+    let running = db.stats().running_compactions;
+    assert_eq!(running, 2, "two jobs hold an append at the gate, yet stats count {running} running");
+    gate.release();
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    for (family, model) in families.iter().zip(&models) {
+        let family_stats = stats.column_families.iter().find(|cf| cf.id == family.id()).expect("family stats");
+        assert_eq!(family_stats.levels[0].files, 0, "level 0 of {} was compacted:\n{stats}", family.name());
+        assert_eq!(&dump_cf(&db, family, &ReadOptions::default()), model, "column family {}", family.name());
+    }
 }
 
 /// One write of a crash workload: key and value, `None` for a delete.
@@ -666,60 +719,44 @@ fn compact_range_keeps_what_a_live_snapshot_sees() {
     );
 }
 
-/// Waits (up to 10 s) until `condition` holds; false if it never did.
-fn wait_until(mut condition: impl FnMut() -> bool) -> bool {
-    let deadline = Instant::now() + Duration::from_secs(10);
-    while Instant::now() < deadline {
-        if condition() {
-            return true;
-        }
-        std::thread::sleep(Duration::from_millis(1));
-    }
-    false
-}
-
-/// A `compact_range` slowed down (every table append sleeps 5 ms, so rewriting the data would
-/// take many seconds) is cancelled from another thread once its first job runs: it returns
-/// `Error::Cancelled` promptly, its partial outputs are removed, the data is intact, a later
-/// `compact_range` is not affected by the old cancellation, and the database reopens the same.
+/// A `compact_range` held at its first table append is cancelled from another thread: once
+/// let go, it stops at its next check, within a small part of the job (counted in table
+/// appends, which no machine load changes), returns `Error::Cancelled`, its partial outputs are
+/// removed, the data is intact, a later `compact_range` is not affected by the old cancellation
+/// (it runs the whole job, which measures the job), and the database reopens the same.
 #[test]
 fn cancel_manual_compactions_stops_a_long_compact_range() {
-    const APPEND_DELAY: Duration = Duration::from_millis(5);
     let memory = MemFileSystem::new();
-    let slow = SlowTableFileSystem::new(Arc::new(memory.clone()));
+    let gate = TableGate::new(Arc::new(memory.clone()));
     let dir = "/cancel";
-    let options = manual_only_options(Arc::new(slow.clone()));
+    let options = manual_only_options(Arc::new(gate.clone()));
     let db = Db::open(dir, options.clone()).expect("open");
     let mut model = load_into_last_level(&db, 3000);
     churn(&db, &mut model, 0..3000);
-    // Rewriting the tables takes at least two appends (block and trailer) per stored block, and
-    // a block stores at most about `block_size_bytes`.
-    let table_bytes = db.stats().total_table_bytes();
-    let full_duration = APPEND_DELAY * (2 * table_bytes / (options.block_size_bytes as u64 + 64)) as u32;
-    assert!(full_duration > Duration::from_secs(5), "setup: the compaction would take only {full_duration:?}");
 
-    slow.set_append_delay(APPEND_DELAY);
-    let outcome = std::thread::scope(|scope| {
-        let compaction = scope.spawn(|| {
-            let result = db.compact_range(&db.default_column_family(), None, None);
-            (result, Instant::now())
-        });
-        assert!(wait_until(|| db.stats().running_compactions > 0), "the manual compaction never started");
-        std::thread::sleep(Duration::from_millis(50));
-        let cancelled_at = Instant::now();
+    gate.hold_compactions();
+    let (result, appends_after_cancel) = std::thread::scope(|scope| {
+        let compaction = scope.spawn(|| db.compact_range(&db.default_column_family(), None, None));
+        gate.wait_for_held(1);
         db.cancel_manual_compactions();
-        let (result, returned_at) = compaction.join().expect("compaction thread");
-        (result, returned_at.duration_since(cancelled_at))
+        let at_cancel = gate.table_appends();
+        gate.release();
+        let result = compaction.join().expect("compaction thread");
+        (result, gate.table_appends() - at_cancel)
     });
-    slow.set_append_delay(Duration::ZERO);
-    let (result, latency) = outcome;
     assert!(matches!(result, Err(Error::Cancelled(_))), "expected Error::Cancelled, got {result:?}");
-    assert!(latency < Duration::from_secs(2), "cancellation took {latency:?} (the whole job: {full_duration:?})");
 
     assert_eq!(dump(&db, &ReadOptions::default()), model, "data after the cancellation");
     db.wait_for_background_work().expect("idle");
     assert_eq!(table_numbers(&memory, dir).len(), live_table_count(&db), "partial outputs left on disk");
+    let before_full_job = gate.table_appends();
     db.compact_range(&db.default_column_family(), None, None).expect("a later compact_range runs to the end");
+    let full_job_appends = gate.table_appends() - before_full_job;
+    assert!(
+        appends_after_cancel * 4 < full_job_appends,
+        "the cancelled job made {appends_after_cancel} table appends after the cancellation; the whole job makes \
+         {full_job_appends}"
+    );
     assert_eq!(db.level_file_counts()[0], 0, "the later compact_range emptied level 0");
     assert_eq!(dump(&db, &ReadOptions::default()), model);
     db.close().expect("close");
@@ -905,44 +942,65 @@ fn per_level_stats_add_up_and_write_amplification_is_sane() {
 }
 
 /// `close` while a background compaction runs on a real file system returns promptly: the
-/// compaction (slowed to 10 ms per table append, so that on its own it would run for many
-/// seconds) stops at its next check, its partial outputs are removed by the next open at the
-/// latest, and the reopened database holds exactly the data.
+/// compaction, held at the gate until `close` has been called, then stops at its next check,
+/// within a small part of the job (counted in table appends; each append is slowed to 5 ms only
+/// so that the closing thread, however starved, gets to set its flag long before the job could
+/// end). Its partial outputs are removed by the next open at the latest, and the reopened
+/// database holds exactly the data; the same job run to its end afterwards measures the job.
 #[test]
 fn close_during_a_long_background_compaction_returns_promptly() {
-    const APPEND_DELAY: Duration = Duration::from_millis(10);
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
-    let slow = SlowTableFileSystem::new(Arc::new(riptide::fs::OsFileSystem));
-    let options = manual_only_options(Arc::new(slow.clone()));
+    let gate = TableGate::new(Arc::new(riptide::fs::OsFileSystem));
+    let options = manual_only_options(Arc::new(gate.clone()));
     let db = Db::open(&path, options.clone()).expect("open");
     let mut model = load_into_last_level(&db, 3000);
     churn(&db, &mut model, 0..3000);
-    let table_bytes = db.stats().total_table_bytes();
-    let full_duration = APPEND_DELAY * (2 * table_bytes / (options.block_size_bytes as u64 + 64)) as u32;
-    assert!(full_duration > Duration::from_secs(10), "setup: the compaction would take only {full_duration:?}");
 
     // Level 0 holds four tables over every key; lowering the trigger starts a compaction that
     // rewrites the whole database.
-    slow.set_append_delay(APPEND_DELAY);
-    let family = db.default_column_family();
-    let mut family_options = db.column_family_options(&family).expect("options");
-    family_options.level0_compaction_trigger_files = 2;
-    db.set_column_family_options(&family, family_options).expect("set options");
-    assert!(wait_until(|| db.stats().running_compactions > 0), "the background compaction never started");
-    std::thread::sleep(Duration::from_millis(100));
-    assert!(db.stats().running_compactions > 0, "the compaction finished before close: the test proves nothing");
-    let started = Instant::now();
-    db.close().expect("close");
-    let elapsed = started.elapsed();
-    assert!(elapsed < Duration::from_secs(5), "close took {elapsed:?} (the compaction alone: {full_duration:?})");
+    let lower_the_trigger = |db: &Db| {
+        let family = db.default_column_family();
+        let mut family_options = db.column_family_options(&family).expect("options");
+        family_options.level0_compaction_trigger_files = 2;
+        db.set_column_family_options(&family, family_options).expect("set options");
+    };
+    gate.hold_compactions();
+    lower_the_trigger(&db);
+    gate.wait_for_held(1);
+    let (closing, closing_started) = std::sync::mpsc::channel();
+    let appends_after_close = std::thread::scope(|scope| {
+        let closer = scope.spawn(move || {
+            closing.send(()).expect("signal");
+            db.close()
+        });
+        closing_started.recv().expect("the closer started");
+        let at_close = gate.table_appends();
+        gate.set_append_delay(Duration::from_millis(5));
+        gate.release();
+        closer.join().expect("closer").expect("close");
+        gate.table_appends() - at_close
+    });
+    gate.set_append_delay(Duration::ZERO);
 
-    slow.set_append_delay(Duration::ZERO);
     let db = Db::open(&path, options).expect("reopen");
     assert_eq!(dump(&db, &ReadOptions::default()), model, "after reopen");
-    let table_files = std::fs::read_dir(&path)
-        .expect("list")
-        .filter(|entry| entry.as_ref().is_ok_and(|entry| entry.file_name().to_string_lossy().ends_with(".sst")))
-        .count();
-    assert_eq!(table_files, live_table_count(&db), "partial outputs of the interrupted compaction remain");
+    let table_files = || {
+        std::fs::read_dir(&path)
+            .expect("list")
+            .filter(|entry| entry.as_ref().is_ok_and(|entry| entry.file_name().to_string_lossy().ends_with(".sst")))
+            .count()
+    };
+    assert_eq!(table_files(), live_table_count(&db), "partial outputs of the interrupted compaction remain");
+    assert!(db.level_file_counts()[0] >= 4, "the interrupted compaction installed its outputs");
+    let before_full_job = gate.table_appends();
+    lower_the_trigger(&db);
+    db.wait_for_background_work().expect("the compaction runs to its end");
+    let full_job_appends = gate.table_appends() - before_full_job;
+    assert!(
+        appends_after_close * 4 < full_job_appends,
+        "the compaction made {appends_after_close} table appends after close was called; the whole job makes \
+         {full_job_appends}"
+    );
+    assert_eq!(dump(&db, &ReadOptions::default()), model, "after the full compaction");
 }

@@ -3,6 +3,7 @@
 //! memory within the cap, raise the pressure level, and lose nothing.
 
 mod common;
+mod table_gate;
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering};
@@ -30,8 +31,10 @@ fn value(n: u64, version: u64, length: usize) -> Vec<u8> {
 /// 320 MiB written (twenty times the 16 MiB cap) by four writers, one per column family, each
 /// with 4 MiB memtables and up to two immutable memtables: without the cap the memtables could
 /// hold 48 MiB. The block cache is left at its default of 64 MiB, four times the cap, and the
-/// data is read back through it at the end. A sampler records, every millisecond, the engine's
-/// accounted use and the parts measured at that moment (memtables, cache, open tables).
+/// data is read back through it at the end. Every writer records, after every 32nd put, the
+/// engine's accounted use and the parts measured at that moment (memtables, cache, open tables),
+/// so the number of samples does not depend on the machine's speed; a sampler thread adds more
+/// in between.
 ///
 /// Tolerance: every sample, and the peak the engine records, stay within the cap plus 1 MiB.
 /// The block cache only fills the room below 70 % of the cap that memtables and tables leave,
@@ -68,20 +71,23 @@ fn memory_stays_within_the_cap_while_writing_twenty_times_the_cap() {
     let max_measured = AtomicU64::new(0);
     let max_pressure = AtomicU8::new(MemoryPressure::Normal as u8);
     let sample_count = AtomicU64::new(0);
+    let sample = || {
+        let stats = db.stats();
+        max_sample.fetch_max(stats.memory_usage_bytes, Ordering::Relaxed);
+        // The engine's own figure refreshes the cache and table parts only every few
+        // milliseconds; the parts measured now must stay within the cap too.
+        let measured = stats.memtable_bytes
+            + stats.immutable_memtable_bytes
+            + stats.block_cache_usage_bytes
+            + stats.table_memory_bytes;
+        max_measured.fetch_max(measured as u64, Ordering::Relaxed);
+        max_pressure.fetch_max(stats.memory_pressure as u8, Ordering::Relaxed);
+        sample_count.fetch_add(1, Ordering::Relaxed);
+    };
     let models: Vec<Model> = std::thread::scope(|scope| {
         scope.spawn(|| {
             while sampling.load(Ordering::Acquire) {
-                let stats = db.stats();
-                max_sample.fetch_max(stats.memory_usage_bytes, Ordering::Relaxed);
-                // The engine's own figure refreshes the cache and table parts only every few
-                // milliseconds; the parts measured now must stay within the cap too.
-                let measured = stats.memtable_bytes
-                    + stats.immutable_memtable_bytes
-                    + stats.block_cache_usage_bytes
-                    + stats.table_memory_bytes;
-                max_measured.fetch_max(measured as u64, Ordering::Relaxed);
-                max_pressure.fetch_max(stats.memory_pressure as u8, Ordering::Relaxed);
-                sample_count.fetch_add(1, Ordering::Relaxed);
+                sample();
                 std::thread::sleep(Duration::from_millis(1));
             }
         });
@@ -90,6 +96,7 @@ fn memory_stays_within_the_cap_while_writing_twenty_times_the_cap() {
             .enumerate()
             .map(|(index, family)| {
                 let db = &db;
+                let sample = &sample;
                 scope.spawn(move || {
                     let mut rng = SmallRng::seed_from_u64(index as u64);
                     let mut model = Model::new();
@@ -98,6 +105,9 @@ fn memory_stays_within_the_cap_while_writing_twenty_times_the_cap() {
                         let v = value(n, version, VALUE_BYTES);
                         db.put_cf(family, &key(n), &v).expect("put");
                         model.insert(key(n), v);
+                        if version % 32 == 31 {
+                            sample();
+                        }
                     }
                     model
                 })
@@ -108,7 +118,9 @@ fn memory_stays_within_the_cap_while_writing_twenty_times_the_cap() {
         // after pressure has fallen back to normal (so the cache has its full capacity again).
         db.flush().expect("flush");
         db.wait_for_background_work().expect("idle");
-        std::thread::sleep(Duration::from_millis(100));
+        table_gate::wait_until("memory pressure to fall back to normal", || {
+            db.stats().memory_pressure == MemoryPressure::Normal
+        });
         for (family, model) in families.iter().zip(&models) {
             for (k, v) in model {
                 assert_eq!(db.get_cf(family, k).expect("get").as_ref(), Some(v));
@@ -121,7 +133,8 @@ fn memory_stays_within_the_cap_while_writing_twenty_times_the_cap() {
     let stats = db.stats();
     let max_sample = max_sample.load(Ordering::Relaxed);
     let max_measured = max_measured.load(Ordering::Relaxed);
-    assert!(sample_count.load(Ordering::Relaxed) > 50, "the sampler barely ran");
+    let writer_samples = writes_per_family / 32 * FAMILIES as u64;
+    assert!(sample_count.load(Ordering::Relaxed) >= writer_samples, "the writers' samples are missing");
     assert!(
         max_sample <= CAP + TOLERANCE,
         "a sample saw {:.2} MiB in use, over the cap of {} MiB plus {} MiB:\n{stats}",
@@ -162,8 +175,9 @@ fn memory_stays_within_the_cap_while_writing_twenty_times_the_cap() {
 /// faster than that: 32 MiB read in about 100 ms took the total to 19 MiB, and the engine's own
 /// peak said so. The cache now only gets the room below 70 % of the cap that memtables and
 /// tables leave, from open on, and writers shrink it as soon as memtables grow into that room.
-/// Two readers here read every value once through the cache (on a busy machine they may be
-/// too slow to outrun the monitor, so the room the cache was given is checked first).
+/// Two readers here read every value once through the cache, each sampling the memory after
+/// every 64th read (on a busy machine they may be too slow to outrun the monitor, so the room
+/// the cache was given is checked first).
 #[test]
 fn reads_through_a_cache_larger_than_the_cap_stay_within_it() {
     const CAP: u64 = 16 * MIB;
@@ -181,8 +195,10 @@ fn reads_through_a_cache_larger_than_the_cap_stay_within_it() {
     }
     db.flush().expect("flush");
     db.wait_for_background_work().expect("idle");
-    // Let the monitor see normal pressure again, which gives the cache its full capacity.
-    std::thread::sleep(Duration::from_millis(100));
+    // The monitor gives the cache its full room back once it sees normal pressure again.
+    table_gate::wait_until("memory pressure to fall back to normal", || {
+        db.stats().memory_pressure == MemoryPressure::Normal
+    });
     // Whether the readers below outrun the monitor depends on the machine's load; the room the
     // cache is given does not.
     let settled = db.stats();
@@ -192,34 +208,28 @@ fn reads_through_a_cache_larger_than_the_cap_stay_within_it() {
         settled.block_cache_capacity_bytes as f64 / MIB as f64,
         settled.memory_usage_bytes as f64 / MIB as f64
     );
-    let reading = AtomicBool::new(true);
     let max_measured = AtomicU64::new(0);
+    let sample = || {
+        let stats = db.stats();
+        let measured = stats.memtable_bytes
+            + stats.immutable_memtable_bytes
+            + stats.block_cache_usage_bytes
+            + stats.table_memory_bytes;
+        max_measured.fetch_max(measured as u64, Ordering::Relaxed);
+    };
     std::thread::scope(|scope| {
-        scope.spawn(|| {
-            while reading.load(Ordering::Acquire) {
-                let stats = db.stats();
-                let measured = stats.memtable_bytes
-                    + stats.immutable_memtable_bytes
-                    + stats.block_cache_usage_bytes
-                    + stats.table_memory_bytes;
-                max_measured.fetch_max(measured as u64, Ordering::Relaxed);
-                std::thread::sleep(Duration::from_micros(500));
-            }
-        });
-        let readers: Vec<_> = (0..2u64)
-            .map(|reader| {
-                let db = &db;
-                scope.spawn(move || {
-                    for i in (reader..8192).step_by(2) {
-                        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 0, 4096)));
+        for reader in 0..2u64 {
+            let db = &db;
+            let sample = &sample;
+            scope.spawn(move || {
+                for i in (reader..8192).step_by(2) {
+                    assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 0, 4096)));
+                    if i % 128 == reader + 126 {
+                        sample();
                     }
-                })
-            })
-            .collect();
-        for reader in readers {
-            reader.join().expect("reader");
+                }
+            });
         }
-        reading.store(false, Ordering::Release);
     });
     let stats = db.stats();
     assert!(stats.block_cache_misses >= 8192, "the reads were meant to go through the cache:\n{stats}");

@@ -4,21 +4,20 @@
 //! replays the longest intact prefix of the log history, stopping at a torn tail in any log or
 //! at a gap in the sequence numbers, and dropping everything after it.
 //!
-//! Most tests keep flushes from finishing (table appends slowed to 200 ms each), so that every
-//! write stays in the logs and only the logs decide what survives a power loss.
+//! Most tests keep flushes from finishing (table appends held at a gate until the power is cut),
+//! so that every write stays in the logs and only the logs decide what survives a power loss.
 
 mod common;
-mod slow_fs;
+mod table_gate;
 
 use std::path::Path;
 use std::sync::Arc;
-use std::time::{Duration, Instant};
 
 use riptide::fs::{MemFileSystem, PowerLossMode};
 use riptide::{ColumnFamilyOptions, Db, Error, Options, ReadOptions, WalRecovery, WriteBatch, WriteOptions};
 
 use common::{dump, dump_cf, key, small_options, value};
-use slow_fs::SlowTableFileSystem;
+use table_gate::TableGate;
 
 const PATH: &str = "/wal-switch";
 
@@ -31,11 +30,11 @@ fn options_over(file_system: Arc<dyn riptide::fs::FileSystem>) -> Options {
 }
 
 /// A database over `memory` whose flushes cannot finish during the test.
-fn open_with_stuck_flushes(memory: &MemFileSystem) -> (Db, SlowTableFileSystem) {
-    let slow = SlowTableFileSystem::new(Arc::new(memory.clone()));
-    slow.set_append_delay(Duration::from_millis(200));
-    let db = Db::open(PATH, options_over(Arc::new(slow.clone()))).expect("open");
-    (db, slow)
+fn open_with_stuck_flushes(memory: &MemFileSystem) -> (Db, TableGate) {
+    let gate = TableGate::new(Arc::new(memory.clone()));
+    gate.hold();
+    let db = Db::open(PATH, options_over(Arc::new(gate.clone()))).expect("open");
+    (db, gate)
 }
 
 /// Writes keys `0..KEYS` without sync, one put each.
@@ -52,10 +51,11 @@ fn log_names(memory: &MemFileSystem) -> Vec<String> {
     names
 }
 
-/// Cuts the power while the database is open, then lets its threads fail and stop.
-fn power_loss(db: Db, slow: &SlowTableFileSystem, memory: &MemFileSystem) {
+/// Cuts the power while the database is open (its flushes held at the gate), then lets its
+/// threads fail and stop: a flush released after the power cut writes through a stale handle.
+fn power_loss(db: Db, gate: &TableGate, memory: &MemFileSystem) {
     memory.simulate_power_loss(PowerLossMode::DropUnsynced);
-    slow.set_append_delay(Duration::ZERO);
+    gate.release();
     drop(db);
 }
 
@@ -77,10 +77,10 @@ fn surviving_prefix(db: &Db) -> u64 {
 #[test]
 fn a_switch_does_not_sync_the_old_log_and_what_survives_is_a_prefix() {
     let memory = MemFileSystem::new();
-    let (db, slow) = open_with_stuck_flushes(&memory);
+    let (db, gate) = open_with_stuck_flushes(&memory);
     write_keys(&db);
     assert!(log_names(&memory).len() >= 3, "expected several log switches: {:?}", log_names(&memory));
-    power_loss(db, &slow, &memory);
+    power_loss(db, &gate, &memory);
     let reopened = Db::open(PATH, options_over(Arc::new(memory.clone()))).expect("reopen");
     let survived = surviving_prefix(&reopened);
     assert!(survived < KEYS, "no write was synced, yet all {KEYS} survived: the switches synced the logs");
@@ -89,13 +89,13 @@ fn a_switch_does_not_sync_the_old_log_and_what_survives_is_a_prefix() {
 #[test]
 fn a_synced_write_makes_every_closed_log_durable_too() {
     let memory = MemFileSystem::new();
-    let (db, slow) = open_with_stuck_flushes(&memory);
+    let (db, gate) = open_with_stuck_flushes(&memory);
     write_keys(&db);
     assert!(log_names(&memory).len() >= 3, "expected several log switches: {:?}", log_names(&memory));
     let mut batch = WriteBatch::new();
     batch.put(&key(KEYS), &value(KEYS, 0, 100));
     db.write_opt(batch, &WriteOptions { sync: true }).expect("synced write");
-    power_loss(db, &slow, &memory);
+    power_loss(db, &gate, &memory);
     let reopened = Db::open(PATH, options_over(Arc::new(memory.clone()))).expect("reopen");
     assert_eq!(surviving_prefix(&reopened), KEYS + 1, "a synced write must keep every earlier write");
 }
@@ -115,20 +115,22 @@ fn a_flush_with_several_column_families_makes_the_closed_logs_durable_first() {
     let families = vec![("small".to_string(), small)];
     let db = Db::open_with_column_families(PATH, options.clone(), families.clone()).expect("open");
     let family = db.column_family("small").expect("family");
-    let mut number = 0;
-    let started = Instant::now();
-    // Write batches over both families until the small one has flushed a table.
-    while db.stats().column_families.iter().all(|stats| stats.levels.iter().all(|level| level.files == 0)) {
+    // Batches over both families: enough to fill the small family's memtable several times
+    // (each switch starts a new log, leaving the default family's part of every earlier batch
+    // in closed, unsynced logs), never the default family's. Then the small family's flushes
+    // finish, each made durable without a sync of the current log.
+    const BATCHES: u64 = 400;
+    for number in 0..BATCHES {
         let mut batch = WriteBatch::new();
         batch.put(&key(number), &value(number, 0, 100));
         batch.put_cf(&family, &key(number), &value(number, 1, 100));
         db.write_opt(batch, &WriteOptions::default()).expect("write");
-        number += 1;
-        if number % 100 == 0 {
-            std::thread::sleep(Duration::from_millis(5));
-        }
-        assert!(started.elapsed() < Duration::from_secs(60), "the small column family never flushed");
     }
+    db.wait_for_background_work().expect("flushes finish");
+    let tables: Vec<usize> =
+        db.stats().column_families.iter().map(|stats| stats.levels.iter().map(|level| level.files).sum()).collect();
+    assert!(tables.iter().sum::<usize>() > 0, "the small column family never flushed: tables per family {tables:?}");
+    assert!(log_names(&memory).len() >= 2, "expected a log switch: {:?}", log_names(&memory));
     memory.simulate_power_loss(PowerLossMode::DropUnsynced);
     drop(family);
     drop(db);
@@ -140,7 +142,7 @@ fn a_flush_with_several_column_families_makes_the_closed_logs_durable_first() {
     for small_key in small_contents.keys() {
         assert!(
             default_contents.contains_key(small_key),
-            "{} of {number} batches: a batch survived in the flushed family but not in the default one",
+            "{} of {BATCHES} batches: a batch survived in the flushed family but not in the default one",
             small_contents.len()
         );
     }
@@ -149,12 +151,12 @@ fn a_flush_with_several_column_families_makes_the_closed_logs_durable_first() {
 /// Writes `KEYS` keys over several logs and syncs them all, then cuts the power: every log is
 /// durable and complete, and no table exists. Returns the log names, oldest first.
 fn durable_logs_without_tables(memory: &MemFileSystem) -> Vec<String> {
-    let (db, slow) = open_with_stuck_flushes(memory);
+    let (db, gate) = open_with_stuck_flushes(memory);
     write_keys(&db);
     let mut batch = WriteBatch::new();
     batch.put(b"synced", b"");
     db.write_opt(batch, &WriteOptions { sync: true }).expect("synced write");
-    power_loss(db, &slow, memory);
+    power_loss(db, &gate, memory);
     let logs = log_names(memory);
     assert!(logs.len() >= 3, "expected several logs: {logs:?}");
     assert!(!memory.file_names(PATH).iter().any(|name| name.ends_with(".sst")), "a flush finished");
