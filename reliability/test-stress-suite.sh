@@ -6,13 +6,16 @@
 # see crates/riptide/tests/README.md for the rule it breaks.
 #
 # The test binaries are built once (`cargo test --workspace --no-run`, the profile `make test`
-# uses) and run directly, each from its package's directory as cargo runs them, because two
+# uses) in a target directory of their own (target/test-stress-suite unless CARGO_TARGET_DIR is
+# set), so that building or testing in the work tree meanwhile cannot replace a binary under a
+# run, and run directly, each from its package's directory as cargo runs them, because two
 # `cargo test` commands on one target directory would wait for each other's lock. Doc tests are
 # not run (they force no interleaving). Logs of failed binaries stay under
-# $(cargo_target_dir)/test-stress-suite/; one ledger line records the result.
+# <target directory>/test-stress-suite/; one ledger line records the result.
 set -uo pipefail
 cd "$(dirname "$0")/.."
 source reliability/common.sh
+export CARGO_TARGET_DIR="${CARGO_TARGET_DIR:-target/test-stress-suite}"
 runs="${STRESS_RUNS:-10}"
 copies="${STRESS_COPIES:-2}"
 load="${STRESS_LOAD:-0}"
