@@ -35,12 +35,14 @@ enum Held {
     /// Appends made on any thread but a flush thread (the engine names them `riptide-flush-N`):
     /// compactions, their sub-compactions and `compact_range` callers. Flushes pass.
     Compactions,
+    /// None held: every table append fails with EIO instead, and held ones wake to fail.
+    Failing,
 }
 
 impl Held {
     fn holds_this_thread(self) -> bool {
         match self {
-            Held::Nothing => false,
+            Held::Nothing | Held::Failing => false,
             Held::Everything => true,
             Held::Compactions => !std::thread::current().name().is_some_and(|name| name.starts_with("riptide-flush-")),
         }
@@ -68,8 +70,9 @@ impl Gate {
         self.state.lock().unwrap_or_else(|poisoned| poisoned.into_inner())
     }
 
-    /// Called before every table append: waits while the gate is closed, then counts it.
-    fn pass(&self) {
+    /// Called before every table append: waits while the gate is closed, then counts it, or
+    /// refuses it when the gate fails appends.
+    fn pass(&self) -> Result<()> {
         let mut state = self.lock();
         if state.held_kind.holds_this_thread() {
             state.held += 1;
@@ -79,6 +82,12 @@ impl Gate {
             }
             state.held -= 1;
         }
+        if state.held_kind == Held::Failing {
+            return Err(riptide::Error::Io {
+                context: "table append refused by the test gate (the power is off)".to_string(),
+                source: std::io::Error::from_raw_os_error(5),
+            });
+        }
         state.appends += 1;
         let delay = state.append_delay;
         drop(state);
@@ -86,6 +95,7 @@ impl Gate {
         if !delay.is_zero() {
             std::thread::sleep(delay);
         }
+        Ok(())
     }
 }
 
@@ -116,6 +126,14 @@ impl TableGate {
     /// Lets every held append, and every later one, through.
     pub fn release(&self) {
         self.gate.lock().held_kind = Held::Nothing;
+        self.gate.changed.notify_all();
+    }
+
+    /// Fails every table creation and append from now on with EIO, the held ones included: for a test that
+    /// cut the power, so that a flush or compaction still running in the dead process can write
+    /// no table (in a real power cut nothing runs after it).
+    pub fn fail(&self) {
+        self.gate.lock().held_kind = Held::Failing;
         self.gate.changed.notify_all();
     }
 
@@ -173,7 +191,7 @@ struct GatedWritableFile {
 
 impl WritableFile for GatedWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
-        self.gate.pass();
+        self.gate.pass()?;
         self.inner.append(data)
     }
 
@@ -192,8 +210,15 @@ impl WritableFile for GatedWritableFile {
 
 impl FileSystem for TableGate {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
+        let table = path.extension().is_some_and(|extension| extension == "sst");
+        if table && self.gate.lock().held_kind == Held::Failing {
+            return Err(riptide::Error::Io {
+                context: format!("creating {} refused by the test gate (the power is off)", path.display()),
+                source: std::io::Error::from_raw_os_error(5),
+            });
+        }
         let file = self.inner.create(path)?;
-        if path.extension().is_some_and(|extension| extension == "sst") {
+        if table {
             Ok(Box::new(GatedWritableFile { inner: file, gate: Arc::clone(&self.gate) }))
         } else {
             Ok(file)
