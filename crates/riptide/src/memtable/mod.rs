@@ -741,11 +741,13 @@ mod tests {
     #[test]
     fn memory_accounting_tracks_arena_chunks() {
         let memtable = MemTable::new(64 << 20, KeyComparator::Bytewise);
-        // An empty memtable holds its first chunk (an eighth of the hint, at most 4 MiB) and its
-        // key filter (one byte per 64 bytes of capacity).
+        // An empty memtable holds its key filter (one byte per 64 bytes of capacity), and its
+        // first chunk (an eighth of the hint, at most 4 MiB) only as far as it is used: the
+        // chunk is page-mapped on Unix, so its untouched pages cost nothing.
         let filter_bytes = (64 << 20) / 64;
+        let first_chunk = if cfg!(unix) { 0 } else { 4 << 20 };
         let initial = memtable.approximate_memory_bytes();
-        assert_eq!(initial, (4 << 20) + filter_bytes);
+        assert!(initial >= filter_bytes + first_chunk && initial <= filter_bytes + first_chunk + 4096, "{initial}");
         let mut payload_bytes = 0;
         let value = [7u8; 100];
         for number in 0..100_000u64 {
@@ -757,7 +759,6 @@ mod tests {
         assert!(used >= payload_bytes, "{used} < {payload_bytes}");
         // Per-entry overhead (header, tower, padding) plus at most one partly used chunk.
         assert!(used <= payload_bytes * 3 / 2 + (4 << 20) + filter_bytes, "{used} too large for {payload_bytes}");
-        assert_eq!((used - filter_bytes) % (4 << 20), 0, "only whole regular chunks were added");
     }
 
     #[test]
@@ -769,7 +770,8 @@ mod tests {
         memtable.insert(b"", 3, ValueKind::Delete, b"");
         memtable.insert(b"big", 4, ValueKind::Put, &large[..1000]);
         memtable.insert(b"small", 5, ValueKind::Put, b"v");
-        assert!(memtable.approximate_memory_bytes() >= (1 << 20) + 512 * 1024);
+        // The 1 MiB value has a chunk of its own; the small entries use part of the regular one.
+        assert!(memtable.approximate_memory_bytes() >= (1 << 20) + 1000);
         assert_eq!(memtable.get(b"big", 1), Some(MemTableLookup::Value(large.clone())));
         assert_eq!(memtable.get(b"big", 9), Some(MemTableLookup::Value(large[..1000].to_vec())));
         assert_eq!(memtable.get(b"", 2), Some(MemTableLookup::Value(Vec::new())));
