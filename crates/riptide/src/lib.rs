@@ -33,6 +33,7 @@ mod error;
 pub mod fs;
 mod iterator;
 mod key;
+mod memory_charge;
 mod memtable;
 mod options;
 mod snapshot;

@@ -1,6 +1,8 @@
 //! The global memory cap (`Options::max_memory_bytes`): writes far beyond the cap, into several
 //! column families whose memtables alone could hold three times the cap, keep the accounted
-//! memory within the cap, raise the pressure level, and lose nothing.
+//! memory within the cap, raise the pressure level, and lose nothing; table builders are
+//! counted while they run; and the process itself (its resident memory, measured by the
+//! kernel in a child process on the real file system) stays within the cap's tolerance.
 
 mod common;
 mod table_gate;
@@ -13,7 +15,7 @@ use std::time::Duration;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use riptide::fs::MemFileSystem;
-use riptide::{ColumnFamily, Compression, Db, Error, MemoryPressure, Options, ReadOptions};
+use riptide::{ColumnFamily, Compression, Db, Error, MemoryPressure, Options, ReadOptions, WriteBatch};
 
 use common::key;
 
@@ -260,5 +262,183 @@ fn a_cap_under_16_mib_is_rejected() {
             Options { file_system: Arc::new(MemFileSystem::new()), max_memory_bytes: cap, ..Options::default() };
         let db = Db::open("/cap", options).expect("a valid cap opens");
         assert!(db.stats().memory_limit_bytes >= 16 << 20);
+    }
+}
+
+/// The environment variable that makes this test binary the child of
+/// `the_process_stays_within_the_cap`: it names the database directory.
+const RSS_CHILD_ENV: &str = "RIPTIDE_RSS_CHILD_DIR";
+/// MiB the child writes in all (default 256, four times the cap); `make soak` writes more.
+const RSS_WRITE_MIB_ENV: &str = "RIPTIDE_RSS_WRITE_MIB";
+/// The cap of the process test: the smallest cap the tolerance is promised for.
+const RSS_CAP: u64 = 64 * MIB;
+
+/// A field of `/proc/self/status` in bytes (`VmHWM`, `VmRSS`).
+fn status_bytes(field: &str) -> u64 {
+    let status = std::fs::read_to_string("/proc/self/status").expect("read /proc/self/status");
+    let line = status.lines().find(|line| line.starts_with(field)).expect("the field is in /proc/self/status");
+    let kib: u64 = line.split_whitespace().nth(1).and_then(|number| number.parse().ok()).expect("a number of kB");
+    kib * 1024
+}
+
+/// The child's body: runs only when the parent starts this test binary with the variable set.
+/// Four column families with the default 64 MiB memtables and a 64 MiB block cache, under a
+/// 64 MiB cap, on the real file system: four writers write batches of 4 KiB values while two
+/// readers do point reads and 100-key scans, then every family is compacted and read back
+/// whole. The kernel's own high-water mark (`VmHWM`) of the process is the measure, so no
+/// sampling can miss a peak; it includes the test binary itself.
+#[test]
+fn rss_child() {
+    let Ok(dir) = std::env::var(RSS_CHILD_ENV) else { return };
+    const FAMILIES: usize = 4;
+    const VALUE_BYTES: usize = 4096;
+    const KEYS_PER_FAMILY: u64 = 8192;
+    let write_mib: u64 = std::env::var(RSS_WRITE_MIB_ENV).ok().and_then(|value| value.parse().ok()).unwrap_or(256);
+    let writes_per_family = write_mib * MIB / VALUE_BYTES as u64 / FAMILIES as u64;
+    let baseline = status_bytes("VmRSS:");
+    let options = Options { max_memory_bytes: RSS_CAP, block_cache_size_bytes: 64 << 20, ..Options::default() };
+    let db = Db::open(&dir, options.clone()).expect("open");
+    let mut families: Vec<ColumnFamily> = vec![db.default_column_family()];
+    for index in 1..FAMILIES {
+        families.push(db.create_column_family(&format!("cf{index}"), options.column_family_options()).expect("create"));
+    }
+    let writing = AtomicBool::new(true);
+    std::thread::scope(|scope| {
+        for reader in 0..2u64 {
+            let (db, families, writing) = (&db, &families, &writing);
+            scope.spawn(move || {
+                let mut rng = SmallRng::seed_from_u64(100 + reader);
+                while writing.load(Ordering::Acquire) {
+                    let family = &families[rng.gen_range(0..FAMILIES)];
+                    let n = rng.gen_range(0..KEYS_PER_FAMILY);
+                    db.get_cf(family, &key(n)).expect("get");
+                    let mut iterator = db.iter_cf(family, &ReadOptions::default()).expect("iter");
+                    iterator.seek(&key(n));
+                    for _ in 0..100 {
+                        if !iterator.valid() {
+                            break;
+                        }
+                        iterator.next();
+                    }
+                    iterator.status().expect("scan");
+                }
+            });
+        }
+        let writers: Vec<_> = families
+            .iter()
+            .enumerate()
+            .map(|(index, family)| {
+                let db = &db;
+                scope.spawn(move || {
+                    let mut rng = SmallRng::seed_from_u64(index as u64);
+                    let mut version = 0;
+                    while version < writes_per_family {
+                        let mut batch = WriteBatch::new();
+                        for _ in 0..16 {
+                            let n = rng.gen_range(0..KEYS_PER_FAMILY);
+                            batch.put_cf(family, &key(n), &value(n, version, VALUE_BYTES));
+                            version += 1;
+                        }
+                        db.write(batch).expect("write");
+                    }
+                })
+            })
+            .collect();
+        for writer in writers {
+            writer.join().expect("writer");
+        }
+        writing.store(false, Ordering::Release);
+    });
+    for family in &families {
+        db.compact_range(family, None, None).expect("compact");
+        let mut iterator = db.iter_cf(family, &ReadOptions::default()).expect("iter");
+        iterator.seek_to_first();
+        while iterator.valid() {
+            iterator.next();
+        }
+        iterator.status().expect("read back");
+    }
+    let stats = db.stats();
+    db.close().expect("close");
+    eprintln!("{stats}");
+    println!(
+        "rss: baseline {} peak {} engine-peak {} cap {} written-mib {write_mib}",
+        baseline,
+        status_bytes("VmHWM:"),
+        stats.memory_peak_bytes,
+        RSS_CAP
+    );
+}
+
+/// The cap bounds the process, not only the engine's own count: the child above (a process of
+/// its own, so that no other test's memory is measured) must peak within the cap plus 10 %
+/// plus 32 MiB (the tolerance `docs/architecture.md` promises, "Memory cap"), counting from the
+/// resident memory it had before opening the database.
+#[test]
+fn the_process_stays_within_the_cap() {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let path = dir.path().join("db");
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", "rss_child", "--nocapture", "--test-threads=1"])
+        .env(RSS_CHILD_ENV, &path)
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "the child failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    // The harness may print "test rss_child ... " on the same line before the report.
+    let line = stdout
+        .lines()
+        .find_map(|line| line.find("rss: ").map(|start| &line[start..]))
+        .expect("the child reports its memory");
+    let field = |name: &str| -> u64 {
+        let mut words = line.split_whitespace();
+        words.find(|word| *word == name).and_then(|_| words.next()).and_then(|n| n.parse().ok()).expect(name)
+    };
+    let (baseline, peak, engine_peak) = (field("baseline"), field("peak"), field("engine-peak"));
+    let allowed = RSS_CAP + RSS_CAP / 10 + 32 * MIB;
+    println!(
+        "process peak {:.1} MiB over a baseline of {:.1} MiB (engine's peak {:.1} MiB), allowed {:.1} MiB",
+        peak as f64 / MIB as f64,
+        baseline as f64 / MIB as f64,
+        engine_peak as f64 / MIB as f64,
+        allowed as f64 / MIB as f64
+    );
+    assert!(
+        peak.saturating_sub(baseline) <= allowed,
+        "the process peaked at {:.1} MiB above its baseline, over the {:.1} MiB the cap of {} MiB allows",
+        peak.saturating_sub(baseline) as f64 / MIB as f64,
+        allowed as f64 / MIB as f64,
+        RSS_CAP / MIB
+    );
+}
+
+/// A flush holds its table builder's buffers (block, index, filter) while it runs: the cap
+/// counts them (`Stats::table_builder_bytes`, part of `memory_usage_bytes`) exactly while the
+/// flush runs, and not after. The flush is held at its first table append by the gate, so it
+/// is running when the test looks.
+#[test]
+fn table_builders_are_counted_while_they_run() {
+    let memory = riptide::fs::MemFileSystem::new();
+    let gate = table_gate::TableGate::new(Arc::new(memory));
+    let options = Options { file_system: Arc::new(gate.clone()), max_memory_bytes: 256 * MIB, ..Options::default() };
+    let db = Db::open("/builders", options).expect("open");
+    for i in 0..20_000u64 {
+        db.put(&key(i), &value(i, 0, 100)).expect("put");
+    }
+    assert_eq!(db.stats().table_builder_bytes, 0, "no builder before the flush");
+    gate.hold();
+    std::thread::scope(|scope| {
+        let flush = scope.spawn(|| db.flush());
+        gate.wait_for_held(1);
+        let stats = db.stats();
+        assert!(stats.table_builder_bytes > 0, "a running flush's builder is not counted:\n{stats}");
+        gate.release();
+        flush.join().expect("flush thread").expect("flush");
+    });
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(stats.table_builder_bytes, 0, "a finished builder is still counted:\n{stats}");
+    for i in (0..20_000u64).step_by(97) {
+        assert_eq!(db.get(&key(i)).expect("get"), Some(value(i, 0, 100)));
     }
 }

@@ -528,7 +528,9 @@ fn write_outputs(
             let number = inner.state.lock().versions.new_file_number();
             let path = table_path(&inner.dir, number);
             let file = inner.file_system.create(&path)?;
-            builder = Some((number, TableBuilder::new(file, path, table_options.clone())));
+            let new_builder =
+                TableBuilder::new(file, path, table_options.clone()).with_memory_charge(inner.memory.builder_charge());
+            builder = Some((number, new_builder));
         }
         if let Some((_, active)) = builder.as_mut() {
             if zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot) {

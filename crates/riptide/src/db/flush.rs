@@ -21,6 +21,7 @@ use super::{DbInner, DbState};
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
+use crate::memory_charge::MemoryCharge;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
 use crate::sstable::{TableBuilder, TableOptions};
@@ -35,10 +36,14 @@ pub(crate) fn write_level0_table(
     memtable: &Arc<MemTable>,
     number: u64,
     smallest_snapshot: u64,
+    memory_charge: Option<MemoryCharge>,
 ) -> Result<Option<FileMetadata>> {
     let path = table_path(dir, number);
     let file = file_system.create(&path)?;
     let mut builder = TableBuilder::new(file, path.clone(), TableOptions::for_level(options, 0, false));
+    if let Some(charge) = memory_charge {
+        builder = builder.with_memory_charge(charge);
+    }
     let mut iterator = memtable.iter();
     iterator.seek_to_first();
     let mut filter = VersionFilter::new(smallest_snapshot, false);
@@ -106,19 +111,26 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
             (id, memtable, number, smallest_snapshot, options, state.column_families.len() > 1)
         };
-        let written =
-            write_level0_table(&inner.dir, inner.file_system.as_ref(), &options, &memtable, number, smallest_snapshot)
-                .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta))
-                .and_then(|meta| {
-                    // A batch may span column families. Once this table is installed, recovery
-                    // no longer replays this family's part from the logs, so the other parts,
-                    // which may exist only in the logs so far, must be durable first (the
-                    // memtable's writes all lie in closed logs: its switch started a new one).
-                    if several_families {
-                        super::write::sync_closed_logs(&inner)?;
-                    }
-                    Ok(meta)
-                });
+        let written = write_level0_table(
+            &inner.dir,
+            inner.file_system.as_ref(),
+            &options,
+            &memtable,
+            number,
+            smallest_snapshot,
+            Some(inner.memory.builder_charge()),
+        )
+        .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta))
+        .and_then(|meta| {
+            // A batch may span column families. Once this table is installed, recovery
+            // no longer replays this family's part from the logs, so the other parts,
+            // which may exist only in the logs so far, must be durable first (the
+            // memtable's writes all lie in closed logs: its switch started a new one).
+            if several_families {
+                super::write::sync_closed_logs(&inner)?;
+            }
+            Ok(meta)
+        });
         let mut state = inner.state.lock();
         let Some(family) = state.column_families.get_mut(&id) else {
             // The column family was dropped meanwhile: its table is garbage.

@@ -1,9 +1,10 @@
 //! The global memory cap: accounting of what the engine holds in memory, pressure levels, and
 //! the actions each level triggers.
 //!
-//! Memory is counted in four parts: active memtables and immutable memtables of every column
-//! family (their arena chunks), the block cache's charged bytes, and the indexes, filters and
-//! properties of open tables. The writer side (the write leader, under the database mutex)
+//! Memory is counted in five parts: active memtables and immutable memtables of every column
+//! family (their arena chunks), the block cache's charged bytes, the indexes, filters and
+//! properties of open tables, and the buffers of the table builders of running flushes and
+//! compactions (charged live through [`crate::memory_charge::MemoryCharge`]). The writer side (the write leader, under the database mutex)
 //! totals the memtables itself, because they change with every write; the cache and table
 //! parts change more slowly and are refreshed by the monitor thread every
 //! `MONITOR_INTERVAL_MS` milliseconds.
@@ -34,8 +35,10 @@
 //! changed only through [`MemoryGovernor::set_block_cache_capacity_bytes`].
 
 use std::sync::atomic::{AtomicU64, AtomicU8, AtomicUsize, Ordering};
+use std::sync::Arc;
 
 use crate::cache::BlockCache;
+use crate::memory_charge::MemoryCharge;
 
 use super::stats::MemoryPressure;
 
@@ -64,6 +67,8 @@ pub(crate) struct MemoryGovernor {
     table_usage_bytes: AtomicU64,
     /// Memtable memory as of the last write group.
     memtable_usage_bytes: AtomicU64,
+    /// Buffers of running table builders (flushes and compactions), charged live.
+    builder_usage_bytes: Arc<AtomicU64>,
     /// The capacity the user configured; the cache may be shrunk below it under pressure.
     configured_cache_bytes: AtomicUsize,
     pressure: AtomicU8,
@@ -84,6 +89,7 @@ impl MemoryGovernor {
             other_usage_bytes: AtomicU64::new(0),
             table_usage_bytes: AtomicU64::new(0),
             memtable_usage_bytes: AtomicU64::new(0),
+            builder_usage_bytes: Arc::new(AtomicU64::new(0)),
             configured_cache_bytes: AtomicUsize::new(configured_cache_bytes),
             pressure: AtomicU8::new(MemoryPressure::Normal as u8),
             peak_usage_bytes: AtomicU64::new(0),
@@ -101,7 +107,19 @@ impl MemoryGovernor {
 
     /// Total use as last accounted.
     pub(crate) fn usage_bytes(&self) -> u64 {
-        self.other_usage_bytes.load(Ordering::Relaxed) + self.memtable_usage_bytes.load(Ordering::Relaxed)
+        self.other_usage_bytes.load(Ordering::Relaxed)
+            + self.memtable_usage_bytes.load(Ordering::Relaxed)
+            + self.builder_usage_bytes()
+    }
+
+    /// A charge for one table builder's buffers (see `TableBuilder::with_memory_charge`).
+    pub(crate) fn builder_charge(&self) -> MemoryCharge {
+        MemoryCharge::new(Arc::clone(&self.builder_usage_bytes))
+    }
+
+    /// Bytes the running table builders hold now.
+    pub(crate) fn builder_usage_bytes(&self) -> u64 {
+        self.builder_usage_bytes.load(Ordering::Relaxed)
     }
 
     pub(crate) fn peak_usage_bytes(&self) -> u64 {
@@ -134,10 +152,12 @@ impl MemoryGovernor {
     }
 
     /// The most the block cache may hold now: the room below the elevated mark that the
-    /// memtables and open tables leave.
+    /// memtables, open tables and table builders leave.
     pub(crate) fn cache_room_bytes(&self) -> usize {
         let elevated_mark = (u128::from(self.limit_bytes) * u128::from(ELEVATED_PER_MILLE) / 1000) as u64;
-        let others = self.memtable_usage_bytes.load(Ordering::Relaxed) + self.table_usage_bytes.load(Ordering::Relaxed);
+        let others = self.memtable_usage_bytes.load(Ordering::Relaxed)
+            + self.table_usage_bytes.load(Ordering::Relaxed)
+            + self.builder_usage_bytes();
         usize::try_from(elevated_mark.saturating_sub(others)).unwrap_or(usize::MAX)
     }
 

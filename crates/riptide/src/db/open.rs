@@ -367,7 +367,16 @@ fn flush_recovered(
     let fresh = MemTable::new(replay.options.memtable_size_bytes, replay.memtable.comparator().clone());
     let memtable = std::mem::replace(&mut replay.memtable, Arc::new(fresh));
     if let Some(meta) =
-        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, smallest_snapshot)?
+        // Recovery runs before the memory governor exists and flushes one memtable at a time.
+        write_level0_table(
+            dir,
+            file_system.as_ref(),
+            &replay.options,
+            &memtable,
+            number,
+            smallest_snapshot,
+            None,
+        )?
     {
         replay.edit.new_files.push((0, meta));
     }

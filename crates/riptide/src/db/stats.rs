@@ -145,7 +145,7 @@ pub struct Stats {
     pub manual_compactions: u64,
     /// The global memory cap in effect.
     pub memory_limit_bytes: u64,
-    /// Memory in use as last accounted: memtables, block cache, open tables.
+    /// Memory in use as last accounted: memtables, block cache, open tables, table builders.
     pub memory_usage_bytes: u64,
     /// Largest memory use accounted since open.
     pub memory_peak_bytes: u64,
@@ -176,6 +176,9 @@ pub struct Stats {
     pub open_tables: usize,
     /// Memory held by open tables (indexes, filters, properties).
     pub table_memory_bytes: usize,
+    /// Memory held now by the table builders of running flushes and compactions (block, index
+    /// and filter buffers).
+    pub table_builder_bytes: usize,
     /// Logical bytes written by users (encoded batch sizes).
     pub user_bytes_written: u64,
     /// Bytes appended to write-ahead logs.
@@ -292,7 +295,13 @@ impl fmt::Display for Stats {
             self.block_cache_hits,
             self.block_cache_misses
         )?;
-        writeln!(f, "open tables: {} ({:.2} MiB)", self.open_tables, self.table_memory_bytes as f64 / MIB)?;
+        writeln!(
+            f,
+            "open tables: {} ({:.2} MiB); table builders {:.2} MiB",
+            self.open_tables,
+            self.table_memory_bytes as f64 / MIB,
+            self.table_builder_bytes as f64 / MIB
+        )?;
         writeln!(
             f,
             "written: user {:.2} MiB, wal {:.2} MiB, flush {:.2} MiB ({}), compaction {:.2} MiB ({}, read {:.2} MiB, {} trivial moves)",
@@ -423,6 +432,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         block_cache_misses: inner.block_cache.miss_count(),
         open_tables: inner.table_cache.len(),
         table_memory_bytes: inner.table_cache.memory_usage_bytes(),
+        table_builder_bytes: usize::try_from(memory.builder_usage_bytes()).unwrap_or(usize::MAX),
         user_bytes_written: inner.user_bytes_written.load(Ordering::Relaxed),
         wal_bytes_written: inner.wal_bytes_written.load(Ordering::Relaxed),
         flush_count: background.flush_count,

@@ -128,6 +128,11 @@ impl BlockBuilder {
     }
 
     /// True when nothing was added since the last reset.
+    /// Bytes the builder's buffers hold (their capacities, used or not).
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.buffer.capacity() + self.restarts.capacity() * std::mem::size_of::<u32>()
+    }
+
     pub(crate) fn is_empty(&self) -> bool {
         self.num_entries == 0
     }

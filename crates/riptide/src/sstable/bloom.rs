@@ -77,6 +77,11 @@ impl BloomFilterBuilder {
         self.hashes.push(bloom_hash(user_key));
     }
 
+    /// Bytes the builder holds: the hashes collected so far.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.hashes.capacity() * std::mem::size_of::<u64>()
+    }
+
     /// Bytes the encoded filter would take now.
     pub(crate) fn estimated_size_bytes(&self) -> usize {
         self.num_lines() * LINE_SIZE_BYTES + FILTER_METADATA_SIZE_BYTES

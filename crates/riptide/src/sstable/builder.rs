@@ -17,6 +17,7 @@ use std::path::PathBuf;
 use crate::error::{Error, Result};
 use crate::fs::WritableFile;
 use crate::key::{self, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::memory_charge::MemoryCharge;
 use crate::sstable::block::BlockBuilder;
 use crate::sstable::bloom::BloomFilterBuilder;
 use crate::sstable::format::{
@@ -48,6 +49,9 @@ pub(crate) struct TableBuilder {
     /// Bytes written to the file so far.
     offset: u64,
     properties: TableProperties,
+    /// The builder's buffers, charged to the memory cap when the engine asked for it; updated
+    /// after every data block and released when the builder is dropped.
+    memory_charge: Option<MemoryCharge>,
 }
 
 impl TableBuilder {
@@ -75,6 +79,30 @@ impl TableBuilder {
             file,
             path,
             options,
+            memory_charge: None,
+        }
+    }
+
+    /// Charges the builder's buffers (index, filter and block builders) to `charge` from now on.
+    pub(crate) fn with_memory_charge(mut self, charge: MemoryCharge) -> TableBuilder {
+        self.memory_charge = Some(charge);
+        self.update_memory_charge(0);
+        self
+    }
+
+    /// Bytes the builder holds in memory: its block, index and filter buffers.
+    fn memory_bytes(&self) -> usize {
+        self.data_block.memory_bytes()
+            + self.index_block.memory_bytes()
+            + self.filter.as_ref().map_or(0, BloomFilterBuilder::memory_bytes)
+            + self.last_key.capacity()
+    }
+
+    /// Charges the buffers plus `extra_bytes` about to be allocated.
+    fn update_memory_charge(&mut self, extra_bytes: usize) {
+        let bytes = (self.memory_bytes() + extra_bytes) as u64;
+        if let Some(charge) = self.memory_charge.as_mut() {
+            charge.set(bytes);
         }
     }
 
@@ -162,6 +190,10 @@ impl TableBuilder {
         }
         self.properties.data_size_bytes = self.offset;
         self.properties.largest_key = self.last_key.clone();
+        // Finishing allocates the encoded filter and a copy of the index next to the buffers.
+        let finishing_bytes = self.filter.as_ref().map_or(0, BloomFilterBuilder::estimated_size_bytes)
+            + self.index_block.estimated_size_bytes();
+        self.update_memory_charge(finishing_bytes);
 
         let filter_handle = match self.filter.take() {
             Some(filter) => {
@@ -199,6 +231,8 @@ impl TableBuilder {
     /// Compresses and writes the current data block and remembers its handle for the index.
     fn flush_data_block(&mut self) -> Result<()> {
         debug_assert!(!self.data_block.is_empty());
+        // Charged before the writes, so that a job waiting on its file is counted as it is.
+        self.update_memory_charge(0);
         let raw = self.data_block.finish();
         let (block_type, stored) = self.compressor.compress(raw);
         let handle = BlockHandle { offset: self.offset, size_bytes: stored.len() as u64 };
