@@ -14,6 +14,17 @@ use riptide_bench::error::Result;
 use riptide_bench::suite::{default_plot_script, run_suite, write_report, SuiteOptions};
 use riptide_bench::workload::{format_rate, run_and_record, RunParameters};
 
+#[cfg(all(feature = "mimalloc", feature = "jemalloc"))]
+compile_error!("pick one allocator: the features mimalloc and jemalloc exclude each other");
+
+#[cfg(feature = "mimalloc")]
+#[global_allocator]
+static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
+
+#[cfg(feature = "jemalloc")]
+#[global_allocator]
+static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
+
 /// Riptide vs RocksDB, side by side: workloads, suites, reports and comparisons.
 #[derive(Parser)]
 #[command(name = "riptide-bench", version)]

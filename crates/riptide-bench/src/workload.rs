@@ -111,6 +111,11 @@ pub struct RunParameters {
     /// Block cache size, e.g. 64M.
     #[arg(long = "block-cache-size", value_parser = parse_size_bytes, default_value = "64M")]
     pub block_cache_size_bytes: u64,
+    /// A memory budget for the whole engine, e.g. 128M (0: none, each engine's default). Riptide:
+    /// `max_memory_bytes`; RocksDB: a write buffer manager charging memtables to a block cache
+    /// of this size (see `rocksdb_settings_text`).
+    #[arg(long = "max-memory", value_parser = parse_size_bytes, default_value = "0")]
+    pub max_memory_bytes: u64,
     /// Turn bloom filters off (on by default, 10 bits per key).
     #[arg(long = "no-bloom")]
     pub no_bloom: bool,
@@ -165,6 +170,7 @@ impl Default for RunParameters {
             sync: false,
             memtable_size_bytes: 64 << 20,
             block_cache_size_bytes: 64 << 20,
+            max_memory_bytes: 0,
             no_bloom: false,
             value_compressibility: 0.5,
             max_seconds: 0.0,
@@ -214,6 +220,7 @@ impl RunParameters {
         Ok(EngineSettings {
             memtable_size_bytes: usize::try_from(self.memtable_size_bytes).context("memtable size")?,
             block_cache_size_bytes: usize::try_from(self.block_cache_size_bytes).context("block cache size")?,
+            max_memory_bytes: usize::try_from(self.max_memory_bytes).context("memory budget")?,
             bloom: !self.no_bloom,
             sync: self.sync,
         })
@@ -266,6 +273,8 @@ impl RunParameters {
             self.memtable_size_bytes.to_string(),
             "--block-cache-size".to_string(),
             self.block_cache_size_bytes.to_string(),
+            "--max-memory".to_string(),
+            self.max_memory_bytes.to_string(),
             "--value-compressibility".to_string(),
             self.value_compressibility.to_string(),
             "--max-seconds".to_string(),

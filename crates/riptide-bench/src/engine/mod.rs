@@ -66,6 +66,8 @@ pub struct EngineSettings {
     pub memtable_size_bytes: usize,
     /// Block cache capacity.
     pub block_cache_size_bytes: usize,
+    /// A memory budget for the whole engine (0: none). See `RunParameters::max_memory_bytes`.
+    pub max_memory_bytes: usize,
     /// Bloom filters on (10 bits per key) or off.
     pub bloom: bool,
     /// Sync the WAL on every write.
@@ -81,7 +83,13 @@ pub const ROCKSDB_BACKGROUND_JOBS: i32 = 2;
 
 impl Default for EngineSettings {
     fn default() -> EngineSettings {
-        EngineSettings { memtable_size_bytes: 64 << 20, block_cache_size_bytes: 64 << 20, bloom: true, sync: false }
+        EngineSettings {
+            memtable_size_bytes: 64 << 20,
+            block_cache_size_bytes: 64 << 20,
+            max_memory_bytes: 0,
+            bloom: true,
+            sync: false,
+        }
     }
 }
 
@@ -198,7 +206,16 @@ pub fn rocksdb_settings_text(settings: &EngineSettings) -> String {
         "compression = LZ4 (all levels)".to_string(),
         "max_open_files = 1000 (Riptide's max_open_tables)".to_string(),
         format!("block_based_table: block_size = {BLOCK_SIZE_BYTES} bytes, {bloom}"),
-        format!("block_based_table: block_cache = LRU cache of {} bytes", settings.block_cache_size_bytes),
+        if settings.max_memory_bytes > 0 {
+            format!(
+                "memory budget {} bytes: block_cache = LRU cache of that size, memtables charged to it by a \
+                 WriteBufferManager with buffer_size = half the budget and allow_stall = true, \
+                 cache_index_and_filter_blocks = true",
+                settings.max_memory_bytes
+            )
+        } else {
+            format!("block_based_table: block_cache = LRU cache of {} bytes", settings.block_cache_size_bytes)
+        },
         "write options: WAL on; WriteOptions.sync = true only in --sync runs (the sync_* tests)".to_string(),
         "reads: get_pinned_opt with one ReadOptions per thread; scans: a raw iterator per scan".to_string(),
     ];

@@ -25,6 +25,7 @@ pub fn options(settings: &EngineSettings) -> Result<Options> {
     let mut options = Options {
         memtable_size_bytes: settings.memtable_size_bytes,
         block_cache_size_bytes: settings.block_cache_size_bytes,
+        max_memory_bytes: settings.max_memory_bytes as u64,
         bloom_bits_per_key: if settings.bloom { BLOOM_BITS_PER_KEY } else { 0 },
         block_size_bytes: BLOCK_SIZE_BYTES,
         compression: Compression::Lz4,

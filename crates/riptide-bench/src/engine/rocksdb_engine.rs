@@ -8,8 +8,8 @@
 use std::path::{Path, PathBuf};
 
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WaitForCompactOptions, WriteBatch, WriteOptions,
-    DB,
+    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WaitForCompactOptions, WriteBatch,
+    WriteBufferManager, WriteOptions, DB,
 };
 
 use super::rocksdb_properties::{
@@ -27,17 +27,27 @@ pub struct RocksDbEngine {
     path: PathBuf,
     settings: EngineSettings,
     write_options: WriteOptions,
-    // The cache must outlive the database that uses it.
+    // The cache (and the write buffer manager charging it) must outlive the database.
     _cache: Cache,
+    _write_buffer_manager: Option<WriteBufferManager>,
 }
 
 impl RocksDbEngine {
     /// Opens (creating) the database in `path`.
     pub fn open(path: &Path, settings: &EngineSettings) -> Result<RocksDbEngine> {
-        let cache = Cache::new_lru_cache(settings.block_cache_size_bytes);
+        // Under a memory budget, the cache has the whole budget as its capacity, memtables are
+        // charged to it by a write buffer manager (which stalls writers past its limit), and
+        // index and filter blocks live in it: RocksDB's way of bounding memory by one number.
+        let budget = settings.max_memory_bytes;
+        let cache = Cache::new_lru_cache(if budget > 0 { budget } else { settings.block_cache_size_bytes });
+        let write_buffer_manager = (budget > 0)
+            .then(|| WriteBufferManager::new_write_buffer_manager_with_cache(budget / 2, true, cache.clone()));
         let mut table_options = BlockBasedOptions::default();
         table_options.set_block_size(BLOCK_SIZE_BYTES);
         table_options.set_block_cache(&cache);
+        if budget > 0 {
+            table_options.set_cache_index_and_filter_blocks(true);
+        }
         if settings.bloom {
             table_options.set_bloom_filter(f64::from(BLOOM_BITS_PER_KEY), false);
         }
@@ -51,10 +61,20 @@ impl RocksDbEngine {
         options.set_compression_type(DBCompressionType::Lz4);
         options.set_max_open_files(1000);
         options.set_block_based_table_factory(&table_options);
+        if let Some(manager) = &write_buffer_manager {
+            options.set_write_buffer_manager(manager);
+        }
         let db = DB::open(&options, path).with_context(|| format!("opening RocksDB in {}", path.display()))?;
         let mut write_options = WriteOptions::default();
         write_options.set_sync(settings.sync);
-        Ok(RocksDbEngine { db, path: path.to_path_buf(), settings: settings.clone(), write_options, _cache: cache })
+        Ok(RocksDbEngine {
+            db,
+            path: path.to_path_buf(),
+            settings: settings.clone(),
+            write_options,
+            _cache: cache,
+            _write_buffer_manager: write_buffer_manager,
+        })
     }
 
     /// The newest `OPTIONS-*` file RocksDB wrote: its complete effective configuration.
