@@ -99,6 +99,7 @@ impl Row {
         row.push("sync", parameters.sync.to_string());
         row.push("memtable_size_bytes", parameters.memtable_size_bytes.to_string());
         row.push("block_cache_size_bytes", parameters.block_cache_size_bytes.to_string());
+        row.push("max_memory_bytes", parameters.max_memory_bytes.to_string());
         row.push("bloom", (!parameters.no_bloom).to_string());
         row.push("value_compressibility", number(parameters.value_compressibility));
         row.push("max_seconds", number(parameters.max_seconds));

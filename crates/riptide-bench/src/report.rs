@@ -513,6 +513,67 @@ fn resource_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(out);
 }
 
+/// The uncapped twin of a capped test (`name_cap128M` -> `name`), if the name is capped.
+fn uncapped_twin(test: &str) -> Option<&str> {
+    let (base, suffix) = test.rsplit_once("_cap")?;
+    let size = suffix.strip_suffix('M').or_else(|| suffix.strip_suffix('B'))?;
+    (!size.is_empty() && size.bytes().all(|byte| byte.is_ascii_digit())).then_some(base)
+}
+
+/// Every test run under a memory budget, beside its uncapped twin: peak RSS against the budget,
+/// and what the budget cost in throughput.
+fn memory_cap_section(out: &mut String, rows: &[Row]) {
+    let capped: Vec<String> = test_names(rows).into_iter().filter(|test| uncapped_twin(test).is_some()).collect();
+    if capped.is_empty() {
+        return;
+    }
+    let _ = writeln!(
+        out,
+        "## Memory cap
+"
+    );
+    let _ = writeln!(
+        out,
+        "Each capped test repeats an uncapped one under a memory budget: Riptide's `max_memory_bytes`; RocksDB's \
+         block cache of the budget's size with memtables charged to it by a write buffer manager (half the \
+         budget, stalling writers) and index and filter blocks in the cache. Riptide promises a peak RSS within \
+         the budget + 10 % + 32 MiB. Throughput is relative to the same engine's uncapped run.\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Test | Engine | Budget MiB | Peak RSS MiB | RSS / budget | Uncapped RSS MiB | ops/s | vs uncapped |"
+    );
+    let _ = writeln!(out, "|---|---|---:|---:|---:|---:|---:|---:|");
+    for test in &capped {
+        let Some(base) = uncapped_twin(test) else { continue };
+        for engine in ["riptide", "rocksdb", "tidesdb"] {
+            let Some(row) = find_row(rows, test, engine) else { continue };
+            let uncapped = find_row(rows, base, engine);
+            let budget = row.number("max_memory_bytes").filter(|budget| *budget > 0.0);
+            let rss = row.number("peak_rss_bytes");
+            let rss_ratio = match (rss, budget) {
+                (Some(rss), Some(budget)) => Some(rss / budget),
+                _ => None,
+            };
+            let relative = match (row.number("ops_per_second"), uncapped.and_then(|row| row.number("ops_per_second"))) {
+                (Some(capped), Some(uncapped)) if uncapped > 0.0 => Some(capped / uncapped),
+                _ => None,
+            };
+            let _ = writeln!(
+                out,
+                "| {test} | {engine} | {} | {} | {} | {} | {} | {} |",
+                mebibytes(budget),
+                mebibytes(rss),
+                times(rss_ratio),
+                mebibytes(uncapped.and_then(|row| row.number("peak_rss_bytes"))),
+                rate(row.number("ops_per_second")),
+                times(relative),
+            );
+        }
+    }
+    let _ = writeln!(out);
+}
+
 fn parameters_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(out, "## Test parameters\n");
     let _ = writeln!(
@@ -625,6 +686,7 @@ pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
     latency_section(&mut out, rows);
     amplification_section(&mut out, rows);
     resource_section(&mut out, rows);
+    memory_cap_section(&mut out, rows);
     parameters_section(&mut out, rows);
     methodology_section(&mut out);
     let _ = writeln!(out, "## Engine configurations\n");
@@ -646,6 +708,7 @@ pub fn single_run_report(rows: &[Row]) -> String {
     latency_section(&mut out, rows);
     amplification_section(&mut out, rows);
     resource_section(&mut out, rows);
+    memory_cap_section(&mut out, rows);
     parameters_section(&mut out, rows);
     out
 }
@@ -714,6 +777,20 @@ mod tests {
         assert!(report.contains("RocksDB is faster on 1 of 2 tests."));
         assert!(report.contains("## Latency (µs)"));
         assert!(report.contains("## Memory and CPU"));
+    }
+
+    #[test]
+    fn capped_tests_are_set_beside_their_uncapped_twins() {
+        assert_eq!(uncapped_twin("write_random_1M_t8_b1000_cap128M"), Some("write_random_1M_t8_b1000"));
+        assert_eq!(uncapped_twin("write_cap_x"), None);
+        assert_eq!(uncapped_twin("plain"), None);
+        let mut capped = row("w_cap128M", "riptide", 50.0, 140.0 * 1048576.0);
+        capped.push("max_memory_bytes", (128u64 << 20).to_string());
+        let rows = vec![row("w", "riptide", 100.0, 200.0 * 1048576.0), capped];
+        let report = suite_report(&ReportContext { suite: "unit".to_string(), ..Default::default() }, &rows);
+        assert!(report.contains("| w_cap128M | riptide | 128.0 | 140.0 | 1.09x | 200.0 | 50 | 0.50x |"), "{report}");
+        let uncapped_only = suite_report(&ReportContext::default(), &rows[..1]);
+        assert!(!uncapped_only.contains("## Memory cap"));
     }
 
     #[test]

@@ -51,6 +51,20 @@ pub const LONGRUN_DEFAULT_OPERATIONS: u64 = 200_000_000;
 pub const LONGRUN_THREADS: usize = 2;
 /// Puts per write batch of the long run.
 pub const LONGRUN_BATCH_SIZE: usize = 100;
+/// The memory budget of the capped twin of a write case (Riptide `max_memory_bytes`, RocksDB a
+/// write buffer manager charging its cache): tight next to the 64 MiB memtable and 64 MiB cache
+/// the uncapped runs may use. The report compares each capped run with its uncapped twin.
+pub const TIGHT_CAP_BYTES: u64 = 128 << 20;
+
+/// `case` again under the tight memory budget (its name gets `_cap128M`).
+fn capped_twin(case: &RunParameters) -> RunParameters {
+    let mut twin = case.clone();
+    twin.max_memory_bytes = TIGHT_CAP_BYTES;
+    if let Some(name) = &case.test_name {
+        twin.test_name = Some(format!("{name}{}", crate::workload::capped_suffix(TIGHT_CAP_BYTES)));
+    }
+    twin
+}
 
 impl SuiteName {
     /// The name used on the command line and in reports.
@@ -116,9 +130,10 @@ pub struct SuiteOptions {
 
 /// The long random-write run: `operations` puts of uniformly drawn keys (with replacement, so
 /// later writes overwrite earlier ones and compactions drop them), 16-byte keys, 100-byte
-/// values, batches of 100, 2 threads, the default 64 MiB memtables and block cache.
+/// values, batches of 100, 2 threads, the default 64 MiB memtables and block cache; then the
+/// same under the tight memory budget ([`TIGHT_CAP_BYTES`]).
 pub fn longrun_cases(operations: u64) -> Vec<RunParameters> {
-    vec![RunParameters {
+    let uncapped = RunParameters {
         test_name: Some(format!(
             "longrun_write_uniform_{}_t{LONGRUN_THREADS}_b{LONGRUN_BATCH_SIZE}",
             operations_label(operations)
@@ -129,7 +144,9 @@ pub fn longrun_cases(operations: u64) -> Vec<RunParameters> {
         threads: LONGRUN_THREADS,
         batch_size: LONGRUN_BATCH_SIZE,
         ..RunParameters::default()
-    }]
+    };
+    let capped = capped_twin(&uncapped);
+    vec![uncapped, capped]
 }
 
 /// The cases `options` ask for: the suite's own, with the long run's key count overridden.
@@ -171,13 +188,12 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
     let label = |operations: u64| operations_label(operations);
     // Writes, reads and mixed (seed 004, sections 1 to 5).
     cases.push(case(format!("write_seq_{}_t{threads}_b1000", label(ten)), Workload::Write, KeyPattern::Seq, ten, 1000));
-    cases.push(case(
-        format!("write_random_{}_t{threads}_b1000", label(ten)),
-        Workload::Write,
-        KeyPattern::Random,
-        ten,
-        1000,
-    ));
+    let write_random =
+        case(format!("write_random_{}_t{threads}_b1000", label(ten)), Workload::Write, KeyPattern::Random, ten, 1000);
+    // The same writes under a tight memory budget: what the cap costs, and the memory it keeps.
+    let write_random_capped = capped_twin(&write_random);
+    cases.push(write_random);
+    cases.push(write_random_capped);
     cases.push(case(format!("read_random_{}_t{threads}", label(ten)), Workload::Read, KeyPattern::Random, ten, 1));
     cases.push(case(
         format!("mixed_random_{}_t{threads}_b1000", label(five)),
@@ -557,6 +573,7 @@ mod tests {
         for expected in [
             "write_seq_10M_t8_b1000",
             "write_random_10M_t8_b1000",
+            "write_random_10M_t8_b1000_cap128M",
             "read_random_10M_t8",
             "mixed_random_5M_t8_b1000",
             "write_zipfian_5M_t8_b1000",
@@ -579,7 +596,9 @@ mod tests {
         ] {
             assert!(names.iter().any(|name| name == expected), "missing {expected}");
         }
-        assert_eq!(cases.len(), 27);
+        assert_eq!(cases.len(), 28);
+        let capped = cases.iter().find(|case| case.max_memory_bytes > 0).unwrap();
+        assert_eq!(capped.max_memory_bytes, TIGHT_CAP_BYTES);
         let mut unique = names.clone();
         unique.sort();
         unique.dedup();
@@ -631,7 +650,9 @@ mod tests {
     #[test]
     fn longrun_writes_uniform_keys_for_ten_minutes() {
         let cases = selected_cases(&longrun_options(None)).unwrap();
-        assert_eq!(cases.len(), 1);
+        assert_eq!(cases.len(), 2, "the long run and its capped twin");
+        assert_eq!(cases[1].effective_test_name(), "longrun_write_uniform_200M_t2_b100_cap128M");
+        assert_eq!((cases[1].max_memory_bytes, cases[0].max_memory_bytes), (TIGHT_CAP_BYTES, 0));
         let case = &cases[0];
         assert_eq!(case.effective_test_name(), "longrun_write_uniform_200M_t2_b100");
         assert_eq!((case.workload, case.pattern), (Workload::Write, KeyPattern::Uniform));

@@ -212,6 +212,9 @@ impl RunParameters {
         if self.sync {
             name.push_str("_sync");
         }
+        if self.max_memory_bytes > 0 {
+            name.push_str(&capped_suffix(self.max_memory_bytes));
+        }
         name
     }
 
@@ -303,6 +306,15 @@ impl RunParameters {
             }
         }
         arguments
+    }
+}
+
+/// The suffix of a test run under a memory budget: `_cap128M` (MiB) or `_cap<bytes>B`.
+pub fn capped_suffix(max_memory_bytes: u64) -> String {
+    if max_memory_bytes.is_multiple_of(1 << 20) {
+        format!("_cap{}M", max_memory_bytes >> 20)
+    } else {
+        format!("_cap{max_memory_bytes}B")
     }
 }
 
