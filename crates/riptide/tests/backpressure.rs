@@ -120,6 +120,10 @@ fn eight_writers_against_a_filling_level_0_progress_and_lose_nothing() {
             max_level0.fetch_max(level0, Ordering::Relaxed);
             level0 >= options.level0_stop_writes_files
         });
+        // Story: the gate was released as soon as level 0 reached the stop trigger; under load
+        // no writer had come to write before compactions emptied it again, so no stall was
+        // counted (make test-stress-suite, run 1 of 10). A writer must be seen stalled first.
+        wait_until("a writer to stall", || db.stats().write_stalls_in_progress > 0);
         gate.release();
         let models = writers.into_iter().map(|writer| writer.join().expect("writer")).collect();
         writing.store(false, Ordering::Release);
@@ -138,6 +142,7 @@ fn eight_writers_against_a_filling_level_0_progress_and_lose_nothing() {
     assert!(max_level0 >= options.level0_slowdown_writes_files, "level 0 never filled up; no back-pressure:\n{stats}");
     assert!(stats.write_slowdown_count > 0 && stats.write_slowdown_micros > 0, "no slowdown counted:\n{stats}");
     assert!(stats.write_stall_count > 0 && stats.write_stall_micros > 0, "no stall counted:\n{stats}");
+    assert_eq!(stats.write_stalls_in_progress, 0, "a stall is still counted after the writers finished:\n{stats}");
 
     let mut expected = Model::new();
     for model in models {

@@ -103,6 +103,8 @@ pub(crate) struct BackgroundStats {
     /// Per output level: bytes of the input level's files that compactions brought into it.
     pub(crate) level_bytes_brought_in: [u64; crate::version::tree::NUM_LEVELS],
     pub(crate) write_stall_count: u64,
+    /// Write groups stalled right now.
+    pub(crate) write_stalls_in_progress: u64,
     pub(crate) write_stall_micros: u64,
     pub(crate) write_slowdown_count: u64,
     pub(crate) write_slowdown_micros: u64,

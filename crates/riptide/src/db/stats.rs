@@ -198,6 +198,9 @@ pub struct Stats {
     /// Times a write waited for flush or compaction (level 0 at its stop trigger, or the
     /// immutable memtables at their limit).
     pub write_stall_count: u64,
+    /// Write groups waiting right now for flush or compaction (RocksDB's
+    /// `rocksdb.is-write-stopped`, as a count).
+    pub write_stalls_in_progress: u64,
     /// Total time writes waited, in microseconds.
     pub write_stall_micros: u64,
     /// Write groups delayed because level 0 reached its slowdown trigger.
@@ -317,10 +320,11 @@ impl fmt::Display for Stats {
         writeln!(f, "write amplification: {:.2}", self.write_amplification())?;
         writeln!(
             f,
-            "stalls: {} ({:.3} s); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
+            "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
              {} subcompactions, {} tombstone, {} manual",
             self.write_stall_count,
             self.write_stall_micros as f64 / 1e6,
+            self.write_stalls_in_progress,
             self.write_slowdown_count,
             self.write_slowdown_micros as f64 / 1e6,
             self.running_compactions,
@@ -443,6 +447,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         compaction_bytes_written: background.level_bytes_written[1..].iter().sum(),
         trivial_moves: background.trivial_moves,
         write_stall_count: background.write_stall_count,
+        write_stalls_in_progress: background.write_stalls_in_progress,
         write_stall_micros: background.write_stall_micros,
         write_slowdown_count: background.write_slowdown_count,
         write_slowdown_micros: background.write_slowdown_micros,

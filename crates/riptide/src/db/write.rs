@@ -448,7 +448,7 @@ pub(crate) fn make_room_for_write(
             let options = family.shared.options();
             let level0_files = state.versions.current(id).levels[0].len();
             if level0_files >= options.level0_stop_writes_files {
-                stall_started.get_or_insert_with(Instant::now);
+                begin_stall(state, &mut stall_started);
                 inner.work_available.notify_all();
                 inner.background_done.wait_for(state, Duration::from_millis(100));
                 continue 'outer;
@@ -518,7 +518,7 @@ pub(crate) fn make_room_for_write(
                 continue;
             }
             if family.immutables.len() >= options.max_immutable_memtables {
-                stall_started.get_or_insert_with(Instant::now);
+                begin_stall(state, &mut stall_started);
                 inner.work_available.notify_all();
                 inner.background_done.wait_for(state, Duration::from_millis(100));
                 continue 'outer;
@@ -534,10 +534,20 @@ pub(crate) fn make_room_for_write(
         switched.push(id);
     };
     if let Some(started) = stall_started {
+        state.stats.write_stalls_in_progress -= 1;
         state.stats.write_stall_count += 1;
         state.stats.write_stall_micros += started.elapsed().as_micros() as u64;
     }
     result
+}
+
+/// Marks the start of a stall of this write group (once per group), counted as in progress
+/// until `make_room_for_write` ends it.
+fn begin_stall(state: &mut DbState, stall_started: &mut Option<Instant>) {
+    if stall_started.is_none() {
+        *stall_started = Some(Instant::now());
+        state.stats.write_stalls_in_progress += 1;
+    }
 }
 
 /// Under memory pressure, the memtable to switch for an early flush: at high pressure or above
