@@ -360,7 +360,6 @@ fn rss_child() {
     }
     let stats = db.stats();
     db.close().expect("close");
-    eprintln!("{stats}");
     println!(
         "rss: baseline {} peak {} engine-peak {} cap {} written-mib {write_mib}",
         baseline,
@@ -370,26 +369,32 @@ fn rss_child() {
     );
 }
 
+/// Runs this test binary's test `child` alone in a process of its own, with `variable` naming a
+/// fresh database directory, checks that it passed, and returns its report: the rest of the
+/// line of its output that starts with `prefix` (the harness may print "test <child> ... "
+/// before it on the same line).
+fn run_child(child: &str, variable: &str, prefix: &str) -> String {
+    let dir = tempfile::tempdir().expect("tempdir");
+    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
+        .args(["--exact", child, "--nocapture", "--test-threads=1"])
+        .env(variable, dir.path().join("db"))
+        .output()
+        .expect("run the child");
+    let stdout = String::from_utf8_lossy(&output.stdout);
+    assert!(output.status.success(), "{child} failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
+    stdout
+        .lines()
+        .find_map(|line| line.find(prefix).map(|start| line[start..].to_string()))
+        .unwrap_or_else(|| panic!("{child} printed no line starting with {prefix:?}:\n{stdout}"))
+}
+
 /// The cap bounds the process, not only the engine's own count: the child above (a process of
 /// its own, so that no other test's memory is measured) must peak within the cap plus 10 %
 /// plus 32 MiB (the tolerance `docs/architecture.md` promises, "Memory cap"), counting from the
 /// resident memory it had before opening the database.
 #[test]
 fn the_process_stays_within_the_cap() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let path = dir.path().join("db");
-    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "rss_child", "--nocapture", "--test-threads=1"])
-        .env(RSS_CHILD_ENV, &path)
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the child failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    // The harness may print "test rss_child ... " on the same line before the report.
-    let line = stdout
-        .lines()
-        .find_map(|line| line.find("rss: ").map(|start| &line[start..]))
-        .expect("the child reports its memory");
+    let line = run_child("rss_child", RSS_CHILD_ENV, "rss: ");
     let field = |name: &str| -> u64 {
         let mut words = line.split_whitespace();
         words.find(|word| *word == name).and_then(|_| words.next()).and_then(|n| n.parse().ok()).expect(name)
@@ -503,14 +508,6 @@ fn trim_child() {
 /// and the process must then come within 12 MiB of the engine's count.
 #[test]
 fn heap_freed_by_a_shrinking_cache_leaves_the_process() {
-    let dir = tempfile::tempdir().expect("tempdir");
-    let output = std::process::Command::new(std::env::current_exe().expect("test binary"))
-        .args(["--exact", "trim_child", "--nocapture", "--test-threads=1"])
-        .env(TRIM_CHILD_ENV, dir.path().join("db"))
-        .output()
-        .expect("run the child");
-    let stdout = String::from_utf8_lossy(&output.stdout);
-    assert!(output.status.success(), "the child failed:\n{stdout}\n{}", String::from_utf8_lossy(&output.stderr));
-    let report = stdout.lines().find_map(|line| line.find("trim: ").map(|start| &line[start..])).expect("a report");
+    let report = run_child("trim_child", TRIM_CHILD_ENV, "trim: ");
     assert!(report.starts_with("trim: within"), "the freed cache stayed in the process: {report}");
 }

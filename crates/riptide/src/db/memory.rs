@@ -4,10 +4,11 @@
 //! Memory is counted in five parts: active memtables and immutable memtables of every column
 //! family (their arena chunks), the block cache's charged bytes, the indexes, filters and
 //! properties of open tables, and the buffers of the table builders of running flushes and
-//! compactions (charged live through [`crate::memory_charge::MemoryCharge`]). The writer side (the write leader, under the database mutex)
-//! totals the memtables itself, because they change with every write; the cache and table
-//! parts change more slowly and are refreshed by the monitor thread every
-//! `MONITOR_INTERVAL_MS` milliseconds.
+//! compactions (charged live through [`crate::memory_charge::MemoryCharge`]). The writer side
+//! (the write leader, under the database mutex) totals the memtables itself, because they
+//! change with every write; the cache and table parts change more slowly and are refreshed by
+//! the monitor thread every `MONITOR_INTERVAL_MS` milliseconds. The monitor also returns the
+//! allocator's free memory to the system after memory moved (see `AllocatorTrim`).
 //!
 //! The ratio of use to `max_memory_bytes` maps to a [`MemoryPressure`] level:
 //! below 70 % normal; from 70 % elevated (writers switch a memtable that is at least half full

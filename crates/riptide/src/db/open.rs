@@ -366,17 +366,10 @@ fn flush_recovered(
     let smallest_snapshot = replay.memtable.largest_sequence();
     let fresh = MemTable::new(replay.options.memtable_size_bytes, replay.memtable.comparator().clone());
     let memtable = std::mem::replace(&mut replay.memtable, Arc::new(fresh));
+    // Recovery runs before the memory governor exists (no charge) and flushes one memtable at a
+    // time.
     if let Some(meta) =
-        // Recovery runs before the memory governor exists and flushes one memtable at a time.
-        write_level0_table(
-            dir,
-            file_system.as_ref(),
-            &replay.options,
-            &memtable,
-            number,
-            smallest_snapshot,
-            None,
-        )?
+        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, smallest_snapshot, None)?
     {
         replay.edit.new_files.push((0, meta));
     }

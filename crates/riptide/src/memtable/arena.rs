@@ -13,8 +13,9 @@
 //!
 //! Invariants: every block is aligned to [`ARENA_ALIGNMENT_BYTES`] and lies entirely inside one
 //! chunk; blocks never overlap; a block stays at the same address until the arena is dropped;
-//! `memory_usage_bytes` is the sum of the capacities of all chunks, i.e. what the process holds,
-//! which is at least the sum of the block sizes handed out.
+//! `memory_usage_bytes` is the sum of the capacities of all chunks, except the untouched pages of
+//! a page-mapped current chunk (see `region`), i.e. what the process holds, which is at least
+//! the sum of the block sizes handed out.
 
 use std::ptr::{self, NonNull};
 
@@ -86,7 +87,7 @@ impl Chunk {
 /// its trim threshold to twice that (up to 32 and 64 MiB), so every later chunk comes from the
 /// heap arenas, and each of the per-thread arenas may keep that much freed memory without giving
 /// it back. Measured with 4 writers and a 64 MiB cap: the process peaked at 114 MiB of RSS with
-/// chunks from malloc and at 69 MiB with this (`docs/architecture.md`, "Memory cap"). A mapping
+/// chunks from malloc and at about 90 MiB with this (`docs/architecture.md`, "Memory cap"). A mapping
 /// costs only the pages touched, and its memory leaves the process the moment it is unmapped.
 /// Smaller chunks, other platforms and loom models use the global allocator.
 mod region {

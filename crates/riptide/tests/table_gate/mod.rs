@@ -83,10 +83,7 @@ impl Gate {
             state.held -= 1;
         }
         if state.held_kind == Held::Failing {
-            return Err(riptide::Error::Io {
-                context: "table append refused by the test gate (the power is off)".to_string(),
-                source: std::io::Error::from_raw_os_error(5),
-            });
+            return Err(power_off("table append"));
         }
         state.appends += 1;
         let delay = state.append_delay;
@@ -96,6 +93,14 @@ impl Gate {
             std::thread::sleep(delay);
         }
         Ok(())
+    }
+}
+
+/// The EIO a failing gate answers with.
+fn power_off(what: &str) -> riptide::Error {
+    riptide::Error::Io {
+        context: format!("{what} refused by the test gate (the power is off)"),
+        source: std::io::Error::from_raw_os_error(5),
     }
 }
 
@@ -212,10 +217,7 @@ impl FileSystem for TableGate {
     fn create(&self, path: &Path) -> Result<Box<dyn WritableFile>> {
         let table = path.extension().is_some_and(|extension| extension == "sst");
         if table && self.gate.lock().held_kind == Held::Failing {
-            return Err(riptide::Error::Io {
-                context: format!("creating {} refused by the test gate (the power is off)", path.display()),
-                source: std::io::Error::from_raw_os_error(5),
-            });
+            return Err(power_off(&format!("creating {}", path.display())));
         }
         let file = self.inner.create(path)?;
         if table {
