@@ -45,11 +45,26 @@ pub enum Error {
     /// fails (a version edit that would make files of a level overlap, "internal error (I4)"),
     /// which is a bug in Riptide rather than in the caller.
     InvalidArgument(String),
-    /// A resource is in use: the database directory is locked by another handle or process.
+    /// A resource is in use or exhausted: the database directory is locked by another handle or
+    /// process, or a transaction would take more locks than
+    /// [`crate::TransactionOptions::max_lock_count`] allows (the transaction is still usable;
+    /// MariaDB maps this to `ER_LOCK_TABLE_FULL`).
     Busy(String),
-    /// Reserved for transactions conflicting with a concurrent writer. Riptide has no
-    /// transactions yet, so nothing returns it today.
+    /// A transaction could not commit (or, under a pessimistic lock, go on) without breaking its
+    /// isolation level: a concurrent transaction committed a write to a key it wrote (under
+    /// REPEATABLE READ and SERIALIZABLE) or to a key or range it read (under SERIALIZABLE).
+    /// Nothing of the transaction was written; roll it back and retry. MariaDB maps this to
+    /// `ER_LOCK_DEADLOCK` / `HA_ERR_LOCK_DEADLOCK` (a serialization failure, SQLSTATE 40001).
     Conflict(String),
+    /// The transaction was chosen as the victim of a deadlock among lock waiters (the youngest
+    /// transaction of the cycle is chosen; see `docs/transactions.md`). Its lock request was
+    /// not granted; roll it back and retry. MariaDB maps this to `ER_LOCK_DEADLOCK` (SQLSTATE
+    /// 40001).
+    Deadlock(String),
+    /// A lock request waited longer than the transaction's lock timeout. Only that request
+    /// failed: the transaction keeps its other locks and writes and may go on or roll back
+    /// (MariaDB's `ER_LOCK_WAIT_TIMEOUT`, SQLSTATE HY000, rolls back only the statement).
+    LockTimeout(String),
     /// The database is closed or closing: work that finds a shutdown under way stops with this
     /// error (for example a compaction interrupted by close, which is not reported further).
     ///
@@ -82,6 +97,12 @@ impl Error {
         matches!(self, Error::Corruption { .. })
     }
 
+    /// True for the errors after which retrying the whole transaction may succeed:
+    /// [`Error::Conflict`], [`Error::Deadlock`] and [`Error::LockTimeout`].
+    pub fn is_retryable(&self) -> bool {
+        matches!(self, Error::Conflict(_) | Error::Deadlock(_) | Error::LockTimeout(_))
+    }
+
     /// True for [`Error::Io`].
     pub fn is_io(&self) -> bool {
         matches!(self, Error::Io { .. })
@@ -105,6 +126,8 @@ impl Error {
             Error::InvalidArgument(s) => Error::InvalidArgument(s.clone()),
             Error::Busy(s) => Error::Busy(s.clone()),
             Error::Conflict(s) => Error::Conflict(s.clone()),
+            Error::Deadlock(s) => Error::Deadlock(s.clone()),
+            Error::LockTimeout(s) => Error::LockTimeout(s.clone()),
             Error::Closed(s) => Error::Closed(s.clone()),
             Error::Cancelled(s) => Error::Cancelled(s.clone()),
         }
@@ -121,6 +144,8 @@ impl fmt::Display for Error {
             Error::InvalidArgument(s) => write!(f, "invalid argument: {s}"),
             Error::Busy(s) => write!(f, "busy: {s}"),
             Error::Conflict(s) => write!(f, "conflict: {s}"),
+            Error::Deadlock(s) => write!(f, "deadlock: {s}"),
+            Error::LockTimeout(s) => write!(f, "lock wait timeout: {s}"),
             Error::Closed(s) => write!(f, "closed: {s}"),
             Error::Cancelled(s) => write!(f, "cancelled: {s}"),
         }

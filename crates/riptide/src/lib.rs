@@ -39,6 +39,7 @@ mod options;
 mod snapshot;
 mod sstable;
 mod sync;
+mod txn;
 mod version;
 mod wal;
 
@@ -49,9 +50,11 @@ pub use batch::{BatchEntry, BatchIter, BatchOp, WriteBatch};
 pub use comparator::{BytewiseComparator, Comparator, ReverseBytewiseComparator};
 pub use db::{
     ColumnFamily, ColumnFamilyStats, Db, DbIterator, LevelStats, MemoryPressure, RangeStats, RecoveryStats, Stats,
+    TransactionStats,
 };
 pub use error::{Error, Result};
 pub use options::{
     ColumnFamilyOptions, CompactionPriority, Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions,
 };
 pub use snapshot::Snapshot;
+pub use txn::{ConcurrencyMode, IsolationLevel, Transaction, TransactionIterator, TransactionOptions};

@@ -178,8 +178,15 @@ pub struct Options {
     pub max_key_size_bytes: usize,
     /// Largest accepted value. Default 64 MiB; at most 1 GiB.
     pub max_value_size_bytes: usize,
-    /// Largest accepted write batch (encoded). Default 256 MiB; at most 1 GiB.
+    /// Largest accepted write batch (encoded). Default 256 MiB; at most 1 GiB. A
+    /// transaction's commit is one batch, so this also bounds a transaction's writes.
     pub max_batch_size_bytes: usize,
+    /// Memory for the commit history that validates REPEATABLE READ and SERIALIZABLE
+    /// transactions (the keys written since the oldest open transaction's snapshot; see
+    /// `docs/transactions.md`). Past it the oldest entries are dropped, and a transaction whose
+    /// snapshot is older than what remains fails to commit with [`crate::Error::Conflict`].
+    /// Default 64 MiB; at least 1 MiB.
+    pub transaction_history_limit_bytes: usize,
 }
 
 impl Default for Options {
@@ -217,6 +224,7 @@ impl Default for Options {
             max_key_size_bytes: 64 << 10,
             max_value_size_bytes: 64 << 20,
             max_batch_size_bytes: 256 << 20,
+            transaction_history_limit_bytes: 64 << 20,
         }
     }
 }
@@ -255,6 +263,7 @@ impl std::fmt::Debug for Options {
             .field("max_key_size_bytes", &self.max_key_size_bytes)
             .field("max_value_size_bytes", &self.max_value_size_bytes)
             .field("max_batch_size_bytes", &self.max_batch_size_bytes)
+            .field("transaction_history_limit_bytes", &self.transaction_history_limit_bytes)
             .finish()
     }
 }
@@ -275,6 +284,10 @@ impl Options {
         check((1..=1 << 20).contains(&self.max_key_size_bytes), "max_key_size_bytes must be between 1 and 1 MiB")?;
         check(self.max_value_size_bytes <= 1 << 30, "max_value_size_bytes must be at most 1 GiB")?;
         check(self.max_batch_size_bytes <= 1 << 30, "max_batch_size_bytes must be at most 1 GiB")?;
+        check(
+            self.transaction_history_limit_bytes >= 1 << 20,
+            "transaction_history_limit_bytes must be at least 1 MiB",
+        )?;
         check((1..=16).contains(&self.max_background_flushes), "max_background_flushes must be between 1 and 16")?;
         check(self.max_background_compactions <= 16, "max_background_compactions must be at most 16 (0: automatic)")?;
         check(self.max_subcompactions <= 16, "max_subcompactions must be at most 16 (0: automatic)")?;

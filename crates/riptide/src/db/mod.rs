@@ -24,7 +24,7 @@ mod open;
 pub(crate) mod read;
 mod stats;
 pub(crate) mod table_cache;
-mod write;
+pub(crate) mod write;
 mod write_queue;
 
 use std::collections::{BTreeMap, HashMap, VecDeque};
@@ -38,7 +38,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 pub use column_family::ColumnFamily;
 pub use iter::DbIterator;
 pub use read::RangeStats;
-pub use stats::{ColumnFamilyStats, LevelStats, MemoryPressure, RecoveryStats, Stats};
+pub use stats::{ColumnFamilyStats, LevelStats, MemoryPressure, RecoveryStats, Stats, TransactionStats};
 
 use crate::batch::WriteBatch;
 use crate::cache::BlockCache;
@@ -49,7 +49,8 @@ use crate::options::{ColumnFamilyOptions, Options, ReadOptions, WriteOptions};
 use crate::snapshot::{Snapshot, SnapshotList};
 use crate::version::set::VersionSet;
 use crate::version::tree::Version;
-use column_family::{ColumnFamilyShared, ColumnFamilyState};
+pub(crate) use column_family::ColumnFamilyShared;
+use column_family::ColumnFamilyState;
 use table_cache::TableCache;
 use write::{WalState, WriteQueue};
 
@@ -146,6 +147,8 @@ pub(crate) struct DbInner {
     /// Memory accounting and pressure levels (see `memory.rs`).
     pub(crate) memory: memory::MemoryGovernor,
     pub(crate) snapshots: Arc<SnapshotList>,
+    /// Lock tables, commit history and counters of transactions (see `txn`).
+    pub(crate) transactions: crate::txn::TransactionShared,
     pub(crate) table_cache: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
     pub(crate) shutting_down: AtomicBool,
@@ -204,6 +207,11 @@ impl DbInner {
         }
         self.background_done.notify_all();
         self.work_available.notify_all();
+    }
+
+    /// The key order of live column family `id`.
+    pub(crate) fn column_family_order(&self, id: u32) -> Option<crate::comparator::KeyComparator> {
+        self.column_family_handles.read().get(&id).map(|shared| shared.comparator.clone())
     }
 
     /// The shared part of a live column family, or `InvalidArgument` if it was dropped.
@@ -380,6 +388,35 @@ impl Db {
     /// [`ReadOptions::snapshot`].
     pub fn snapshot(&self) -> Snapshot {
         self.inner.snapshots.acquire_current(&self.inner.visible_sequence)
+    }
+
+    /// Begins a transaction (see [`crate::Transaction`] and `docs/transactions.md`).
+    ///
+    /// ```
+    /// use riptide::{Db, Error, IsolationLevel, Options, TransactionOptions};
+    /// let dir = tempfile::tempdir().unwrap();
+    /// let db = Db::open(dir.path(), Options::default()).unwrap();
+    /// db.put(b"balance", b"10").unwrap();
+    /// let options = TransactionOptions { isolation: IsolationLevel::Serializable, ..Default::default() };
+    /// loop {
+    ///     let transaction = db.begin(&options).unwrap();
+    ///     let balance: u64 = match transaction.get_for_update(b"balance") {
+    ///         Ok(value) => String::from_utf8(value.unwrap()).unwrap().parse().unwrap(),
+    ///         Err(error) if error.is_retryable() => continue,
+    ///         Err(error) => panic!("{error}"),
+    ///     };
+    ///     transaction.put(b"balance", (balance + 5).to_string().as_bytes()).unwrap();
+    ///     match transaction.commit() {
+    ///         Ok(()) => break,
+    ///         Err(error) if error.is_retryable() => continue,
+    ///         Err(error) => panic!("{error}"),
+    ///     }
+    /// }
+    /// assert_eq!(db.get(b"balance").unwrap(), Some(b"15".to_vec()));
+    /// ```
+    pub fn begin(&self, options: &crate::TransactionOptions) -> Result<crate::Transaction> {
+        self.check_open()?;
+        crate::txn::begin(&self.inner, options)
     }
 
     /// Creates a column family with its own options. Names are 1 to 255 bytes and unique.

@@ -292,6 +292,7 @@ pub(crate) fn open_with_column_families(
         manual_compactions: Mutex::new(ManualCompactions::default()),
         memory,
         snapshots: Arc::new(SnapshotList::default()),
+        transactions: crate::txn::TransactionShared::default(),
         table_cache,
         block_cache,
         shutting_down: AtomicBool::new(false),

@@ -214,8 +214,40 @@ pub struct Stats {
     pub smallest_snapshot: u64,
     /// What recovery found at open.
     pub recovery: RecoveryStats,
+    /// Transactions: counts, conflicts and locks.
+    pub transactions: TransactionStats,
     /// The background error that stopped writes, if any.
     pub background_error: Option<String>,
+}
+
+/// Transaction counters and lock-manager figures, part of [`Stats`].
+#[derive(Clone, Debug, Default, PartialEq, Eq)]
+#[non_exhaustive]
+pub struct TransactionStats {
+    /// Transactions begun since open.
+    pub begun: u64,
+    /// Transactions open now.
+    pub open: u64,
+    /// Transactions that committed.
+    pub committed: u64,
+    /// Transactions rolled back (explicitly, by drop, or after a failed commit).
+    pub rolled_back: u64,
+    /// Serialization failures ([`crate::Error::Conflict`]) at lock time or at commit.
+    pub conflicts: u64,
+    /// Lock requests that had to wait.
+    pub lock_waits: u64,
+    /// Total time lock requests waited, in microseconds.
+    pub lock_wait_micros: u64,
+    /// Deadlocks found (each fails one victim).
+    pub deadlocks: u64,
+    /// Lock requests that timed out.
+    pub lock_timeouts: u64,
+    /// Locks held now.
+    pub locks_held: usize,
+    /// Approximate memory of the lock tables.
+    pub lock_memory_bytes: usize,
+    /// Memory of the commit history that validates transactions.
+    pub history_memory_bytes: usize,
 }
 
 impl Stats {
@@ -318,6 +350,24 @@ impl fmt::Display for Stats {
             self.trivial_moves
         )?;
         writeln!(f, "write amplification: {:.2}", self.write_amplification())?;
+        let transactions = &self.transactions;
+        writeln!(
+            f,
+            "transactions: {} begun, {} open, {} committed, {} rolled back, {} conflicts; locks: {} held ({:.2} MiB), \
+             {} waits ({:.3} s), {} deadlocks, {} timeouts; history {:.2} MiB",
+            transactions.begun,
+            transactions.open,
+            transactions.committed,
+            transactions.rolled_back,
+            transactions.conflicts,
+            transactions.locks_held,
+            transactions.lock_memory_bytes as f64 / MIB,
+            transactions.lock_waits,
+            transactions.lock_wait_micros as f64 / 1e6,
+            transactions.deadlocks,
+            transactions.lock_timeouts,
+            transactions.history_memory_bytes as f64 / MIB
+        )?;
         writeln!(
             f,
             "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
@@ -454,8 +504,29 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         visible_sequence: inner.visible_sequence.load(Ordering::Acquire),
         smallest_snapshot: 0,
         recovery: inner.recovery.clone(),
+        transactions: transaction_stats(inner),
         background_error: state.background_error.as_ref().map(ToString::to_string),
     };
     drop(state);
     Stats { smallest_snapshot: inner.snapshots.smallest_snapshot(&inner.visible_sequence), ..stats }
+}
+
+fn transaction_stats(inner: &DbInner) -> TransactionStats {
+    let shared = &inner.transactions;
+    let counters = &shared.counters;
+    let locks = &shared.locks.counters;
+    TransactionStats {
+        begun: counters.begun.load(Ordering::Relaxed),
+        open: counters.open.load(Ordering::Relaxed),
+        committed: counters.committed.load(Ordering::Relaxed),
+        rolled_back: counters.rolled_back.load(Ordering::Relaxed),
+        conflicts: counters.conflicts.load(Ordering::Relaxed),
+        lock_waits: locks.waits.load(Ordering::Relaxed),
+        lock_wait_micros: locks.wait_micros.load(Ordering::Relaxed),
+        deadlocks: locks.deadlocks.load(Ordering::Relaxed),
+        lock_timeouts: locks.timeouts.load(Ordering::Relaxed),
+        locks_held: shared.locks.lock_count(),
+        lock_memory_bytes: shared.locks.memory_bytes(),
+        history_memory_bytes: shared.history.memory_bytes(),
+    }
 }

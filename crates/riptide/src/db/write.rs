@@ -38,6 +38,7 @@ use crate::error::{Error, Result};
 use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, SyncMode, WriteOptions};
+use crate::txn::history::Validation;
 use crate::version::edit::VersionEdit;
 use crate::version::tree::Version;
 use crate::wal::LogWriter;
@@ -109,12 +110,26 @@ pub(crate) struct PendingWrite {
     /// The column families other than the default one that the batch writes to, sorted.
     column_family_ids: Vec<u32>,
     sync: bool,
+    /// Set for a transaction's commit: what the leader validates before sequencing it.
+    commit: Option<TransactionCommit>,
+}
+
+/// A transaction's commit as the write leader sees it: the checks against the commit history
+/// (see `txn::history`), run in write order just before the batch gets its sequence numbers,
+/// and where a failed check is reported (the batch is then dropped from the group: nothing of
+/// it reaches the WAL or a memtable).
+pub(crate) struct TransactionCommit {
+    /// `None` under READ COMMITTED: nothing to check.
+    pub(crate) validation: Option<Validation>,
+    pub(crate) rejection: Arc<Mutex<Option<Error>>>,
+    /// The first sequence number of the committed batch, set once it is sequenced.
+    pub(crate) sequence: Arc<std::sync::atomic::AtomicU64>,
 }
 
 impl PendingWrite {
     /// The write of the token `with_write_leadership` queues: nothing, and no group takes it.
     fn token() -> PendingWrite {
-        PendingWrite { batch: Mutex::new(WriteBatch::new()), column_family_ids: Vec::new(), sync: false }
+        PendingWrite { batch: Mutex::new(WriteBatch::new()), column_family_ids: Vec::new(), sync: false, commit: None }
     }
 }
 
@@ -181,6 +196,34 @@ fn check_column_families_live(inner: &DbInner, ids: &[u32]) -> Result<()> {
 
 /// Applies `batch`; returns when it is in the WAL (synced if asked) and visible to readers.
 pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) -> Result<()> {
+    write_pending(inner, batch, options, None)
+}
+
+/// Commits a transaction's batch: validated against the commit history in write order, then
+/// written like any batch (one WAL record). Returns the batch's first sequence number;
+/// [`Error::Conflict`] when validation failed (nothing was written).
+pub(crate) fn write_transaction(
+    inner: &DbInner,
+    batch: WriteBatch,
+    options: &WriteOptions,
+    validation: Option<Validation>,
+) -> Result<u64> {
+    let rejection = Arc::new(Mutex::new(None));
+    let sequence = Arc::new(std::sync::atomic::AtomicU64::new(0));
+    let commit = TransactionCommit { validation, rejection: Arc::clone(&rejection), sequence: Arc::clone(&sequence) };
+    write_pending(inner, batch, options, Some(commit))?;
+    if let Some(error) = rejection.lock().take() {
+        return Err(error);
+    }
+    Ok(sequence.load(Ordering::Acquire))
+}
+
+fn write_pending(
+    inner: &DbInner,
+    batch: WriteBatch,
+    options: &WriteOptions,
+    commit: Option<TransactionCommit>,
+) -> Result<()> {
     check_limits(inner, &batch)?;
     if batch.is_empty() {
         return Ok(());
@@ -189,7 +232,7 @@ pub(crate) fn write(inner: &DbInner, batch: WriteBatch, options: &WriteOptions) 
     check_column_families_live(inner, &column_family_ids)?;
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
     let size_bytes = batch.size_bytes();
-    let write = PendingWrite { batch: Mutex::new(batch), column_family_ids, sync };
+    let write = PendingWrite { batch: Mutex::new(batch), column_family_ids, sync, commit };
     inner.write_queue.write(
         write,
         size_bytes,
@@ -223,11 +266,38 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
     if first_sequence + entry_count > MAX_SEQUENCE_NUMBER {
         return Err(Error::invalid("sequence numbers exhausted"));
     }
-    // Assign sequence numbers and append every batch to the WAL in one write.
+    // Validate transactions and assign sequence numbers in one step under the commit history's
+    // mutex (see `txn::history`), then append every batch to the WAL in one write.
     let mut next_sequence = first_sequence;
-    for batch in batches.iter_mut() {
-        batch.set_sequence(next_sequence);
-        next_sequence += batch.len() as u64;
+    {
+        let mut history = inner.transactions.history.lock();
+        let recording = history.recording();
+        if recording {
+            history.prune(inner.visible_sequence.load(Ordering::Acquire));
+        }
+        for (member, batch) in group.iter().zip(batches.iter_mut()) {
+            if let Some(commit) = &member.write().commit {
+                if let Some(validation) = &commit.validation {
+                    if let Err(error) = history.validate(validation, &|id| inner.column_family_order(id)) {
+                        *commit.rejection.lock() = Some(error);
+                        // Dropped from the group: an empty batch is neither logged nor inserted.
+                        batch.clear();
+                        continue;
+                    }
+                }
+                commit.sequence.store(next_sequence, Ordering::Release);
+            }
+            batch.set_sequence(next_sequence);
+            if recording {
+                history.record(batch, next_sequence);
+            }
+            next_sequence += batch.len() as u64;
+        }
+        if recording {
+            history.enforce_limit(inner.options.transaction_history_limit_bytes);
+        } else {
+            history.skipped_through(next_sequence - 1);
+        }
     }
     let last_sequence = next_sequence - 1;
     {
@@ -241,11 +311,13 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
         }
     }
     inner.last_sequence.store(last_sequence, Ordering::Release);
-    let batch_bytes: usize = batches.iter().map(|b| b.size_bytes()).sum();
+    let logged = batches.iter().filter(|b| !b.is_empty());
+    let batch_bytes: usize = logged.clone().map(|b| b.size_bytes()).sum();
+    let record_count = logged.count();
     inner.user_bytes_written.fetch_add(batch_bytes as u64, Ordering::Relaxed);
     inner
         .wal_bytes_written
-        .fetch_add((batch_bytes + batches.len() * crate::wal::RECORD_HEADER_SIZE_BYTES) as u64, Ordering::Relaxed);
+        .fetch_add((batch_bytes + record_count * crate::wal::RECORD_HEADER_SIZE_BYTES) as u64, Ordering::Relaxed);
     let parallel = group.len() > 1
         && entry_count >= PARALLEL_INSERT_MIN_ENTRIES
         && entry_count >= PARALLEL_INSERT_MIN_AVERAGE_ENTRIES * group.len() as u64;
@@ -272,7 +344,9 @@ fn append_to_wal(
     sync: bool,
 ) -> Result<()> {
     let writer = wal.writer.as_mut().ok_or_else(|| Error::Closed("the write-ahead log is closed".to_string()))?;
-    for batch in batches {
+    // I9: a batch dropped from its group (a transaction that failed validation) is empty and
+    // not logged.
+    for batch in batches.iter().filter(|batch| !batch.is_empty()) {
         writer.add_record(batch.data())?;
     }
     // Hand the bytes to the OS on every group: a process crash then loses nothing.

@@ -1,0 +1,379 @@
+//! The commit history: which keys recent writes changed, and at which sequence number, so that
+//! transactions can be validated at commit.
+//!
+//! A transaction under REPEATABLE READ or SERIALIZABLE reads at a snapshot `s`. It may commit
+//! only if no write with a sequence number above `s` changed a key it wrote (first committer
+//! wins), and, under SERIALIZABLE, a key it read or a key inside a range it scanned. The
+//! history answers that question: while at least one such transaction is open, the write
+//! leader records every key of every batch it sequences (transactional or not), with the
+//! batch's first sequence number, and checks each transaction's commit against the history in
+//! the same step, before the transaction's batch gets its sequence numbers. Validation and
+//! sequencing are thus one atomic step in the write order: whatever a check let through cannot
+//! be invalidated by a write sequenced before it, and every write sequenced after it is after
+//! the transaction's commit.
+//!
+//! Recording is skipped while no validating transaction is open, so plain writes pay for it
+//! only while transactions need it. The race this opens (a transaction begins while a group
+//! that skipped recording is in flight, and takes a snapshot below that group) is closed at
+//! begin: a transaction waits until every unrecorded write is visible before it takes its
+//! snapshot (`unrecorded_through`), so every write above its snapshot is recorded.
+//!
+//! Entries at or below the oldest snapshot of an open transaction (and below the visible
+//! sequence) can no longer fail anyone and are pruned. The history's memory is capped
+//! (`Options::transaction_history_limit_bytes`): past the cap the oldest entries are dropped
+//! and `trimmed_through` remembers how far; a transaction whose snapshot is older than that
+//! fails validation with [`Error::Conflict`] (it ran too long to be checked), never passes it
+//! unchecked.
+//!
+//! Concurrency contract: one mutex guards everything. The write leader holds it while it
+//! validates and sequences a group (no I/O under it); `begin`, `end` and lock-time checks take
+//! it briefly.
+
+use std::collections::{BTreeMap, HashMap, VecDeque};
+use std::ops::Bound;
+
+use parking_lot::{Mutex, MutexGuard};
+
+use crate::batch::WriteBatch;
+use crate::comparator::KeyComparator;
+use crate::error::{Error, Result};
+
+/// Approximate bytes of one recorded key besides the key itself: its map node and its place in
+/// the pruning queue.
+const ENTRY_OVERHEAD_BYTES: usize = 80;
+
+/// A range of user keys read by a scan, in its column family's order.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub(crate) struct KeyRange {
+    pub(crate) column_family: u32,
+    pub(crate) start: Bound<Vec<u8>>,
+    pub(crate) end: Bound<Vec<u8>>,
+}
+
+impl KeyRange {
+    /// True when `key` lies in the range under `order`.
+    pub(crate) fn contains(&self, key: &[u8], order: &KeyComparator) -> bool {
+        let after_start = match &self.start {
+            Bound::Unbounded => true,
+            Bound::Included(start) => order.compare_user_keys(key, start).is_ge(),
+            Bound::Excluded(start) => order.compare_user_keys(key, start).is_gt(),
+        };
+        let before_end = match &self.end {
+            Bound::Unbounded => true,
+            Bound::Included(end) => order.compare_user_keys(key, end).is_le(),
+            Bound::Excluded(end) => order.compare_user_keys(key, end).is_lt(),
+        };
+        after_start && before_end
+    }
+}
+
+/// What a transaction's commit must check: no write above `snapshot` to any of these keys or
+/// into any of these ranges.
+#[derive(Debug, Default)]
+pub(crate) struct Validation {
+    pub(crate) snapshot: u64,
+    pub(crate) transaction: u64,
+    pub(crate) keys: Vec<(u32, Vec<u8>)>,
+    pub(crate) ranges: Vec<KeyRange>,
+}
+
+struct FamilyHistory {
+    /// Newest recorded sequence of each key, in bytewise order (ranges of other orders are
+    /// checked by a scan).
+    keys: BTreeMap<Vec<u8>, u64>,
+}
+
+#[derive(Default)]
+pub(crate) struct HistoryState {
+    /// Snapshots of open validating transactions, with a count for each.
+    open_snapshots: BTreeMap<u64, usize>,
+    /// Transactions between `begin_tracking` and `tracking_started`.
+    beginning: usize,
+    /// Highest sequence of a write that was sequenced without being recorded.
+    unrecorded_through: u64,
+    families: HashMap<u32, FamilyHistory>,
+    /// Every recorded (sequence, column family, key), oldest first, for pruning.
+    order: VecDeque<(u64, u32, Vec<u8>)>,
+    memory_bytes: usize,
+    /// Entries at or below this sequence were dropped for the memory cap.
+    trimmed_through: u64,
+}
+
+/// The commit history; see the module documentation.
+#[derive(Default)]
+pub(crate) struct CommitHistory {
+    state: Mutex<HistoryState>,
+}
+
+impl CommitHistory {
+    pub(crate) fn lock(&self) -> MutexGuard<'_, HistoryState> {
+        self.state.lock()
+    }
+
+    /// Announces a validating transaction that is about to take its snapshot. Returns the
+    /// sequence its snapshot must reach: every write above it will be recorded.
+    pub(crate) fn begin_tracking(&self) -> u64 {
+        let mut state = self.state.lock();
+        state.beginning += 1;
+        state.unrecorded_through
+    }
+
+    /// The transaction announced with `begin_tracking` took its snapshot at `snapshot`.
+    pub(crate) fn tracking_started(&self, snapshot: u64) {
+        let mut state = self.state.lock();
+        state.beginning -= 1;
+        *state.open_snapshots.entry(snapshot).or_insert(0) += 1;
+    }
+
+    /// A transaction announced with `begin_tracking` gave up before taking a snapshot.
+    pub(crate) fn tracking_abandoned(&self) {
+        self.state.lock().beginning -= 1;
+    }
+
+    /// A validating transaction with snapshot `snapshot` ended; prunes what nobody needs.
+    pub(crate) fn tracking_ended(&self, snapshot: u64, visible_sequence: u64) {
+        let mut state = self.state.lock();
+        if let Some(count) = state.open_snapshots.get_mut(&snapshot) {
+            *count -= 1;
+            if *count == 0 {
+                state.open_snapshots.remove(&snapshot);
+            }
+        }
+        state.prune(visible_sequence);
+    }
+
+    /// Bytes the history holds now.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.state.lock().memory_bytes
+    }
+}
+
+impl HistoryState {
+    /// True while writes must be recorded.
+    pub(crate) fn recording(&self) -> bool {
+        self.beginning > 0 || !self.open_snapshots.is_empty()
+    }
+
+    /// Notes writes up to `last_sequence` that were sequenced without being recorded.
+    pub(crate) fn skipped_through(&mut self, last_sequence: u64) {
+        self.unrecorded_through = self.unrecorded_through.max(last_sequence);
+    }
+
+    /// Records every key `batch` (sequenced from `first_sequence`) writes.
+    pub(crate) fn record(&mut self, batch: &WriteBatch, first_sequence: u64) {
+        for entry in batch.entries() {
+            let key = entry.key.to_vec();
+            let family =
+                self.families.entry(entry.column_family_id).or_insert_with(|| FamilyHistory { keys: BTreeMap::new() });
+            match family.keys.get_mut(&key) {
+                Some(sequence) => *sequence = first_sequence,
+                None => {
+                    family.keys.insert(key.clone(), first_sequence);
+                }
+            }
+            self.memory_bytes += 2 * key.len() + ENTRY_OVERHEAD_BYTES;
+            self.order.push_back((first_sequence, entry.column_family_id, key));
+        }
+    }
+
+    /// Checks `validation` against the recorded writes. `order_of` gives a column family's key
+    /// order (for ranges); a family it does not know (dropped) cannot hold a range conflict
+    /// that matters, since the commit then fails on the family anyway.
+    pub(crate) fn validate(
+        &self,
+        validation: &Validation,
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Result<()> {
+        if validation.snapshot < self.trimmed_through {
+            return Err(Error::Conflict(format!(
+                "transaction {} read at sequence {}, older than the commit history kept for validation \
+                 (trimmed through {}; see Options::transaction_history_limit_bytes)",
+                validation.transaction, validation.snapshot, self.trimmed_through
+            )));
+        }
+        for (column_family, key) in &validation.keys {
+            if let Some(sequence) = self.write_after(*column_family, key, validation.snapshot) {
+                return Err(Error::Conflict(format!(
+                    "transaction {}: key {} of column family {column_family} was written at sequence {sequence}, \
+                     after the transaction's snapshot {}",
+                    validation.transaction,
+                    super::describe_key(key),
+                    validation.snapshot
+                )));
+            }
+        }
+        for range in &validation.ranges {
+            let Some(order) = order_of(range.column_family) else { continue };
+            if let Some((key, sequence)) = self.write_in_range(range, &order, validation.snapshot) {
+                return Err(Error::Conflict(format!(
+                    "transaction {}: key {} in a range it read in column family {} was written at sequence \
+                     {sequence}, after the transaction's snapshot {}",
+                    validation.transaction,
+                    super::describe_key(&key),
+                    range.column_family,
+                    validation.snapshot
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// The sequence of a recorded write to `key` above `snapshot`, if there is one.
+    pub(crate) fn write_after(&self, column_family: u32, key: &[u8], snapshot: u64) -> Option<u64> {
+        let sequence = *self.families.get(&column_family)?.keys.get(key)?;
+        (sequence > snapshot).then_some(sequence)
+    }
+
+    fn write_in_range(&self, range: &KeyRange, order: &KeyComparator, snapshot: u64) -> Option<(Vec<u8>, u64)> {
+        let family = self.families.get(&range.column_family)?;
+        let found = |(key, &sequence): (&Vec<u8>, &u64)| (sequence > snapshot).then(|| (key.clone(), sequence));
+        if order.is_bytewise() {
+            let bounds = (range.start.as_ref().map(Vec::as_slice), range.end.as_ref().map(Vec::as_slice));
+            // BTreeMap::range panics on inverted bounds and on equal bounds unless both are
+            // included; such ranges are empty.
+            match bounds {
+                (Bound::Included(start), Bound::Included(end)) if start > end => return None,
+                (Bound::Included(start) | Bound::Excluded(start), Bound::Included(end) | Bound::Excluded(end))
+                    if start >= end && !matches!(bounds, (Bound::Included(_), Bound::Included(_))) =>
+                {
+                    return None
+                }
+                _ => {}
+            }
+            family.keys.range::<[u8], _>(bounds).find_map(found)
+        } else {
+            family.keys.iter().filter(|(key, _)| range.contains(key, order)).find_map(found)
+        }
+    }
+
+    /// Drops entries no open or future transaction can fail on, then, past `limit_bytes`, the
+    /// oldest entries (remembering how far in `trimmed_through`).
+    pub(crate) fn prune(&mut self, visible_sequence: u64) {
+        let needed_above =
+            self.open_snapshots.keys().next().map_or(visible_sequence, |&oldest| oldest.min(visible_sequence));
+        while self.order.front().is_some_and(|(sequence, _, _)| *sequence <= needed_above) {
+            self.pop_oldest();
+        }
+    }
+
+    /// Drops the oldest entries until the history holds at most `limit_bytes`.
+    pub(crate) fn enforce_limit(&mut self, limit_bytes: usize) {
+        while self.memory_bytes > limit_bytes {
+            let Some(sequence) = self.pop_oldest() else { break };
+            self.trimmed_through = self.trimmed_through.max(sequence);
+        }
+    }
+
+    fn pop_oldest(&mut self) -> Option<u64> {
+        let (sequence, column_family, key) = self.order.pop_front()?;
+        self.memory_bytes -= 2 * key.len() + ENTRY_OVERHEAD_BYTES;
+        if let Some(family) = self.families.get_mut(&column_family) {
+            if family.keys.get(&key) == Some(&sequence) {
+                family.keys.remove(&key);
+                if family.keys.is_empty() {
+                    self.families.remove(&column_family);
+                }
+            }
+        }
+        Some(sequence)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::comparator::{BytewiseComparator, Comparator, ReverseBytewiseComparator};
+    use std::sync::Arc;
+
+    fn batch(keys: &[&str]) -> WriteBatch {
+        let mut batch = WriteBatch::new();
+        for key in keys {
+            batch.put(key.as_bytes(), b"v");
+        }
+        batch
+    }
+
+    fn bytewise(_: u32) -> Option<KeyComparator> {
+        Some(KeyComparator::new(&(Arc::new(BytewiseComparator) as Arc<dyn Comparator>)))
+    }
+
+    fn range(start: Bound<&str>, end: Bound<&str>) -> KeyRange {
+        let owned = |bound: Bound<&str>| bound.map(|key| key.as_bytes().to_vec());
+        KeyRange { column_family: 0, start: owned(start), end: owned(end) }
+    }
+
+    #[test]
+    fn keys_and_ranges_conflict_only_above_the_snapshot() {
+        let history = CommitHistory::default();
+        history.begin_tracking();
+        history.tracking_started(10);
+        let mut state = history.lock();
+        state.record(&batch(&["b", "d"]), 11);
+        let check = |keys: &[&str], ranges: Vec<KeyRange>, snapshot: u64| {
+            let validation = Validation {
+                snapshot,
+                transaction: 1,
+                keys: keys.iter().map(|key| (0, key.as_bytes().to_vec())).collect(),
+                ranges,
+            };
+            state.validate(&validation, &bytewise).is_ok()
+        };
+        assert!(!check(&["b"], vec![], 10));
+        assert!(check(&["b"], vec![], 11), "a write the snapshot saw is no conflict");
+        assert!(check(&["a", "c"], vec![], 10));
+        assert!(!check(&[], vec![range(Bound::Included("c"), Bound::Excluded("e"))], 10));
+        assert!(check(&[], vec![range(Bound::Excluded("b"), Bound::Excluded("d"))], 10));
+        assert!(!check(&[], vec![range(Bound::Excluded("b"), Bound::Included("d"))], 10));
+        assert!(!check(&[], vec![range(Bound::Unbounded, Bound::Unbounded)], 10));
+        assert!(check(&[], vec![range(Bound::Included("e"), Bound::Unbounded)], 10));
+    }
+
+    #[test]
+    fn ranges_follow_the_column_family_order() {
+        let history = CommitHistory::default();
+        history.begin_tracking();
+        history.tracking_started(10);
+        let mut state = history.lock();
+        state.record(&batch(&["b"]), 11);
+        let reverse = |_: u32| Some(KeyComparator::new(&(Arc::new(ReverseBytewiseComparator) as Arc<dyn Comparator>)));
+        // In reverse order "c" comes before "b", which comes before "a".
+        let validation = Validation {
+            snapshot: 10,
+            transaction: 1,
+            keys: vec![],
+            ranges: vec![range(Bound::Included("c"), Bound::Included("a"))],
+        };
+        assert!(state.validate(&validation, &reverse).is_err());
+        assert!(state.validate(&validation, &bytewise).is_ok(), "empty in bytewise order");
+    }
+
+    #[test]
+    fn pruning_keeps_what_open_snapshots_need_and_trimming_fails_old_ones() {
+        let history = CommitHistory::default();
+        history.begin_tracking();
+        history.tracking_started(10);
+        {
+            let mut state = history.lock();
+            state.record(&batch(&["a"]), 11);
+            state.record(&batch(&["b"]), 12);
+            state.prune(12);
+            assert_eq!(state.order.len(), 2, "the snapshot at 10 needs both");
+        }
+        history.begin_tracking();
+        history.tracking_started(11);
+        history.tracking_ended(10, 12);
+        {
+            let state = history.lock();
+            assert_eq!(state.order.len(), 1, "only the write above 11 is still needed");
+            assert_eq!(state.write_after(0, b"b", 11), Some(12));
+        }
+        {
+            let mut state = history.lock();
+            state.enforce_limit(0);
+            let validation = Validation { snapshot: 11, transaction: 2, keys: vec![], ranges: vec![] };
+            assert!(matches!(state.validate(&validation, &bytewise), Err(Error::Conflict(_))));
+        }
+        history.tracking_ended(11, 12);
+        assert_eq!(history.memory_bytes(), 0);
+    }
+}

@@ -1,0 +1,664 @@
+//! Transactions: [`Transaction`], begun with [`crate::Db::begin`].
+//!
+//! A transaction buffers its writes in a write set (`write_set`) and commits them as one write
+//! batch, so a commit is atomic across column families and across a crash (I14). Reads look in
+//! the write set first, then in the database: at the transaction's snapshot under REPEATABLE
+//! READ and SERIALIZABLE, at the latest committed state under READ COMMITTED.
+//!
+//! Two concurrency modes: pessimistic transactions lock every key they write (and every key
+//! read with `get_for_update`) in the lock manager (`lock`) and hold the locks until they end;
+//! optimistic ones take no locks. Both are validated at commit against the commit history
+//! (`history`): under REPEATABLE READ a transaction fails with [`Error::Conflict`] when a key it
+//! wrote or read for update was written by someone else after its snapshot (first committer
+//! wins); under SERIALIZABLE also when a key it read, or a key in a range it scanned, was. The
+//! validation runs inside the write path in write order (see `db/write.rs`), so it and the
+//! commit are one atomic step. `docs/transactions.md` states what each level allows, with the
+//! scenarios, and why the checks make SERIALIZABLE serializable.
+//!
+//! Concurrency contract: a `Transaction` is `Send + Sync`; its methods take `&self` and may be
+//! called from several threads (they serialize on the transaction's mutex, which is never held
+//! while waiting for a lock or reading the database). Iterators borrow the transaction, so it
+//! cannot commit while one lives, and they see the transaction's writes made before they were
+//! created.
+//!
+//! Invariants: a transaction's locks are released exactly once, when it ends (commit,
+//! rollback, or drop); a validating transaction's snapshot stays registered (so compaction
+//! keeps what it reads, I6) and announced to the commit history until it ends (I27).
+
+pub(crate) mod history;
+mod iter;
+pub(crate) mod lock;
+mod write_set;
+
+use std::collections::HashSet;
+use std::fmt;
+use std::ops::Bound;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use parking_lot::Mutex;
+
+use crate::db::{ColumnFamily, DbInner};
+use crate::error::{Error, Result};
+use crate::options::{ReadOptions, WriteOptions};
+use crate::snapshot::Snapshot;
+use history::{CommitHistory, KeyRange, Validation};
+pub use iter::TransactionIterator;
+use lock::{Granted, LockKey, LockManager, LockMode, TransactionId, WaitPolicy, WaitSlot};
+use write_set::WriteSet;
+
+/// How much a transaction sees of concurrent transactions, and what its commit checks.
+///
+/// The levels and the anomalies each allows are in `docs/transactions.md`.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, PartialOrd, Ord, Hash)]
+#[non_exhaustive]
+pub enum IsolationLevel {
+    /// Runs as [`IsolationLevel::ReadCommitted`]: Riptide never shows uncommitted data (a
+    /// transaction's writes stay in its write set until it commits), so there is nothing dirty
+    /// to read. Accepted so that SQL's four levels map one to one.
+    ReadUncommitted,
+    /// Every read sees the latest committed data at the time of the read; no snapshot, no
+    /// validation at commit. Pessimistic writes still lock.
+    ReadCommitted,
+    /// Snapshot isolation: every read sees the snapshot taken at `begin`; the commit fails with
+    /// [`Error::Conflict`] if another writer committed a write to a key this transaction wrote
+    /// (or read with `get_for_update`) after that snapshot: first committer wins.
+    #[default]
+    RepeatableRead,
+    /// Serializable: snapshot reads as under REPEATABLE READ, and the commit also fails if a
+    /// key the transaction read, or any key in a range it scanned, was written after its
+    /// snapshot. Committed transactions are then equivalent to running one at a time in commit
+    /// order, and read-only ones at their snapshot; write skew, read-only anomalies and phantoms
+    /// cannot happen.
+    Serializable,
+}
+
+/// Whether a transaction locks keys as it goes or only validates at commit.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash)]
+#[non_exhaustive]
+pub enum ConcurrencyMode {
+    /// Writes and `get_for_update` take exclusive locks held until the transaction ends; a
+    /// conflicting transaction waits (up to the lock timeout). Under REPEATABLE READ and
+    /// SERIALIZABLE a lock on a key written by someone else after the snapshot fails at once
+    /// with [`Error::Conflict`] instead of at commit. What the SQL engine uses.
+    #[default]
+    Pessimistic,
+    /// No locks: conflicts are found only at commit, by validation. Cheaper when transactions
+    /// rarely touch the same keys.
+    Optimistic,
+}
+
+/// Options of one transaction, for [`crate::Db::begin`].
+#[derive(Clone, Debug)]
+pub struct TransactionOptions {
+    /// Isolation level. Default [`IsolationLevel::RepeatableRead`].
+    pub isolation: IsolationLevel,
+    /// Pessimistic (locks) or optimistic (validation only). Default pessimistic.
+    pub mode: ConcurrencyMode,
+    /// How long a lock request may wait before failing with [`Error::LockTimeout`]; `None`
+    /// waits without limit, `Some(Duration::ZERO)` never waits. Default 1 second.
+    pub lock_timeout: Option<Duration>,
+    /// Look for a deadlock whenever a lock request has to wait (and fail the youngest member of
+    /// a cycle with [`Error::Deadlock`]). Without it, deadlocks end only by lock timeouts.
+    /// Default on.
+    pub deadlock_detection: bool,
+    /// The most locks the transaction may hold; a request past it fails with [`Error::Busy`]
+    /// (the transaction stays usable). `None`: no limit. Default `None`.
+    pub max_lock_count: Option<usize>,
+    /// Sync the commit's WAL record before `commit` returns (as `WriteOptions::sync`). Default
+    /// off: the commit survives a process crash, and power loss once synced.
+    pub sync: bool,
+}
+
+impl Default for TransactionOptions {
+    fn default() -> TransactionOptions {
+        TransactionOptions {
+            isolation: IsolationLevel::default(),
+            mode: ConcurrencyMode::default(),
+            lock_timeout: Some(Duration::from_secs(1)),
+            deadlock_detection: true,
+            max_lock_count: None,
+            sync: false,
+        }
+    }
+}
+
+/// Counters of transactions, for `Db::stats`.
+#[derive(Debug, Default)]
+pub(crate) struct TransactionCounters {
+    pub(crate) begun: AtomicU64,
+    pub(crate) committed: AtomicU64,
+    pub(crate) rolled_back: AtomicU64,
+    pub(crate) conflicts: AtomicU64,
+    pub(crate) open: AtomicU64,
+}
+
+/// What all transactions of a database share: the lock manager, the commit history, ids and
+/// counters. Part of `DbInner`.
+#[derive(Default)]
+pub(crate) struct TransactionShared {
+    pub(crate) locks: LockManager,
+    pub(crate) history: CommitHistory,
+    next_id: AtomicU64,
+    pub(crate) counters: TransactionCounters,
+}
+
+/// A key for messages: printable ASCII as is, anything else as hex.
+pub(crate) fn describe_key(key: &[u8]) -> String {
+    if key.iter().all(|byte| byte.is_ascii_graphic() || *byte == b' ') {
+        format!("{:?}", String::from_utf8_lossy(key))
+    } else {
+        let hex: String = key.iter().map(|byte| format!("{byte:02x}")).collect();
+        format!("0x{hex}")
+    }
+}
+
+/// What a transaction read, for SERIALIZABLE validation and for REPEATABLE READ's
+/// `get_for_update`.
+#[derive(Default)]
+struct ReadSet {
+    /// Keys whose later writes fail the commit, besides the written keys: read keys under
+    /// SERIALIZABLE, `get_for_update` keys under REPEATABLE READ and SERIALIZABLE.
+    keys: HashSet<(u32, Vec<u8>)>,
+    /// Ranges scanned under SERIALIZABLE (iterators update theirs in place as they move).
+    ranges: Vec<KeyRange>,
+}
+
+struct State {
+    writes: WriteSet,
+    reads: ReadSet,
+    /// Keys this transaction holds locks on.
+    locks: HashSet<LockKey>,
+    finished: bool,
+}
+
+/// A transaction; see [`crate::Db::begin`] and the module documentation of `txn`.
+///
+/// Dropping a transaction that has not committed rolls it back.
+pub struct Transaction {
+    db: Arc<DbInner>,
+    id: TransactionId,
+    options: TransactionOptions,
+    /// The snapshot of REPEATABLE READ and SERIALIZABLE transactions.
+    snapshot: Option<Snapshot>,
+    slot: Arc<WaitSlot>,
+    state: Mutex<State>,
+}
+
+impl fmt::Debug for Transaction {
+    fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
+        f.debug_struct("Transaction")
+            .field("id", &self.id)
+            .field("isolation", &self.options.isolation)
+            .field("mode", &self.options.mode)
+            .field("snapshot", &self.snapshot.as_ref().map(Snapshot::sequence))
+            .finish()
+    }
+}
+
+/// Begins a transaction (see `Db::begin`).
+pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<Transaction> {
+    if options.max_lock_count == Some(0) {
+        return Err(Error::invalid("max_lock_count must be at least 1 (or None)"));
+    }
+    let shared = &db.transactions;
+    let id = shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+    let snapshot = if validates(options.isolation) {
+        // Announce the transaction first, so that every write sequenced from now on is
+        // recorded; then wait until the writes that were not recorded are visible, so that the
+        // snapshot covers them (see `history`).
+        let unrecorded_through = shared.history.begin_tracking();
+        if let Err(error) = wait_until_visible(db, unrecorded_through) {
+            shared.history.tracking_abandoned();
+            return Err(error);
+        }
+        let snapshot = db.snapshots.acquire_current(&db.visible_sequence);
+        shared.history.tracking_started(snapshot.sequence());
+        Some(snapshot)
+    } else {
+        None
+    };
+    shared.counters.begun.fetch_add(1, Ordering::Relaxed);
+    shared.counters.open.fetch_add(1, Ordering::Relaxed);
+    Ok(Transaction {
+        db: Arc::clone(db),
+        id,
+        options: options.clone(),
+        snapshot,
+        slot: Arc::new(WaitSlot::default()),
+        state: Mutex::new(State {
+            writes: WriteSet::default(),
+            reads: ReadSet::default(),
+            locks: HashSet::new(),
+            finished: false,
+        }),
+    })
+}
+
+fn validates(isolation: IsolationLevel) -> bool {
+    isolation >= IsolationLevel::RepeatableRead
+}
+
+/// Waits until every write up to `sequence` is visible: a group in flight finishes its WAL
+/// append and memtable insert in about a millisecond. Fails if writes stopped meanwhile.
+fn wait_until_visible(db: &DbInner, sequence: u64) -> Result<()> {
+    let mut spins = 0u32;
+    while db.visible_sequence.load(Ordering::Acquire) < sequence {
+        spins += 1;
+        if spins < 100 {
+            std::thread::yield_now();
+            continue;
+        }
+        {
+            let state = db.state.lock();
+            db.check_not_stopped(&state)?;
+        }
+        std::thread::sleep(Duration::from_micros(100));
+    }
+    Ok(())
+}
+
+impl Transaction {
+    /// The transaction's id: ids grow in the order transactions began (deadlock victims are
+    /// chosen by it).
+    pub fn id(&self) -> u64 {
+        self.id
+    }
+
+    /// The options it was begun with.
+    pub fn options(&self) -> &TransactionOptions {
+        &self.options
+    }
+
+    /// The snapshot its reads use (REPEATABLE READ and SERIALIZABLE); `None` under READ
+    /// COMMITTED.
+    pub fn snapshot(&self) -> Option<&Snapshot> {
+        self.snapshot.as_ref()
+    }
+
+    fn serializable(&self) -> bool {
+        self.options.isolation == IsolationLevel::Serializable
+    }
+
+    fn pessimistic(&self) -> bool {
+        self.options.mode == ConcurrencyMode::Pessimistic
+    }
+
+    fn check_active(&self, state: &State) -> Result<()> {
+        if state.finished {
+            return Err(Error::invalid(format!("transaction {} has already ended", self.id)));
+        }
+        if self.db.shutting_down.load(Ordering::Acquire) {
+            return Err(Error::Closed("the database is closing".to_string()));
+        }
+        Ok(())
+    }
+
+    fn family(&self, column_family: Option<&ColumnFamily>) -> Result<Arc<crate::db::ColumnFamilyShared>> {
+        match column_family {
+            None => Ok(Arc::clone(&self.db.default_column_family)),
+            Some(family) => self.db.live_column_family(family),
+        }
+    }
+
+    fn read_options(&self) -> ReadOptions {
+        ReadOptions { snapshot: self.snapshot.clone(), ..ReadOptions::default() }
+    }
+
+    /// Reads `key` from the default column family: the transaction's own write if it made one,
+    /// else the database at the transaction's snapshot (latest committed state under READ
+    /// COMMITTED). `Ok(None)` when absent.
+    pub fn get(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_in(None, key)
+    }
+
+    /// [`Transaction::get`] in `column_family`.
+    pub fn get_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_in(Some(column_family), key)
+    }
+
+    fn get_in(&self, column_family: Option<&ColumnFamily>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let family = self.family(column_family)?;
+        {
+            let mut state = self.state.lock();
+            self.check_active(&state)?;
+            if let Some(written) = state.writes.get(family.id, key) {
+                return Ok(written.clone());
+            }
+            if self.serializable() {
+                state.reads.keys.insert((family.id, key.to_vec()));
+            }
+        }
+        crate::db::read::get(&self.db, &family, key, &self.read_options())
+    }
+
+    /// Reads `key` for update: locks it exclusively (pessimistic mode) and, under REPEATABLE
+    /// READ and SERIALIZABLE, makes the commit fail if someone else writes it after the
+    /// snapshot, as if the transaction had written it. Under a pessimistic lock that check runs
+    /// at once: [`Error::Conflict`] here means the key changed since the snapshot. Returns the
+    /// value as [`Transaction::get`] would.
+    pub fn get_for_update(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_for_update_in(None, key)
+    }
+
+    /// [`Transaction::get_for_update`] in `column_family`.
+    pub fn get_for_update_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.get_for_update_in(Some(column_family), key)
+    }
+
+    fn get_for_update_in(&self, column_family: Option<&ColumnFamily>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        let family = self.family(column_family)?;
+        self.check_key(key)?;
+        self.check_active(&self.state.lock())?;
+        self.lock_key(family.id, key)?;
+        {
+            let mut state = self.state.lock();
+            if let Some(written) = state.writes.get(family.id, key) {
+                return Ok(written.clone());
+            }
+            if validates(self.options.isolation) {
+                state.reads.keys.insert((family.id, key.to_vec()));
+            }
+        }
+        crate::db::read::get(&self.db, &family, key, &self.read_options())
+    }
+
+    /// Stores `value` under `key` in the default column family, visible to others once the
+    /// transaction commits. Pessimistic: locks `key` first (may wait, and may fail with
+    /// [`Error::LockTimeout`], [`Error::Deadlock`], [`Error::Busy`] or [`Error::Conflict`];
+    /// the transaction is then unchanged).
+    pub fn put(&self, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write_in(None, key, Some(value))
+    }
+
+    /// [`Transaction::put`] in `column_family`.
+    pub fn put_cf(&self, column_family: &ColumnFamily, key: &[u8], value: &[u8]) -> Result<()> {
+        self.write_in(Some(column_family), key, Some(value))
+    }
+
+    /// Deletes `key` from the default column family when the transaction commits (locking as
+    /// [`Transaction::put`] does).
+    pub fn delete(&self, key: &[u8]) -> Result<()> {
+        self.write_in(None, key, None)
+    }
+
+    /// [`Transaction::delete`] in `column_family`.
+    pub fn delete_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<()> {
+        self.write_in(Some(column_family), key, None)
+    }
+
+    fn check_key(&self, key: &[u8]) -> Result<()> {
+        let limit = self.db.options.max_key_size_bytes;
+        if key.len() > limit {
+            return Err(Error::invalid(format!("key of {} bytes exceeds max_key_size_bytes ({limit})", key.len())));
+        }
+        Ok(())
+    }
+
+    fn write_in(&self, column_family: Option<&ColumnFamily>, key: &[u8], value: Option<&[u8]>) -> Result<()> {
+        let family = self.family(column_family)?;
+        self.check_key(key)?;
+        if let Some(value) = value {
+            let limit = self.db.options.max_value_size_bytes;
+            if value.len() > limit {
+                return Err(Error::invalid(format!(
+                    "value of {} bytes exceeds max_value_size_bytes ({limit})",
+                    value.len()
+                )));
+            }
+        }
+        self.check_active(&self.state.lock())?;
+        self.lock_key(family.id, key)?;
+        let mut state = self.state.lock();
+        self.check_active(&state)?;
+        state.writes.write(family.id, &family.comparator, key, value.map(<[u8]>::to_vec));
+        Ok(())
+    }
+
+    /// Pessimistic mode: takes an exclusive lock on `key` (without the state mutex, since it
+    /// may wait), then checks that nobody wrote it after the snapshot.
+    fn lock_key(&self, column_family: u32, key: &[u8]) -> Result<()> {
+        if !self.pessimistic() {
+            return Ok(());
+        }
+        let lock_key: LockKey = (column_family, key.to_vec());
+        {
+            let state = self.state.lock();
+            if let Some(limit) = self.options.max_lock_count {
+                if state.locks.len() >= limit && !state.locks.contains(&lock_key) {
+                    return Err(Error::Busy(format!(
+                        "transaction {} holds {} locks, its max_lock_count",
+                        self.id,
+                        state.locks.len()
+                    )));
+                }
+            }
+        }
+        let policy =
+            WaitPolicy { timeout: self.options.lock_timeout, detect_deadlocks: self.options.deadlock_detection };
+        let locks = &self.db.transactions.locks;
+        let granted = locks.acquire(self.id, &self.slot, &lock_key, LockMode::Exclusive, policy)?;
+        if granted == Granted::New {
+            let mut state = self.state.lock();
+            if state.finished {
+                // Ended by another thread while this one waited: let the lock go again.
+                locks.release(self.id, &lock_key);
+                return Err(Error::invalid(format!("transaction {} has already ended", self.id)));
+            }
+            state.locks.insert(lock_key.clone());
+        }
+        if let Some(snapshot) = &self.snapshot {
+            let history = self.db.transactions.history.lock();
+            if let Some(sequence) = history.write_after(column_family, key, snapshot.sequence()) {
+                self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+                return Err(Error::Conflict(format!(
+                    "transaction {}: key {} of column family {column_family} was written at sequence {sequence}, \
+                     after the transaction's snapshot {}",
+                    self.id,
+                    describe_key(key),
+                    snapshot.sequence()
+                )));
+            }
+        }
+        Ok(())
+    }
+
+    /// An iterator over the default column family that merges the transaction's own writes
+    /// (made before this call) with the database at the transaction's snapshot (latest state
+    /// under READ COMMITTED). `options.snapshot` is ignored under REPEATABLE READ and
+    /// SERIALIZABLE (the transaction's snapshot is used); bounds work as for `Db::iter`. Under
+    /// SERIALIZABLE every range the iterator passes over is recorded for validation.
+    pub fn iter(&self, options: &ReadOptions) -> Result<TransactionIterator<'_>> {
+        self.iter_in(None, options)
+    }
+
+    /// [`Transaction::iter`] over `column_family`.
+    pub fn iter_cf(&self, column_family: &ColumnFamily, options: &ReadOptions) -> Result<TransactionIterator<'_>> {
+        self.iter_in(Some(column_family), options)
+    }
+
+    fn iter_in(&self, column_family: Option<&ColumnFamily>, options: &ReadOptions) -> Result<TransactionIterator<'_>> {
+        let family = self.family(column_family)?;
+        let mut read_options = options.clone();
+        if self.snapshot.is_some() {
+            read_options.snapshot = self.snapshot.clone();
+        }
+        let (own, range_slot) = {
+            let mut state = self.state.lock();
+            self.check_active(&state)?;
+            let own = state.writes.entries_in(
+                family.id,
+                read_options.lower_bound.as_deref(),
+                read_options.upper_bound.as_deref(),
+            );
+            let range_slot = if self.serializable() {
+                state.reads.ranges.push(KeyRange {
+                    column_family: family.id,
+                    // Nothing read yet: an empty range until the iterator moves.
+                    start: Bound::Excluded(Vec::new()),
+                    end: Bound::Excluded(Vec::new()),
+                });
+                Some(state.reads.ranges.len() - 1)
+            } else {
+                None
+            };
+            (own, range_slot)
+        };
+        let database = crate::db::read::new_iterator(&self.db, &family, &read_options)?;
+        Ok(TransactionIterator::new(
+            self,
+            database,
+            own,
+            family.comparator.clone(),
+            read_options,
+            range_slot.map(|slot| (family.id, slot)),
+        ))
+    }
+
+    /// Records that a SERIALIZABLE iterator read `range` (replacing what it recorded before).
+    fn record_range(&self, slot: usize, start: Bound<Vec<u8>>, end: Bound<Vec<u8>>) {
+        let mut state = self.state.lock();
+        if let Some(range) = state.reads.ranges.get_mut(slot) {
+            range.start = start;
+            range.end = end;
+        }
+    }
+
+    /// Adds another range read by an iterator that was repositioned; returns its slot.
+    fn new_range_slot(&self, column_family: u32) -> usize {
+        let mut state = self.state.lock();
+        state.reads.ranges.push(KeyRange {
+            column_family,
+            start: Bound::Excluded(Vec::new()),
+            end: Bound::Excluded(Vec::new()),
+        });
+        state.reads.ranges.len() - 1
+    }
+
+    /// Opens a savepoint: [`Transaction::rollback_to_savepoint`] undoes the writes made after
+    /// it. Savepoints nest. Locks taken after a savepoint are kept when rolling back to it (as
+    /// in InnoDB), and so are recorded reads.
+    pub fn savepoint(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_active(&state)?;
+        state.writes.savepoint();
+        Ok(())
+    }
+
+    /// Undoes every write made since the newest open savepoint and closes it.
+    /// [`Error::InvalidArgument`] if no savepoint is open.
+    pub fn rollback_to_savepoint(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_active(&state)?;
+        if !state.writes.rollback_to_savepoint() {
+            return Err(Error::invalid(format!("transaction {} has no open savepoint", self.id)));
+        }
+        Ok(())
+    }
+
+    /// Closes the newest open savepoint, keeping its writes. [`Error::InvalidArgument`] if no
+    /// savepoint is open.
+    pub fn release_savepoint(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        self.check_active(&state)?;
+        if !state.writes.release_savepoint() {
+            return Err(Error::invalid(format!("transaction {} has no open savepoint", self.id)));
+        }
+        Ok(())
+    }
+
+    /// Number of keys written so far.
+    pub fn write_count(&self) -> usize {
+        self.state.lock().writes.len()
+    }
+
+    /// Approximate memory of the transaction's writes (and savepoint records).
+    pub fn write_memory_bytes(&self) -> usize {
+        self.state.lock().writes.memory_bytes()
+    }
+
+    /// Commits: validates (REPEATABLE READ, SERIALIZABLE) and writes every change as one atomic
+    /// batch. Durable as a `Db::write` with `sync` = the transaction's `sync` option. On
+    /// [`Error::Conflict`] nothing was written and the transaction is rolled back; on other
+    /// errors (I/O, a dropped column family) also nothing was acknowledged as written. The
+    /// transaction's locks are released in every case.
+    pub fn commit(self) -> Result<()> {
+        self.commit_returning_sequence().map(|_| ())
+    }
+
+    /// [`Transaction::commit`], returning the commit's sequence number (`None` when there was
+    /// nothing to write): the commit is visible to snapshots at or above it.
+    pub fn commit_returning_sequence(self) -> Result<Option<u64>> {
+        let (batch, validation) = {
+            let mut state = self.state.lock();
+            self.check_active(&state)?;
+            if state.writes.is_empty() {
+                // Nothing to write. A read-only transaction needs no validation: its reads come
+                // from one snapshot, and every committed writer was validated, so what it saw is
+                // the state after a prefix of the commit order.
+                drop(state);
+                self.finish(true);
+                return Ok(None);
+            }
+            let batch = state.writes.to_batch();
+            let validation = self.snapshot.as_ref().map(|snapshot| {
+                let mut keys = state.writes.keys();
+                keys.extend(state.reads.keys.drain());
+                Validation {
+                    snapshot: snapshot.sequence(),
+                    transaction: self.id,
+                    keys,
+                    ranges: std::mem::take(&mut state.reads.ranges),
+                }
+            });
+            (batch, validation)
+        };
+        let write_options = WriteOptions { sync: self.options.sync };
+        let result = crate::db::write::write_transaction(&self.db, batch, &write_options, validation);
+        if matches!(result, Err(Error::Conflict(_))) {
+            self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+        }
+        self.finish(result.is_ok());
+        result.map(Some)
+    }
+
+    /// Rolls back: discards every write and releases the locks.
+    pub fn rollback(self) -> Result<()> {
+        let state = self.state.lock();
+        self.check_active(&state)?;
+        drop(state);
+        self.finish(false);
+        Ok(())
+    }
+
+    /// Ends the transaction once: releases its locks and its place in the commit history.
+    fn finish(&self, committed: bool) {
+        let locks = {
+            let mut state = self.state.lock();
+            if state.finished {
+                return;
+            }
+            state.finished = true;
+            state.writes = WriteSet::default();
+            state.reads = ReadSet::default();
+            std::mem::take(&mut state.locks)
+        };
+        let shared = &self.db.transactions;
+        for key in &locks {
+            shared.locks.release(self.id, key);
+        }
+        if let Some(snapshot) = &self.snapshot {
+            shared.history.tracking_ended(snapshot.sequence(), self.db.visible_sequence.load(Ordering::Acquire));
+        }
+        let counter = if committed { &shared.counters.committed } else { &shared.counters.rolled_back };
+        counter.fetch_add(1, Ordering::Relaxed);
+        shared.counters.open.fetch_sub(1, Ordering::Relaxed);
+    }
+}
+
+impl Drop for Transaction {
+    fn drop(&mut self) {
+        self.finish(false);
+    }
+}
