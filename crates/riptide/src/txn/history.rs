@@ -118,11 +118,16 @@ impl CommitHistory {
         state.unrecorded_through
     }
 
-    /// The transaction announced with `begin_tracking` took its snapshot at `snapshot`.
-    pub(crate) fn tracking_started(&self, snapshot: u64) {
+    /// Takes the snapshot (with `take_snapshot`) of the transaction announced with
+    /// `begin_tracking` and registers it. Both happen under the history's mutex, so a prune
+    /// (which runs under it too, bounded by the visible sequence it reads) either sees the
+    /// snapshot registered or ran before it was taken, below it.
+    pub(crate) fn start_tracking<T>(&self, take_snapshot: impl FnOnce() -> (T, u64)) -> T {
         let mut state = self.state.lock();
+        let (snapshot, sequence) = take_snapshot();
         state.beginning -= 1;
-        *state.open_snapshots.entry(snapshot).or_insert(0) += 1;
+        *state.open_snapshots.entry(sequence).or_insert(0) += 1;
+        snapshot
     }
 
     /// A transaction announced with `begin_tracking` gave up before taking a snapshot.
@@ -306,7 +311,7 @@ mod tests {
     fn keys_and_ranges_conflict_only_above_the_snapshot() {
         let history = CommitHistory::default();
         history.begin_tracking();
-        history.tracking_started(10);
+        history.start_tracking(|| ((), 10));
         let mut state = history.lock();
         state.record(&batch(&["b", "d"]), 11);
         let check = |keys: &[&str], ranges: Vec<KeyRange>, snapshot: u64| {
@@ -332,7 +337,7 @@ mod tests {
     fn ranges_follow_the_column_family_order() {
         let history = CommitHistory::default();
         history.begin_tracking();
-        history.tracking_started(10);
+        history.start_tracking(|| ((), 10));
         let mut state = history.lock();
         state.record(&batch(&["b"]), 11);
         let reverse = |_: u32| Some(KeyComparator::new(&(Arc::new(ReverseBytewiseComparator) as Arc<dyn Comparator>)));
@@ -351,7 +356,7 @@ mod tests {
     fn pruning_keeps_what_open_snapshots_need_and_trimming_fails_old_ones() {
         let history = CommitHistory::default();
         history.begin_tracking();
-        history.tracking_started(10);
+        history.start_tracking(|| ((), 10));
         {
             let mut state = history.lock();
             state.record(&batch(&["a"]), 11);
@@ -360,7 +365,7 @@ mod tests {
             assert_eq!(state.order.len(), 2, "the snapshot at 10 needs both");
         }
         history.begin_tracking();
-        history.tracking_started(11);
+        history.start_tracking(|| ((), 11));
         history.tracking_ended(10, 12);
         {
             let state = history.lock();

@@ -209,7 +209,8 @@ impl WaitForGraph {
     }
 }
 
-/// Counters the lock manager keeps for `Db::stats`.
+/// Counters the lock manager keeps for `Db::stats`. A deadlock is counted when its victim
+/// fails (a victim granted its lock before it saw the mark breaks the cycle by itself).
 #[derive(Debug, Default)]
 pub(crate) struct LockCounters {
     pub(crate) waits: AtomicU64,
@@ -338,13 +339,20 @@ impl LockManager {
                     // Waiters behind may be grantable too (shared after shared).
                     lock.wake_waiters();
                     drop(locks);
-                    self.graph.lock().edges.remove(&transaction);
+                    // A victim mark that came too late (the lock was granted first) is void:
+                    // whatever cycle it was meant to break is gone, since this waiter no longer
+                    // waits.
+                    let mut graph = self.graph.lock();
+                    graph.edges.remove(&transaction);
+                    graph.victims.remove(&transaction);
+                    drop(graph);
                     if granted == Granted::New {
                         self.note_new_lock(key);
                     }
                     return Ok(granted);
                 }
                 let failure = if self.take_victim_mark(transaction) {
+                    self.counters.deadlocks.fetch_add(1, Ordering::Relaxed);
                     Some(Error::Deadlock(format!(
                         "transaction {transaction} was chosen as the victim of a deadlock while waiting for a lock"
                     )))
@@ -397,9 +405,9 @@ impl LockManager {
         if cycle.iter().any(|member| graph.victims.contains(member)) {
             return None;
         }
-        self.counters.deadlocks.fetch_add(1, Ordering::Relaxed);
         let victim = cycle.iter().copied().max().unwrap_or(transaction);
         if victim == transaction {
+            self.counters.deadlocks.fetch_add(1, Ordering::Relaxed);
             return Some(Error::Deadlock(format!(
                 "transaction {transaction} would close a deadlock cycle of {} transactions ({cycle:?}) \
                  and is its youngest member",

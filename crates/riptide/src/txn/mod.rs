@@ -213,8 +213,11 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
             shared.history.tracking_abandoned();
             return Err(error);
         }
-        let snapshot = db.snapshots.acquire_current(&db.visible_sequence);
-        shared.history.tracking_started(snapshot.sequence());
+        let snapshot = shared.history.start_tracking(|| {
+            let snapshot = db.snapshots.acquire_current(&db.visible_sequence);
+            let sequence = snapshot.sequence();
+            (snapshot, sequence)
+        });
         Some(snapshot)
     } else {
         None
