@@ -78,7 +78,6 @@ pub(crate) fn read_u64(input: &[u8], offset: usize) -> Option<u64> {
 
 /// A CRC32C masked the way LevelDB does, so that a CRC stored inside checksummed data does not
 /// make the outer checksum degenerate.
-#[cfg(test)]
 pub(crate) fn masked_crc(data: &[u8]) -> u32 {
     mask_crc(crc32c::crc32c(data))
 }

@@ -21,6 +21,8 @@ pub(crate) enum FileKind {
     Log(u64),
     Table(u64),
     Temp(u64),
+    /// A prepared transaction (two-phase commit, `txn/prepared.rs`).
+    Prepared(u64),
 }
 
 pub(crate) const CURRENT_FILE_NAME: &str = "CURRENT";
@@ -78,6 +80,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
         "log" => Some(FileKind::Log(number)),
         "sst" => Some(FileKind::Table(number)),
         "dbtmp" => Some(FileKind::Temp(number)),
+        "txn" => Some(FileKind::Prepared(number)),
         _ => None,
     }
 }
@@ -91,6 +94,7 @@ mod tests {
         assert_eq!(parse_file_name(&log_file_name(7)), Some(FileKind::Log(7)));
         assert_eq!(parse_file_name(&table_file_name(1_234_567)), Some(FileKind::Table(1_234_567)));
         assert_eq!(parse_file_name(&manifest_file_name(3)), Some(FileKind::Manifest(3)));
+        assert_eq!(parse_file_name(&crate::txn::prepared::prepared_file_name(12)), Some(FileKind::Prepared(12)));
         assert_eq!(parse_file_name(&temp_file_name(9)), Some(FileKind::Temp(9)));
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
         assert_eq!(parse_file_name("LOCK"), Some(FileKind::Lock));

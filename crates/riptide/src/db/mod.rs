@@ -419,6 +419,28 @@ impl Db {
         crate::txn::begin(&self.inner, options)
     }
 
+    /// The xids of the prepared transactions waiting for a decision (two-phase commit), in byte
+    /// order: those prepared since open whose handles were dropped or are still held, and
+    /// those recovered at open (with their locks). See [`crate::Transaction::prepare`].
+    pub fn prepared_transactions(&self) -> Vec<Vec<u8>> {
+        self.inner.transactions.prepared.xids()
+    }
+
+    /// Commits the prepared transaction `xid`: its writes become visible atomically, durably
+    /// (the commit record is synced) when this returns. `InvalidArgument` if no transaction is
+    /// prepared under `xid`.
+    pub fn commit_prepared(&self, xid: &[u8]) -> Result<()> {
+        self.check_open()?;
+        crate::txn::two_phase::commit_prepared(&self.inner, xid).map(|_| ())
+    }
+
+    /// Rolls back the prepared transaction `xid`, durably. `InvalidArgument` if no transaction
+    /// is prepared under `xid`.
+    pub fn rollback_prepared(&self, xid: &[u8]) -> Result<()> {
+        self.check_open()?;
+        crate::txn::two_phase::rollback_prepared(&self.inner, xid)
+    }
+
     /// Creates a column family with its own options. Names are 1 to 255 bytes and unique.
     /// Durable when it returns: the manifest records it, with its comparator's name.
     pub fn create_column_family(&self, name: &str, options: ColumnFamilyOptions) -> Result<ColumnFamily> {

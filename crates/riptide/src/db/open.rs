@@ -40,6 +40,7 @@ use crate::error::{Error, Result};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, Options, SyncMode, WalRecovery};
 use crate::snapshot::SnapshotList;
+use crate::txn::prepared::MARKER_COLUMN_FAMILY_ID;
 use crate::version::edit::VersionEdit;
 use crate::version::set::{VersionSet, DEFAULT_COLUMN_FAMILY_NAME};
 use crate::version::tree::{FileJanitor, TableFile};
@@ -124,6 +125,28 @@ pub(crate) fn open_with_column_families(
     for &number in &log_numbers {
         versions.mark_file_number_used(number);
     }
+    // Two-phase commit (see `txn/prepared.rs`): the prepared transactions' files, and the logs
+    // older than the replayed ones, which a commit in progress kept for its marker.
+    let mut prepared_numbers: Vec<u64> = Vec::new();
+    let mut older_logs: Vec<u64> = Vec::new();
+    for name in &names {
+        match parse_file_name(name) {
+            Some(FileKind::Prepared(number)) => prepared_numbers.push(number),
+            Some(FileKind::Log(number)) if number < min_log_number => older_logs.push(number),
+            _ => {}
+        }
+    }
+    prepared_numbers.sort_unstable();
+    older_logs.sort_unstable();
+    for &number in prepared_numbers.iter().chain(&older_logs) {
+        versions.mark_file_number_used(number);
+    }
+    let mut committed_markers: HashSet<u64> = HashSet::new();
+    if !prepared_numbers.is_empty() {
+        for &number in &older_logs {
+            collect_markers(dir, &file_system, number, &mut committed_markers);
+        }
+    }
     let mut replays: BTreeMap<u32, Replay> = versions
         .column_families()
         .iter()
@@ -192,6 +215,7 @@ pub(crate) fn open_with_column_families(
             }
             next_sequence = Some(batch.sequence() + batch.len() as u64);
             recovery.wal_records_replayed += 1;
+            note_markers(&batch, &mut committed_markers);
             // I22: a column family takes the record only if its tables do not hold this log.
             insert_batch(&batch, |id| {
                 replays.get(&id).filter(|replay| number >= replay.log_number).map(|replay| replay.memtable.as_ref())
@@ -242,6 +266,7 @@ pub(crate) fn open_with_column_families(
             created.push(id);
         }
     }
+    let recovered_prepared = resolve_prepared(dir, &file_system, &prepared_numbers, &committed_markers, &mut recovery)?;
     delete_obsolete_files(dir, &file_system, &versions, log_number)?;
 
     let mut states = BTreeMap::new();
@@ -301,6 +326,9 @@ pub(crate) fn open_with_column_families(
         recovery,
         options,
     });
+    for record in recovered_prepared {
+        crate::txn::two_phase::recover(&inner, record)?;
+    }
     let mut threads = Vec::new();
     let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new().name(name).spawn(body).map_err(|e| Error::io("start background thread", e))
@@ -331,6 +359,74 @@ pub(crate) fn open_with_column_families(
     Ok(Db { inner, threads: Mutex::new(threads), closed: AtomicBool::new(false) })
 }
 
+/// Adds the prepared transactions whose commit markers `batch` holds to `markers`.
+fn note_markers(batch: &WriteBatch, markers: &mut HashSet<u64>) {
+    if !batch.has_column_family_records() {
+        return;
+    }
+    for record in batch.entries() {
+        if record.column_family_id == MARKER_COLUMN_FAMILY_ID {
+            if let Ok(bytes) = <[u8; 8]>::try_from(record.key) {
+                markers.insert(u64::from_be_bytes(bytes));
+            }
+        }
+    }
+}
+
+/// Reads a log that is not replayed for the commit markers it holds. Its records were applied
+/// before (their data is in tables); only a marker matters, and damage ends the scan.
+fn collect_markers(dir: &Path, file_system: &Arc<dyn crate::fs::FileSystem>, number: u64, markers: &mut HashSet<u64>) {
+    let path = log_path(dir, number);
+    let Ok(data) = file_system.read_all(&path) else { return };
+    let mut reader = LogReader::new(data, path.clone(), WalRecovery::TolerateTornTail, true);
+    while let Ok(Some((offset, record))) = reader.next_record() {
+        let Ok(batch) = WriteBatch::from_data(record.to_vec(), &path, offset + RECORD_HEADER_SIZE_BYTES as u64) else {
+            return;
+        };
+        note_markers(&batch, markers);
+    }
+}
+
+/// Sorts the prepared-transaction files found at open: those whose commit marker was seen
+/// committed before the crash and are removed, damaged ones (an unfinished `prepare`, which
+/// never returned) are removed, the rest are returned to be recovered as prepared.
+fn resolve_prepared(
+    dir: &Path,
+    file_system: &Arc<dyn crate::fs::FileSystem>,
+    numbers: &[u64],
+    committed: &HashSet<u64>,
+    recovery: &mut RecoveryStats,
+) -> Result<Vec<crate::txn::prepared::PreparedRecord>> {
+    let mut recovered = Vec::new();
+    let mut removed = false;
+    for &number in numbers {
+        let keep = if committed.contains(&number) {
+            recovery.prepared_transactions_committed += 1;
+            false
+        } else {
+            match crate::txn::prepared::read(file_system.as_ref(), dir, number)? {
+                Ok(record) => {
+                    recovered.push(record);
+                    true
+                }
+                Err(_reason) => {
+                    recovery.prepared_files_dropped += 1;
+                    false
+                }
+            }
+        };
+        if !keep {
+            file_system.remove(&crate::txn::prepared::prepared_path(dir, number))?;
+            removed = true;
+        }
+    }
+    if removed {
+        file_system.sync_dir(dir)?;
+    }
+    recovery.prepared_transactions_recovered = recovered.len() as u64;
+    Ok(recovered)
+}
+
 /// Without `CURRENT`, a directory is treated as new only if it holds no data: tables or
 /// non-empty logs mean `CURRENT` was lost, and creating a new database would delete them. (A
 /// crash while creating a database leaves at most an empty log and a manifest, which is safe to
@@ -338,7 +434,7 @@ pub(crate) fn open_with_column_families(
 fn refuse_to_recreate_over_data(dir: &Path, file_system: &Arc<dyn crate::fs::FileSystem>) -> Result<()> {
     for name in file_system.list(dir)? {
         let holds_data = match parse_file_name(&name) {
-            Some(FileKind::Table(_)) => true,
+            Some(FileKind::Table(_)) | Some(FileKind::Prepared(_)) => true,
             Some(FileKind::Log(_)) => file_system.file_size(&dir.join(&name))? > 0,
             _ => false,
         };
@@ -421,6 +517,8 @@ fn delete_obsolete_files(
             Some(FileKind::Table(number)) => !live_tables.contains(&number),
             Some(FileKind::Manifest(number)) => number != versions.manifest_number(),
             Some(FileKind::Temp(_)) => true,
+            // Decided ones were removed before; the others are undecided transactions.
+            Some(FileKind::Prepared(_)) => false,
             Some(FileKind::Current) | Some(FileKind::Lock) | None => false,
         };
         if obsolete {

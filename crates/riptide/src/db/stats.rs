@@ -117,6 +117,13 @@ pub struct RecoveryStats {
     pub wal_records_skipped: u64,
     /// Bytes of those damaged records.
     pub wal_bytes_skipped: u64,
+    /// Prepared transactions found undecided and recovered as prepared (two-phase commit).
+    pub prepared_transactions_recovered: u64,
+    /// Prepared-transaction files of transactions whose commit the log showed (the crash came
+    /// between the commit and the file's removal); removed.
+    pub prepared_transactions_committed: u64,
+    /// Damaged prepared-transaction files (a `prepare` the crash interrupted); removed.
+    pub prepared_files_dropped: u64,
 }
 
 /// A snapshot of the engine's statistics; see [`crate::Db::stats`].

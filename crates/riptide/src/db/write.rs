@@ -119,8 +119,7 @@ pub(crate) struct PendingWrite {
 /// and where a failed check is reported (the batch is then dropped from the group: nothing of
 /// it reaches the WAL or a memtable).
 pub(crate) struct TransactionCommit {
-    /// `None` under READ COMMITTED: nothing to check.
-    pub(crate) validation: Option<Validation>,
+    pub(crate) validation: Validation,
     pub(crate) rejection: Arc<Mutex<Option<Error>>>,
     /// The first sequence number of the committed batch, set once it is sequenced.
     pub(crate) sequence: Arc<std::sync::atomic::AtomicU64>,
@@ -176,7 +175,12 @@ fn referenced_column_families(batch: &WriteBatch) -> Vec<u32> {
         return Vec::new();
     }
     let mut ids: Vec<u32> =
-        batch.entries().map(|record| record.column_family_id).filter(|&id| id != DEFAULT_COLUMN_FAMILY_ID).collect();
+        batch
+        .entries()
+        .map(|record| record.column_family_id)
+        // A prepared transaction's commit marker names no column family (no memtable takes it).
+        .filter(|&id| id != DEFAULT_COLUMN_FAMILY_ID && id != crate::txn::prepared::MARKER_COLUMN_FAMILY_ID)
+        .collect();
     ids.sort_unstable();
     ids.dedup();
     ids
@@ -206,7 +210,7 @@ pub(crate) fn write_transaction(
     inner: &DbInner,
     batch: WriteBatch,
     options: &WriteOptions,
-    validation: Option<Validation>,
+    validation: Validation,
 ) -> Result<u64> {
     let rejection = Arc::new(Mutex::new(None));
     let sequence = Arc::new(std::sync::atomic::AtomicU64::new(0));
@@ -277,13 +281,14 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
         }
         for (member, batch) in group.iter().zip(batches.iter_mut()) {
             if let Some(commit) = &member.write().commit {
-                if let Some(validation) = &commit.validation {
-                    if let Err(error) = history.validate(validation, &|id| inner.column_family_order(id)) {
-                        *commit.rejection.lock() = Some(error);
-                        // Dropped from the group: an empty batch is neither logged nor inserted.
-                        batch.clear();
-                        continue;
-                    }
+                if let Err(error) = history.validate(&commit.validation, &|id| inner.column_family_order(id)) {
+                    *commit.rejection.lock() = Some(error);
+                    // Dropped from the group: an empty batch is neither logged nor inserted.
+                    batch.clear();
+                    continue;
+                }
+                if let Some(number) = commit.validation.commits_prepared {
+                    history.remove_guard(number);
                 }
                 commit.sequence.store(next_sequence, Ordering::Release);
             }
@@ -870,13 +875,17 @@ pub(crate) fn rename_column_family(inner: &DbInner, column_family: &ColumnFamily
 /// records are all in tables, and recovery skips missing logs (I22).
 pub(crate) fn delete_obsolete_logs(inner: &DbInner, state: &mut DbState) {
     let current = state.live_logs.back().copied().unwrap_or(0);
+    // A prepared transaction's commit pins the log its marker goes to until its file is gone
+    // (see `txn::prepared`).
+    let pinned = inner.transactions.oldest_pinned_log().unwrap_or(current);
     let oldest_needed = state
         .column_families
         .values()
         .filter_map(ColumnFamilyState::oldest_needed_log)
         .min()
         .unwrap_or(current)
-        .min(current);
+        .min(current)
+        .min(pinned);
     // Obsolete logs are deleted without a sync: their data is in tables.
     inner.closed_logs.lock().retain(|log| log.number >= oldest_needed);
     while let Some(&oldest) = state.live_logs.front() {

@@ -67,14 +67,31 @@ impl KeyRange {
     }
 }
 
-/// What a transaction's commit must check: no write above `snapshot` to any of these keys or
-/// into any of these ranges.
+/// What a transaction's commit (or prepare) must check: no write above `snapshot` to any of
+/// its keys or into any of its ranges, and none of its written keys guarded by a prepared
+/// transaction.
 #[derive(Debug, Default)]
 pub(crate) struct Validation {
-    pub(crate) snapshot: u64,
     pub(crate) transaction: u64,
-    pub(crate) keys: Vec<(u32, Vec<u8>)>,
+    /// The snapshot reads used; `None` under READ COMMITTED (only guards are checked).
+    pub(crate) snapshot: Option<u64>,
+    /// Keys the transaction writes.
+    pub(crate) written: Vec<(u32, Vec<u8>)>,
+    /// Keys it read (SERIALIZABLE) or read for update, checked like written ones.
+    pub(crate) read: Vec<(u32, Vec<u8>)>,
     pub(crate) ranges: Vec<KeyRange>,
+    /// Set for the commit of prepared transaction N: it was validated at prepare and is
+    /// protected by its guard since, so nothing is checked, and its guard goes once its batch
+    /// is sequenced.
+    pub(crate) commits_prepared: Option<u64>,
+}
+
+/// What a prepared transaction protects until it is decided: writes by others to these keys or
+/// into these ranges fail validation.
+struct Guard {
+    xid: Vec<u8>,
+    keys: std::collections::HashSet<(u32, Vec<u8>)>,
+    ranges: Vec<KeyRange>,
 }
 
 struct FamilyHistory {
@@ -97,6 +114,8 @@ pub(crate) struct HistoryState {
     memory_bytes: usize,
     /// Entries at or below this sequence were dropped for the memory cap.
     trimmed_through: u64,
+    /// Prepared transactions' guards, by the number of their file.
+    guards: HashMap<u64, Guard>,
 }
 
 /// The commit history; see the module documentation.
@@ -167,6 +186,10 @@ impl HistoryState {
     /// Records every key `batch` (sequenced from `first_sequence`) writes.
     pub(crate) fn record(&mut self, batch: &WriteBatch, first_sequence: u64) {
         for entry in batch.entries() {
+            // A commit marker of a prepared transaction is no user key.
+            if entry.column_family_id == super::prepared::MARKER_COLUMN_FAMILY_ID {
+                continue;
+            }
             let key = entry.key.to_vec();
             let family =
                 self.families.entry(entry.column_family_id).or_insert_with(|| FamilyHistory { keys: BTreeMap::new() });
@@ -181,46 +204,100 @@ impl HistoryState {
         }
     }
 
-    /// Checks `validation` against the recorded writes. `order_of` gives a column family's key
-    /// order (for ranges); a family it does not know (dropped) cannot hold a range conflict
-    /// that matters, since the commit then fails on the family anyway.
+    /// Checks `validation` against the recorded writes and the prepared transactions' guards.
+    /// `order_of` gives a column family's key order (for ranges); a family it does not know
+    /// (dropped) cannot hold a range conflict that matters, since the commit then fails on the
+    /// family anyway.
     pub(crate) fn validate(
         &self,
         validation: &Validation,
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Result<()> {
-        if validation.snapshot < self.trimmed_through {
+        if validation.commits_prepared.is_some() {
+            return Ok(());
+        }
+        if let Some(snapshot) = validation.snapshot {
+            self.validate_since_snapshot(validation, snapshot, order_of)?;
+        }
+        if !self.guards.is_empty() {
+            self.validate_against_guards(validation, order_of)?;
+        }
+        Ok(())
+    }
+
+    fn validate_since_snapshot(
+        &self,
+        validation: &Validation,
+        snapshot: u64,
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Result<()> {
+        if snapshot < self.trimmed_through {
             return Err(Error::Conflict(format!(
-                "transaction {} read at sequence {}, older than the commit history kept for validation \
+                "transaction {} read at sequence {snapshot}, older than the commit history kept for validation \
                  (trimmed through {}; see Options::transaction_history_limit_bytes)",
-                validation.transaction, validation.snapshot, self.trimmed_through
+                validation.transaction, self.trimmed_through
             )));
         }
-        for (column_family, key) in &validation.keys {
-            if let Some(sequence) = self.write_after(*column_family, key, validation.snapshot) {
+        for (column_family, key) in validation.written.iter().chain(&validation.read) {
+            if let Some(sequence) = self.write_after(*column_family, key, snapshot) {
                 return Err(Error::Conflict(format!(
                     "transaction {}: key {} of column family {column_family} was written at sequence {sequence}, \
-                     after the transaction's snapshot {}",
+                     after the transaction's snapshot {snapshot}",
                     validation.transaction,
                     super::describe_key(key),
-                    validation.snapshot
                 )));
             }
         }
         for range in &validation.ranges {
             let Some(order) = order_of(range.column_family) else { continue };
-            if let Some((key, sequence)) = self.write_in_range(range, &order, validation.snapshot) {
+            if let Some((key, sequence)) = self.write_in_range(range, &order, snapshot) {
                 return Err(Error::Conflict(format!(
                     "transaction {}: key {} in a range it read in column family {} was written at sequence \
-                     {sequence}, after the transaction's snapshot {}",
+                     {sequence}, after the transaction's snapshot {snapshot}",
                     validation.transaction,
                     super::describe_key(&key),
                     range.column_family,
-                    validation.snapshot
                 )));
             }
         }
         Ok(())
+    }
+
+    fn validate_against_guards(
+        &self,
+        validation: &Validation,
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Result<()> {
+        for (column_family, key) in &validation.written {
+            for guard in self.guards.values() {
+                let in_range = || {
+                    guard.ranges.iter().any(|range| {
+                        range.column_family == *column_family
+                            && order_of(*column_family).is_some_and(|order| range.contains(key, &order))
+                    })
+                };
+                if guard.keys.contains(&(*column_family, key.clone())) || in_range() {
+                    return Err(Error::Conflict(format!(
+                        "transaction {}: key {} of column family {column_family} is protected by prepared \
+                         transaction {} until it commits or rolls back",
+                        validation.transaction,
+                        super::describe_key(key),
+                        super::describe_key(&guard.xid),
+                    )));
+                }
+            }
+        }
+        Ok(())
+    }
+
+    /// Protects what prepared transaction `number` wrote and read (see `Validation`).
+    pub(crate) fn add_guard(&mut self, number: u64, xid: &[u8], keys: Vec<(u32, Vec<u8>)>, ranges: Vec<KeyRange>) {
+        self.guards.insert(number, Guard { xid: xid.to_vec(), keys: keys.into_iter().collect(), ranges });
+    }
+
+    /// Lifts prepared transaction `number`'s guard (it committed or rolled back).
+    pub(crate) fn remove_guard(&mut self, number: u64) {
+        self.guards.remove(&number);
     }
 
     /// The sequence of a recorded write to `key` above `snapshot`, if there is one.
@@ -316,10 +393,11 @@ mod tests {
         state.record(&batch(&["b", "d"]), 11);
         let check = |keys: &[&str], ranges: Vec<KeyRange>, snapshot: u64| {
             let validation = Validation {
-                snapshot,
+                snapshot: Some(snapshot),
                 transaction: 1,
-                keys: keys.iter().map(|key| (0, key.as_bytes().to_vec())).collect(),
+                written: keys.iter().map(|key| (0, key.as_bytes().to_vec())).collect(),
                 ranges,
+                ..Validation::default()
             };
             state.validate(&validation, &bytewise).is_ok()
         };
@@ -375,10 +453,38 @@ mod tests {
         {
             let mut state = history.lock();
             state.enforce_limit(0);
-            let validation = Validation { snapshot: 11, transaction: 2, keys: vec![], ranges: vec![] };
+            let validation = Validation { snapshot: Some(11), transaction: 2, ..Validation::default() };
             assert!(matches!(state.validate(&validation, &bytewise), Err(Error::Conflict(_))));
         }
         history.tracking_ended(11, 12);
         assert_eq!(history.memory_bytes(), 0);
+    }
+
+    #[test]
+    fn guards_refuse_writes_to_what_a_prepared_transaction_touched() {
+        let history = CommitHistory::default();
+        let mut state = history.lock();
+        state.add_guard(
+            7,
+            b"xid-7",
+            vec![(0, b"read".to_vec())],
+            vec![range(Bound::Included("m"), Bound::Excluded("p"))],
+        );
+        let writing = |key: &str| Validation {
+            transaction: 1,
+            written: vec![(0, key.as_bytes().to_vec())],
+            ..Validation::default()
+        };
+        assert!(matches!(state.validate(&writing("read"), &bytewise), Err(Error::Conflict(_))));
+        assert!(matches!(state.validate(&writing("n"), &bytewise), Err(Error::Conflict(_))));
+        assert!(state.validate(&writing("q"), &bytewise).is_ok());
+        // Reading a guarded key is no conflict: only writes are refused.
+        let reading = Validation { transaction: 1, read: vec![(0, b"read".to_vec())], ..Validation::default() };
+        assert!(state.validate(&reading, &bytewise).is_ok());
+        // The prepared transaction's own commit is not checked.
+        let own = Validation { commits_prepared: Some(7), ..writing("read") };
+        assert!(state.validate(&own, &bytewise).is_ok());
+        state.remove_guard(7);
+        assert!(state.validate(&writing("read"), &bytewise).is_ok());
     }
 }

@@ -28,6 +28,8 @@
 pub(crate) mod history;
 mod iter;
 pub(crate) mod lock;
+pub(crate) mod prepared;
+pub(crate) mod two_phase;
 mod write_set;
 
 use std::collections::HashSet;
@@ -140,8 +142,22 @@ pub(crate) struct TransactionCounters {
 pub(crate) struct TransactionShared {
     pub(crate) locks: LockManager,
     pub(crate) history: CommitHistory,
+    /// Prepared transactions waiting for their decision (two-phase commit).
+    pub(crate) prepared: two_phase::PreparedRegistry,
     next_id: AtomicU64,
     pub(crate) counters: TransactionCounters,
+}
+
+impl TransactionShared {
+    /// A fresh transaction id.
+    pub(crate) fn new_id(&self) -> TransactionId {
+        self.next_id.fetch_add(1, Ordering::Relaxed) + 1
+    }
+
+    /// The oldest log a prepared transaction's commit in progress needs kept.
+    pub(crate) fn oldest_pinned_log(&self) -> Option<u64> {
+        self.prepared.oldest_pinned_log()
+    }
 }
 
 /// A key for messages: printable ASCII as is, anything else as hex.
@@ -170,6 +186,8 @@ struct State {
     reads: ReadSet,
     /// Keys this transaction holds locks on.
     locks: HashSet<LockKey>,
+    /// Set by `prepare`: the transaction now lives in the prepared registry under this xid.
+    prepared_xid: Option<Vec<u8>>,
     finished: bool,
 }
 
@@ -203,7 +221,7 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
         return Err(Error::invalid("max_lock_count must be at least 1 (or None)"));
     }
     let shared = &db.transactions;
-    let id = shared.next_id.fetch_add(1, Ordering::Relaxed) + 1;
+    let id = shared.new_id();
     let snapshot = if validates(options.isolation) {
         // Announce the transaction first, so that every write sequenced from now on is
         // recorded; then wait until the writes that were not recorded are visible, so that the
@@ -234,6 +252,7 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
             writes: WriteSet::default(),
             reads: ReadSet::default(),
             locks: HashSet::new(),
+            prepared_xid: None,
             finished: false,
         }),
     })
@@ -291,6 +310,13 @@ impl Transaction {
     fn check_active(&self, state: &State) -> Result<()> {
         if state.finished {
             return Err(Error::invalid(format!("transaction {} has already ended", self.id)));
+        }
+        if let Some(xid) = &state.prepared_xid {
+            return Err(Error::invalid(format!(
+                "transaction {} is prepared (xid {}): only commit or rollback remain",
+                self.id,
+                describe_key(xid)
+            )));
         }
         if self.db.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed("the database is closing".to_string()));
@@ -593,6 +619,9 @@ impl Transaction {
     /// [`Transaction::commit`], returning the commit's sequence number (`None` when there was
     /// nothing to write): the commit is visible to snapshots at or above it.
     pub fn commit_returning_sequence(self) -> Result<Option<u64>> {
+        if let Some(xid) = self.take_prepared_xid()? {
+            return two_phase::commit_prepared(&self.db, &xid).map(Some);
+        }
         let (batch, validation) = {
             let mut state = self.state.lock();
             self.check_active(&state)?;
@@ -605,16 +634,7 @@ impl Transaction {
                 return Ok(None);
             }
             let batch = state.writes.to_batch();
-            let validation = self.snapshot.as_ref().map(|snapshot| {
-                let mut keys = state.writes.keys();
-                keys.extend(state.reads.keys.drain());
-                Validation {
-                    snapshot: snapshot.sequence(),
-                    transaction: self.id,
-                    keys,
-                    ranges: std::mem::take(&mut state.reads.ranges),
-                }
-            });
+            let validation = self.validation(&mut state);
             (batch, validation)
         };
         let write_options = WriteOptions { sync: self.options.sync };
@@ -626,8 +646,87 @@ impl Transaction {
         result.map(Some)
     }
 
+    /// What the commit (or prepare) checks: written keys always (against prepared
+    /// transactions' guards, and under REPEATABLE READ and SERIALIZABLE against writes since
+    /// the snapshot), read keys and ranges as the level requires.
+    fn validation(&self, state: &mut State) -> Validation {
+        let (read, ranges) = if self.snapshot.is_some() {
+            (state.reads.keys.drain().collect(), std::mem::take(&mut state.reads.ranges))
+        } else {
+            (Vec::new(), Vec::new())
+        };
+        Validation {
+            transaction: self.id,
+            snapshot: self.snapshot.as_ref().map(Snapshot::sequence),
+            written: state.writes.keys(),
+            read,
+            ranges,
+            commits_prepared: None,
+        }
+    }
+
+    /// Prepares the transaction for two-phase commit under `xid` (1 to 256 bytes, unique among
+    /// prepared transactions): validates it as a commit would, then makes its writes durable
+    /// (in a file of its own, synced) but invisible, and keeps its locks. After `prepare`
+    /// returns the transaction can no longer fail to commit: until it is decided, commits of
+    /// others that write a key it wrote or read, or into a range it scanned (SERIALIZABLE),
+    /// fail with [`Error::Conflict`]. Decide it with [`Transaction::commit`] /
+    /// [`Transaction::rollback`], or by xid with [`crate::Db::commit_prepared`] /
+    /// [`crate::Db::rollback_prepared`] (also after the handle was dropped: dropping a prepared
+    /// transaction does not roll it back). After a crash, `Db::open` recovers it (locks
+    /// included) and [`crate::Db::prepared_transactions`] lists it. On error the transaction is
+    /// unchanged (still active).
+    pub fn prepare(&self, xid: &[u8]) -> Result<()> {
+        two_phase::check_xid(xid)?;
+        let request = {
+            let mut state = self.state.lock();
+            self.check_active(&state)?;
+            // The validation takes the read set; on failure it is put back below.
+            let reads_before = (state.reads.keys.clone(), state.reads.ranges.clone());
+            let validation = self.validation(&mut state);
+            state.reads.keys = reads_before.0;
+            state.reads.ranges = reads_before.1;
+            two_phase::PrepareRequest {
+                owner: self.id,
+                xid: xid.to_vec(),
+                batch: state.writes.to_batch(),
+                validation,
+                locks: state.locks.iter().cloned().collect(),
+                snapshot: self.snapshot.clone(),
+            }
+        };
+        two_phase::prepare(&self.db, request).inspect_err(|error| {
+            if matches!(error, Error::Conflict(_)) {
+                self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+            }
+        })?;
+        // The registry owns the locks and the snapshot's registration now.
+        let mut state = self.state.lock();
+        state.locks.clear();
+        state.writes = WriteSet::default();
+        state.reads = ReadSet::default();
+        state.prepared_xid = Some(xid.to_vec());
+        Ok(())
+    }
+
+    /// For a prepared transaction: ends the handle and returns the xid to decide.
+    fn take_prepared_xid(&self) -> Result<Option<Vec<u8>>> {
+        let mut state = self.state.lock();
+        if state.finished {
+            return Err(Error::invalid(format!("transaction {} has already ended", self.id)));
+        }
+        let xid = state.prepared_xid.clone();
+        if xid.is_some() {
+            state.finished = true;
+        }
+        Ok(xid)
+    }
+
     /// Rolls back: discards every write and releases the locks.
     pub fn rollback(self) -> Result<()> {
+        if let Some(xid) = self.take_prepared_xid()? {
+            return two_phase::rollback_prepared(&self.db, &xid);
+        }
         let state = self.state.lock();
         self.check_active(&state)?;
         drop(state);
@@ -643,6 +742,10 @@ impl Transaction {
                 return;
             }
             state.finished = true;
+            if state.prepared_xid.is_some() {
+                // Prepared: the registry holds what is left, and the decision releases it.
+                return;
+            }
             state.writes = WriteSet::default();
             state.reads = ReadSet::default();
             std::mem::take(&mut state.locks)

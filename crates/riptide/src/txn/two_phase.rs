@@ -1,0 +1,287 @@
+//! Two-phase commit: prepare, commit and roll back prepared transactions, by handle or by xid,
+//! and the registry of prepared transactions (live and recovered).
+//!
+//! A prepared transaction leaves its handle: its write batch, locks, snapshot and file number
+//! move into the database's registry, keyed by xid, at `prepare`. From then on it is decided
+//! with `Transaction::commit` / `rollback` or with `Db::commit_prepared` / `rollback_prepared`
+//! (also after the handle was dropped, and after a crash, when recovery rebuilt the entry). The
+//! file format and the crash argument are in `prepared.rs`.
+//!
+//! Concurrency contract: the registry's mutex guards the map only; no I/O happens under it. An
+//! xid is reserved in the registry before its file is written, so two prepares of one xid
+//! cannot both succeed, and an entry leaves the registry before its commit or rollback starts,
+//! so two decisions cannot both run (the loser gets `InvalidArgument`).
+
+use std::collections::BTreeMap;
+use std::sync::atomic::Ordering;
+
+use parking_lot::Mutex;
+
+use super::history::{KeyRange, Validation};
+use super::lock::{LockKey, TransactionId};
+use super::prepared::{self, PreparedRecord, MARKER_COLUMN_FAMILY_ID};
+use crate::batch::WriteBatch;
+use crate::db::DbInner;
+use crate::error::{Error, Result};
+use crate::options::WriteOptions;
+use crate::snapshot::Snapshot;
+
+/// A prepared transaction waiting for its decision.
+pub(crate) struct PreparedEntry {
+    pub(crate) number: u64,
+    /// The id its locks are held under.
+    pub(crate) owner: TransactionId,
+    pub(crate) batch: WriteBatch,
+    pub(crate) locks: Vec<LockKey>,
+    /// Its snapshot (REPEATABLE READ, SERIALIZABLE), registered with the commit history until the
+    /// decision; recovered transactions have none.
+    pub(crate) snapshot: Option<Snapshot>,
+}
+
+/// The registry, with the logs pinned by commits in progress.
+#[derive(Default)]
+pub(crate) struct PreparedRegistry {
+    /// By xid; `None` while the xid's prepare is writing its file.
+    entries: Mutex<BTreeMap<Vec<u8>, Option<PreparedEntry>>>,
+    pinned_logs: Mutex<BTreeMap<u64, usize>>,
+}
+
+impl PreparedRegistry {
+    /// Reserves `xid` for a prepare. `InvalidArgument` if it is prepared (or being prepared).
+    pub(crate) fn reserve(&self, xid: &[u8]) -> Result<()> {
+        let mut entries = self.entries.lock();
+        if entries.contains_key(xid) {
+            return Err(Error::invalid(format!("xid {} is already prepared", super::describe_key(xid))));
+        }
+        entries.insert(xid.to_vec(), None);
+        Ok(())
+    }
+
+    /// Gives up a reservation after a failed prepare.
+    pub(crate) fn unreserve(&self, xid: &[u8]) {
+        let mut entries = self.entries.lock();
+        if matches!(entries.get(xid), Some(None)) {
+            entries.remove(xid);
+        }
+    }
+
+    /// Fills a reservation (or registers a recovered transaction).
+    pub(crate) fn insert(&self, xid: &[u8], entry: PreparedEntry) {
+        self.entries.lock().insert(xid.to_vec(), Some(entry));
+    }
+
+    /// Takes the entry of `xid` out for a decision.
+    fn take(&self, xid: &[u8]) -> Result<PreparedEntry> {
+        let mut entries = self.entries.lock();
+        match entries.get(xid) {
+            Some(Some(_)) => Ok(entries.remove(xid).flatten().expect("checked just above")),
+            Some(None) => Err(Error::invalid(format!("xid {} is still being prepared", super::describe_key(xid)))),
+            None => Err(Error::invalid(format!("no prepared transaction has xid {}", super::describe_key(xid)))),
+        }
+    }
+
+    /// Puts an entry back after a decision failed before anything was decided.
+    fn restore(&self, xid: &[u8], entry: PreparedEntry) {
+        self.entries.lock().insert(xid.to_vec(), Some(entry));
+    }
+
+    /// The xids of the prepared transactions, in byte order.
+    pub(crate) fn xids(&self) -> Vec<Vec<u8>> {
+        self.entries.lock().iter().filter(|(_, entry)| entry.is_some()).map(|(xid, _)| xid.clone()).collect()
+    }
+
+    fn pin_log(&self, number: u64) {
+        *self.pinned_logs.lock().entry(number).or_insert(0) += 1;
+    }
+
+    fn unpin_log(&self, number: u64) {
+        let mut pinned = self.pinned_logs.lock();
+        if let Some(count) = pinned.get_mut(&number) {
+            *count -= 1;
+            if *count == 0 {
+                pinned.remove(&number);
+            }
+        }
+    }
+
+    /// The oldest log a commit in progress pinned.
+    pub(crate) fn oldest_pinned_log(&self) -> Option<u64> {
+        self.pinned_logs.lock().keys().next().copied()
+    }
+}
+
+/// Checks an xid's length.
+pub(crate) fn check_xid(xid: &[u8]) -> Result<()> {
+    if xid.is_empty() || xid.len() > prepared::MAX_XID_BYTES {
+        return Err(Error::invalid(format!(
+            "an xid must be 1 to {} bytes, not {}",
+            prepared::MAX_XID_BYTES,
+            xid.len()
+        )));
+    }
+    Ok(())
+}
+
+/// What `prepare` needs from the transaction.
+pub(crate) struct PrepareRequest {
+    pub(crate) owner: TransactionId,
+    pub(crate) xid: Vec<u8>,
+    pub(crate) batch: WriteBatch,
+    pub(crate) validation: Validation,
+    pub(crate) locks: Vec<LockKey>,
+    pub(crate) snapshot: Option<Snapshot>,
+}
+
+/// Prepares: validates, guards, writes the file (durably), and registers the entry. On error
+/// nothing changed: the xid is free again and the guard lifted; the caller still owns its
+/// locks (they are handed over only on success).
+pub(crate) fn prepare(db: &DbInner, request: PrepareRequest) -> Result<()> {
+    let shared = &db.transactions;
+    shared.prepared.reserve(&request.xid)?;
+    let number = {
+        let mut state = db.state.lock();
+        db.check_not_stopped(&state).map(|()| state.versions.new_file_number())
+    };
+    let number = match number {
+        Ok(number) => number,
+        Err(error) => {
+            shared.prepared.unreserve(&request.xid);
+            return Err(error);
+        }
+    };
+    let mut guard_keys: Vec<(u32, Vec<u8>, bool)> = Vec::new();
+    {
+        let mut history = shared.history.lock();
+        if let Err(error) = history.validate(&request.validation, &|id| db.column_family_order(id)) {
+            drop(history);
+            shared.prepared.unreserve(&request.xid);
+            return Err(error);
+        }
+        let validation = &request.validation;
+        guard_keys.extend(validation.written.iter().map(|(family, key)| (*family, key.clone(), true)));
+        guard_keys.extend(validation.read.iter().map(|(family, key)| (*family, key.clone(), false)));
+        history.add_guard(
+            number,
+            &request.xid,
+            guard_keys.iter().map(|(family, key, _)| (*family, key.clone())).collect(),
+            validation.ranges.clone(),
+        );
+    }
+    let record = PreparedRecord {
+        number,
+        xid: request.xid.clone(),
+        batch: request.batch.data().to_vec(),
+        keys: guard_keys,
+        ranges: request.validation.ranges.clone(),
+    };
+    if let Err(error) = prepared::write(db.file_system.as_ref(), &db.dir, &record) {
+        shared.history.lock().remove_guard(number);
+        shared.prepared.unreserve(&request.xid);
+        // A file that may be half written is removed (best effort): recovery would drop it
+        // anyway, as its checksum cannot match.
+        let _ = db.file_system.remove(&prepared::prepared_path(&db.dir, number));
+        return Err(error);
+    }
+    shared.prepared.insert(
+        &request.xid,
+        PreparedEntry {
+            number,
+            owner: request.owner,
+            batch: request.batch,
+            locks: request.locks,
+            snapshot: request.snapshot,
+        },
+    );
+    Ok(())
+}
+
+/// Commits prepared transaction `xid`: its batch and commit marker in one synced WAL record,
+/// then its file removed. Returns the commit's first sequence number.
+pub(crate) fn commit_prepared(db: &DbInner, xid: &[u8]) -> Result<u64> {
+    let shared = &db.transactions;
+    let entry = shared.prepared.take(xid)?;
+    let mut batch = entry.batch.clone();
+    batch.put_in(MARKER_COLUMN_FAMILY_ID, &prepared::marker_key(entry.number), &[]);
+    // Pin the log the marker goes to (this one or a later one) until the file is gone: if
+    // the file survived a crash and the marker did not, recovery would take the transaction
+    // for undecided although it committed.
+    let pinned_log = db.wal.lock().number;
+    shared.prepared.pin_log(pinned_log);
+    let validation =
+        Validation { transaction: entry.owner, commits_prepared: Some(entry.number), ..Validation::default() };
+    let committed = crate::db::write::write_transaction(db, batch, &WriteOptions { sync: true }, validation);
+    let sequence = match committed {
+        Ok(sequence) => sequence,
+        Err(error) => {
+            shared.prepared.unpin_log(pinned_log);
+            // The commit did not happen (writes failed before the record was acknowledged):
+            // the transaction stays prepared; after such an error the database needs a reopen,
+            // whose recovery finds it prepared.
+            shared.prepared.restore(xid, entry);
+            return Err(error);
+        }
+    };
+    // If the removal fails the log stays pinned: the marker must outlive the file.
+    prepared::remove(db.file_system.as_ref(), &db.dir, entry.number)?;
+    shared.prepared.unpin_log(pinned_log);
+    end(db, entry, true);
+    Ok(sequence)
+}
+
+/// Rolls back prepared transaction `xid`: its file removed, its guard and locks released.
+pub(crate) fn rollback_prepared(db: &DbInner, xid: &[u8]) -> Result<()> {
+    let shared = &db.transactions;
+    let entry = shared.prepared.take(xid)?;
+    if let Err(error) = prepared::remove(db.file_system.as_ref(), &db.dir, entry.number) {
+        shared.prepared.restore(xid, entry);
+        return Err(error);
+    }
+    shared.history.lock().remove_guard(entry.number);
+    end(db, entry, false);
+    Ok(())
+}
+
+/// Releases what a decided transaction held.
+fn end(db: &DbInner, entry: PreparedEntry, committed: bool) {
+    let shared = &db.transactions;
+    for key in &entry.locks {
+        shared.locks.release(entry.owner, key);
+    }
+    if let Some(snapshot) = &entry.snapshot {
+        shared.history.tracking_ended(snapshot.sequence(), db.visible_sequence.load(Ordering::Acquire));
+    }
+    let counter = if committed { &shared.counters.committed } else { &shared.counters.rolled_back };
+    counter.fetch_add(1, Ordering::Relaxed);
+    shared.counters.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Re-establishes a prepared transaction found at open: a fresh owner id, its written keys
+/// locked again, its guard in place, its entry in the registry.
+pub(crate) fn recover(db: &DbInner, record: PreparedRecord) -> Result<()> {
+    let shared = &db.transactions;
+    let owner = shared.new_id();
+    let slot = std::sync::Arc::new(super::lock::WaitSlot::default());
+    let no_wait = super::lock::WaitPolicy { timeout: Some(std::time::Duration::ZERO), detect_deadlocks: false };
+    let mut locks = Vec::new();
+    for (family, key, written) in &record.keys {
+        if *written {
+            let lock_key: LockKey = (*family, key.clone());
+            // Prepared transactions never hold conflicting locks (locks and guards kept them
+            // apart), so this never waits.
+            shared.locks.acquire(owner, &slot, &lock_key, super::lock::LockMode::Exclusive, no_wait)?;
+            locks.push(lock_key);
+        }
+    }
+    let ranges: Vec<KeyRange> = record.ranges.clone();
+    shared.history.lock().add_guard(
+        record.number,
+        &record.xid,
+        record.keys.iter().map(|(family, key, _)| (*family, key.clone())).collect(),
+        ranges,
+    );
+    let batch = WriteBatch::from_data(record.batch.clone(), &prepared::prepared_path(&db.dir, record.number), 0)?;
+    shared.counters.begun.fetch_add(1, Ordering::Relaxed);
+    shared.counters.open.fetch_add(1, Ordering::Relaxed);
+    shared.prepared.insert(&record.xid, PreparedEntry { number: record.number, owner, batch, locks, snapshot: None });
+    Ok(())
+}
