@@ -273,6 +273,10 @@ fn a_commit_cut_before_its_file_was_removed_is_not_applied_twice() {
             db.put_opt(b"k", b"later value", &riptide::WriteOptions { sync: true }).unwrap();
             if flush_before_crash {
                 db.flush().unwrap();
+                // A second flush syncs the directory after the first one's log deletions, so a
+                // log deleted then stays deleted through the power loss.
+                db.put(b"other", b"v").unwrap();
+                db.flush().unwrap();
             }
             memory.simulate_power_loss(PowerLossMode::DropUnsynced);
         }
