@@ -37,6 +37,7 @@ pub const TARGETS: &[(&str, Body)] = &[
     ("compressed_block", compressed_block),
     ("bloom_filter", bloom_filter),
     ("footer_properties", footer_properties),
+    ("prepared_transaction", prepared_transaction),
     ("api_sequence", api_sequence),
 ];
 
@@ -241,6 +242,14 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
     files
 }
 
+/// A prepared-transaction file (two-phase commit): decoding either fails or yields a
+/// transaction whose canonical encoding decodes to the same encoding again.
+pub fn prepared_transaction(data: &[u8]) {
+    let Ok(canonical) = decode::prepared_transaction(data) else { return };
+    let again = decode::prepared_transaction(&canonical).expect("a canonical encoding decodes");
+    assert_eq!(again, canonical, "re-encoding a decoded prepared transaction is not stable");
+}
+
 /// Small valid inputs for every target: (target, file name, bytes).
 pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     let mut seeds: Vec<(&'static str, String, Vec<u8>)> = Vec::new();
@@ -279,6 +288,23 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         }
     }
     seeds.push(("current", "manifest-5".to_string(), b"MANIFEST-000005\n".to_vec()));
+    let batch = encode::write_batch(&[(0, BatchOp::Put, b"stock", b"41"), (3, BatchOp::Delete, b"order/9", b"")]);
+    seeds.push((
+        "prepared_transaction",
+        "two-writes".to_string(),
+        encode::prepared_transaction(
+            17,
+            b"gtrid.bqual",
+            &batch,
+            &[(0, b"stock", true), (3, b"order/9", true), (0, b"read", false)],
+            &[(0, b"a", b"m")],
+        ),
+    ));
+    seeds.push((
+        "prepared_transaction",
+        "empty".to_string(),
+        encode::prepared_transaction(1, b"x", &encode::write_batch(&[]), &[], &[]),
+    ));
     let payloads: Vec<Vec<u8>> = (1..12usize).map(|length| vec![length as u8; length * 9]).collect();
     if let Ok(log) = encode::log(&payloads) {
         for (selector, cut) in [(4u8, 0usize), (0, 0), (6, 5), (2, 30)] {

@@ -13,12 +13,16 @@
 //!   other and with a `BTreeMap`.
 //! - [`api_sequence`] and [`fuzz_bodies`]: what the fuzz targets in `fuzz/` run, shared with the
 //!   stable tests that replay their corpora.
+//! - [`isolation`]: an Elle-style history checker for transactions: threads run list-append
+//!   transactions under one isolation level and mode, and the recorded history is checked for
+//!   the anomalies that level forbids (G0, G1a, G1b, G1c, G-single, G2-item).
 //!
 //! Every harness reports its failures with the seed that replays them, and has a short,
 //! fixed-seed form run by `make test` and a long form run by `make soak`.
 //!
-//! Concurrency contract: the driver is the only multi-threaded part (see `operations`); the
-//! other harnesses run one database at a time on one thread, plus the engine's own threads.
+//! Concurrency contract: the driver and the isolation workload are the multi-threaded parts (see
+//! `operations` and `isolation::workload`); the other harnesses run one database at a time on one
+//! thread, plus the engine's own threads.
 //!
 //! Invariants: no harness function panics on a database failure; it returns a description of
 //! what went wrong (tests turn that into a panic).
@@ -28,6 +32,7 @@ pub mod crash;
 pub mod driver;
 pub mod fuzz_bodies;
 pub mod io_errors;
+pub mod isolation;
 pub mod journal;
 pub mod metamorphic;
 pub mod model;

@@ -4,6 +4,7 @@
 //! - `crash`: the SIGKILL loop.
 //! - `power-loss`, `io-errors`, `metamorphic`: the simulated harnesses with random seeds, for
 //!   soaking.
+//! - `isolation`: the isolation history checker, for a while under each level and mode.
 //! - `seed-corpus`: writes the fuzz targets' generated seed inputs.
 //!
 //! Each soak command ends with one `LEDGER` line (see `riptide_stress::ledger_line`). Exit
@@ -23,7 +24,7 @@ use riptide_stress::crash::{self, CrashConfig};
 use riptide_stress::driver::{self, DriverConfig};
 use riptide_stress::journal::Journal;
 use riptide_stress::model::KeySpace;
-use riptide_stress::{io_errors, ledger_line, metamorphic, power_loss};
+use riptide_stress::{io_errors, isolation, ledger_line, metamorphic, power_loss};
 
 #[derive(Parser)]
 #[command(name = "riptide-stress", about = "Riptide's reliability harness")]
@@ -102,6 +103,15 @@ enum Command {
         seed: u64,
         #[arg(long)]
         minutes: Option<f64>,
+    },
+    /// The isolation history checker: list-append transactions under every isolation level
+    /// and concurrency mode, with seeds from `seed` on, for `seconds` per level and mode (at
+    /// least one run each).
+    Isolation {
+        #[arg(long, default_value_t = 1)]
+        seed: u64,
+        #[arg(long, default_value_t = 10.0)]
+        seconds: f64,
     },
     /// Writes the generated seed inputs of every fuzz target under `out/<target>/`.
     SeedCorpus {
@@ -239,6 +249,31 @@ fn main() -> ExitCode {
         }
         Command::IoErrors { seed, minutes: run_minutes } => {
             sweep_summary("io-errors", "fault cases", &io_errors::soak(seed, minutes(run_minutes)))
+        }
+        Command::Isolation { seed, seconds } => {
+            let report = isolation::soak(seed, Duration::from_secs_f64(seconds.max(0.0)));
+            for counts in &report.configurations {
+                println!("isolation: {}", counts.summary());
+            }
+            println!(
+                "isolation: seeds {}: {} transactions, {} failures",
+                report.seeds,
+                report.transactions(),
+                report.failures.len()
+            );
+            for failure in &report.failures {
+                println!("FAIL {failure}");
+            }
+            println!(
+                "{}",
+                ledger_line(
+                    "isolation",
+                    &report.seeds,
+                    &format!("{} transactions", report.transactions()),
+                    report.failures.len()
+                )
+            );
+            exit_for(report.failures.len())
         }
         Command::SeedCorpus { out } => {
             let seeds = riptide_stress::fuzz_bodies::seed_corpus();

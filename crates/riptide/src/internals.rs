@@ -116,6 +116,15 @@ pub mod decode {
         batch.sequence()
     }
 
+    /// Decodes a prepared-transaction file (`NNNNNN.txn`) and returns its canonical
+    /// re-encoding, so that a caller can check that it decodes to the same transaction again.
+    pub fn prepared_transaction(data: &[u8]) -> Result<Vec<u8>> {
+        match crate::txn::prepared::decode(data) {
+            Ok(record) => Ok(crate::txn::prepared::encode(&record)),
+            Err((offset, reason)) => Err(crate::Error::corruption("/fuzz/000001.txn", offset, reason)),
+        }
+    }
+
     /// Decodes a version edit (one manifest record) and returns its canonical re-encoding, so
     /// that a caller can check that decoding the re-encoding gives the same bytes again.
     pub fn version_edit(data: &[u8]) -> Result<Vec<u8>> {
@@ -300,6 +309,33 @@ pub mod encode {
     use crate::sstable::{TableBuilder, TableOptions};
     use crate::version::edit::{FileMetadata, VersionEdit};
     use crate::wal::LogWriter;
+
+    /// A prepared-transaction file for transaction `number` under `xid`, holding `batch` (an
+    /// encoded write batch), guarding `keys` (column family, key, written) and one range per
+    /// `(column family, start, end)` with inclusive start and exclusive end.
+    pub fn prepared_transaction(
+        number: u64,
+        xid: &[u8],
+        batch: &[u8],
+        keys: &[(u32, &[u8], bool)],
+        ranges: &[(u32, &[u8], &[u8])],
+    ) -> Vec<u8> {
+        use std::ops::Bound;
+        crate::txn::prepared::encode(&crate::txn::prepared::PreparedRecord {
+            number,
+            xid: xid.to_vec(),
+            batch: batch.to_vec(),
+            keys: keys.iter().map(|(family, key, written)| (*family, key.to_vec(), *written)).collect(),
+            ranges: ranges
+                .iter()
+                .map(|(family, start, end)| crate::txn::history::KeyRange {
+                    column_family: *family,
+                    start: Bound::Included(start.to_vec()),
+                    end: Bound::Excluded(end.to_vec()),
+                })
+                .collect(),
+        })
+    }
 
     /// A log file holding one record per payload. Payloads must not be empty (I9).
     pub fn log(payloads: &[Vec<u8>]) -> Result<Vec<u8>> {

@@ -323,13 +323,15 @@ fn optimistic_transactions_take_no_locks() {
     assert_eq!(db.stats().transactions.conflicts, 1);
 }
 
+type Entry = (Vec<u8>, Vec<u8>);
+
 /// Collects a transaction iterator forwards from `seek` (or the start) and backwards from
 /// `seek_for_prev` (or the end).
 fn both_directions(
     transaction: &riptide::Transaction,
     family: Option<&riptide::ColumnFamily>,
     read: &ReadOptions,
-) -> (Vec<(Vec<u8>, Vec<u8>)>, Vec<(Vec<u8>, Vec<u8>)>) {
+) -> (Vec<Entry>, Vec<Entry>) {
     let open = || match family {
         Some(family) => transaction.iter_cf(family, read).unwrap(),
         None => transaction.iter(read).unwrap(),

@@ -174,8 +174,7 @@ fn referenced_column_families(batch: &WriteBatch) -> Vec<u32> {
     if !batch.has_column_family_records() {
         return Vec::new();
     }
-    let mut ids: Vec<u32> =
-        batch
+    let mut ids: Vec<u32> = batch
         .entries()
         .map(|record| record.column_family_id)
         // A prepared transaction's commit marker names no column family (no memtable takes it).

@@ -421,10 +421,10 @@ mod tests {
         let reverse = |_: u32| Some(KeyComparator::new(&(Arc::new(ReverseBytewiseComparator) as Arc<dyn Comparator>)));
         // In reverse order "c" comes before "b", which comes before "a".
         let validation = Validation {
-            snapshot: 10,
+            snapshot: Some(10),
             transaction: 1,
-            keys: vec![],
             ranges: vec![range(Bound::Included("c"), Bound::Included("a"))],
+            ..Validation::default()
         };
         assert!(state.validate(&validation, &reverse).is_err());
         assert!(state.validate(&validation, &bytewise).is_ok(), "empty in bytewise order");

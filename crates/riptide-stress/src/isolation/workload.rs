@@ -1,0 +1,451 @@
+//! The workload: threads running list-append transactions against one database under one
+//! isolation level and concurrency mode, recording the [`History`] the checker reads.
+//!
+//! Every transaction makes one to six micro-operations on a small key space, so that
+//! contention is real: point reads (`get`, sometimes `get_for_update`), appends (`get` of the
+//! transaction's own view, then `put` of that list with a new element at the end), and, in some
+//! transactions, a range read with an iterator (forward or backward, within bounds). A
+//! transaction the engine refuses (a retryable error during an operation or at commit) is
+//! rolled back and recorded as aborted; one in twenty is rolled back on purpose. After every
+//! thread has stopped, the final list of every key is read (by `get`, and cross-checked with a
+//! full scan that must hold nothing else).
+//!
+//! Contention is forced without the clock (see `crates/riptide/tests/README.md`): the threads
+//! run in rounds, and each round ends with one synchronized transaction per thread, begun by
+//! every thread before any of them makes its first operation (a barrier after `begin`) and
+//! ended by every thread before any begins the next round (a barrier after the commit). So in
+//! each round the synchronized transactions are all concurrent: under REPEATABLE READ and
+//! SERIALIZABLE, two of them appending to the same key cannot both commit, and under
+//! [`Shape::WriteSkew`] two that read the same pair of keys and append to different keys of it
+//! both commit under REPEATABLE READ (write skew) and cannot under SERIALIZABLE, whatever the
+//! scheduler does. The plans come from the seed alone; between the synchronized transactions,
+//! free ones run as the scheduler lets them.
+//!
+//! Concurrency contract: one database per run, opened here and closed at the end; each thread
+//! owns its transactions and its records; the threads share only the database, the two
+//! barriers, the element counter and the failure slot. A synchronized transaction takes no lock
+//! before the first barrier and holds none at the second, so a lock wait never blocks a barrier.
+//!
+//! Invariants: elements are unique across a run (one atomic counter); every thread reaches
+//! every barrier of every round even after a failure, which only makes the remaining rounds
+//! idle; a failure (an error that is not retryable, or an answer that breaks the API's
+//! contract, such as a scan out of order) ends the run with a message that names the seed.
+
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Barrier, Mutex};
+
+use rand::rngs::SmallRng;
+use rand::{Rng, SeedableRng};
+use riptide::{
+    ConcurrencyMode, Db, IsolationLevel, Options, ReadOptions, Snapshot, SyncMode, Transaction, TransactionOptions,
+};
+
+use super::history::{
+    decode_list, encode_list, key_name, parse_key_name, Element, History, Operation, Outcome, TransactionRecord,
+};
+
+/// What the transactions do.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum Shape {
+    /// Random reads, appends and range reads, with free transactions between the synchronized
+    /// ones.
+    Mixed,
+    /// Only synchronized transactions, each reading both keys of a pair (keys `2p` and
+    /// `2p + 1`) and appending to one of them: the classic write skew.
+    WriteSkew,
+}
+
+/// One run's parameters.
+#[derive(Clone, Debug)]
+pub struct WorkloadConfig {
+    /// Draws every transaction's plan.
+    pub seed: u64,
+    /// The isolation level of every transaction.
+    pub isolation: IsolationLevel,
+    /// Pessimistic or optimistic, for every transaction.
+    pub mode: ConcurrencyMode,
+    /// What the transactions do.
+    pub shape: Shape,
+    /// Threads running transactions.
+    pub threads: usize,
+    /// Keys (lists).
+    pub keys: usize,
+    /// Rounds each thread runs (one synchronized transaction each, plus free ones for
+    /// [`Shape::Mixed`]).
+    pub rounds: usize,
+}
+
+impl WorkloadConfig {
+    /// The default size for `shape`: four threads; eight keys for [`Shape::Mixed`] (about two
+    /// transactions per thread and round), four for [`Shape::WriteSkew`] (two pairs, so most
+    /// rounds put two threads on one pair).
+    pub fn new(seed: u64, isolation: IsolationLevel, mode: ConcurrencyMode, shape: Shape) -> WorkloadConfig {
+        let (keys, rounds) = match shape {
+            Shape::Mixed => (8, 60),
+            Shape::WriteSkew => (4, 40),
+        };
+        WorkloadConfig { seed, isolation, mode, shape, threads: 4, keys, rounds }
+    }
+
+    /// The run for messages.
+    pub fn describe(&self) -> String {
+        format!(
+            "seed {} {:?} {:?} {:?} ({} threads, {} keys, {} rounds)",
+            self.seed, self.isolation, self.mode, self.shape, self.threads, self.keys, self.rounds
+        )
+    }
+}
+
+/// One planned micro-operation.
+#[derive(Clone, Copy, Debug)]
+enum Step {
+    Read(usize),
+    ReadForUpdate(usize),
+    Append(usize),
+    Scan { start: usize, end: usize, reverse: bool },
+}
+
+/// One planned transaction.
+struct Plan {
+    steps: Vec<Step>,
+    roll_back: bool,
+}
+
+fn plan_mixed(rng: &mut SmallRng, keys: usize) -> Plan {
+    let count = rng.gen_range(1..=6);
+    let scans = rng.gen_bool(0.3);
+    let steps = (0..count)
+        .map(|_| {
+            let roll = rng.gen_range(0..100);
+            let key = rng.gen_range(0..keys);
+            if scans && roll < 20 {
+                let start = rng.gen_range(0..keys);
+                let end = rng.gen_range(start + 1..=keys);
+                Step::Scan { start, end, reverse: rng.gen_bool(0.5) }
+            } else if roll < 60 {
+                Step::Append(key)
+            } else if roll < 68 {
+                Step::ReadForUpdate(key)
+            } else {
+                Step::Read(key)
+            }
+        })
+        .collect();
+    Plan { steps, roll_back: rng.gen_ratio(1, 20) }
+}
+
+fn plan_write_skew(rng: &mut SmallRng, keys: usize) -> Plan {
+    let pair = rng.gen_range(0..(keys / 2).max(1));
+    let (first, second) = if rng.gen_bool(0.5) { (2 * pair, 2 * pair + 1) } else { (2 * pair + 1, 2 * pair) };
+    let target = if rng.gen_bool(0.5) { first } else { second };
+    Plan { steps: vec![Step::Read(first), Step::Read(second), Step::Append(target)], roll_back: false }
+}
+
+/// What ended a step early.
+enum StepError {
+    /// A retryable error: the transaction is aborted.
+    Retryable(String),
+    /// Anything else ends the run.
+    Failure(String),
+}
+
+fn engine_error(error: riptide::Error, what: &str) -> StepError {
+    if error.is_retryable() {
+        StepError::Retryable(error.to_string())
+    } else {
+        StepError::Failure(format!("{what}: {error}"))
+    }
+}
+
+/// What the threads share.
+struct Shared<'a> {
+    db: &'a Db,
+    config: &'a WorkloadConfig,
+    options: TransactionOptions,
+    /// Every thread has begun its synchronized transaction.
+    begun: Barrier,
+    /// Every thread has ended its synchronized transaction.
+    ended: Barrier,
+    next_element: AtomicU64,
+    failure: Mutex<Option<String>>,
+    stopped: AtomicBool,
+}
+
+impl Shared<'_> {
+    fn fail(&self, message: String) {
+        let mut slot = self.failure.lock().unwrap_or_else(|poisoned| poisoned.into_inner());
+        if slot.is_none() {
+            *slot = Some(format!("{}: {message}", self.config.describe()));
+        }
+        self.stopped.store(true, Ordering::Relaxed);
+    }
+
+    fn stopped(&self) -> bool {
+        self.stopped.load(Ordering::Relaxed)
+    }
+}
+
+/// Database options: small memtables and files, so that a run flushes and compacts and reads
+/// come from every layer; no WAL sync, since durability is not what this harness checks.
+fn database_options() -> Options {
+    Options {
+        memtable_size_bytes: 32 << 10,
+        target_file_size_bytes: 64 << 10,
+        level0_compaction_trigger_files: 2,
+        wal_sync_mode: SyncMode::None,
+        ..Options::default()
+    }
+}
+
+/// Runs the workload on a new database at `path` and returns the history; `Err` describes a
+/// failure (with the seed).
+pub fn run(config: &WorkloadConfig, path: &Path) -> Result<History, String> {
+    let threads = config.threads.max(1);
+    let keys = config.keys.max(2);
+    let config = &WorkloadConfig { threads, keys, ..config.clone() };
+    let db = Db::open(path, database_options()).map_err(|error| format!("{}: open: {error}", config.describe()))?;
+    let shared = Shared {
+        db: &db,
+        config,
+        options: TransactionOptions { isolation: config.isolation, mode: config.mode, ..TransactionOptions::default() },
+        begun: Barrier::new(threads),
+        ended: Barrier::new(threads),
+        next_element: AtomicU64::new(1),
+        failure: Mutex::new(None),
+        stopped: AtomicBool::new(false),
+    };
+    let per_thread: Vec<Vec<TransactionRecord>> = std::thread::scope(|scope| {
+        let workers: Vec<_> = (0..threads)
+            .map(|thread| {
+                let shared = &shared;
+                scope.spawn(move || worker(shared, thread))
+            })
+            .collect();
+        workers.into_iter().map(|worker| worker.join().unwrap_or_default()).collect()
+    });
+    if let Some(failure) = shared.failure.into_inner().unwrap_or_else(|poisoned| poisoned.into_inner()) {
+        return Err(failure);
+    }
+    let final_lists = read_final_state(&db, keys).map_err(|message| format!("{}: {message}", config.describe()))?;
+    db.close().map_err(|error| format!("{}: close: {error}", config.describe()))?;
+    Ok(History { transactions: per_thread.into_iter().flatten().collect(), final_lists })
+}
+
+/// One thread: its rounds, and the records of its transactions.
+fn worker(shared: &Shared<'_>, thread: usize) -> Vec<TransactionRecord> {
+    let config = shared.config;
+    let mut rng = SmallRng::seed_from_u64(config.seed.wrapping_mul(1_000_003).wrapping_add(thread as u64));
+    let mut records = Vec::new();
+    for _ in 0..config.rounds {
+        if config.shape == Shape::Mixed {
+            for _ in 0..rng.gen_range(0..=2) {
+                let plan = plan_mixed(&mut rng, config.keys);
+                if !shared.stopped() {
+                    records.extend(run_transaction(shared, thread, plan));
+                }
+            }
+        }
+        let plan = match config.shape {
+            Shape::Mixed => plan_mixed(&mut rng, config.keys),
+            Shape::WriteSkew => plan_write_skew(&mut rng, config.keys),
+        };
+        let transaction = if shared.stopped() {
+            None
+        } else {
+            match shared.db.begin(&shared.options) {
+                Ok(transaction) => Some(transaction),
+                Err(error) => {
+                    shared.fail(format!("thread {thread}: begin: {error}"));
+                    None
+                }
+            }
+        };
+        shared.begun.wait();
+        if let Some(transaction) = transaction {
+            records.extend(finish_transaction(shared, thread, transaction, plan));
+        }
+        shared.ended.wait();
+    }
+    records
+}
+
+/// Begins and runs a free transaction.
+fn run_transaction(shared: &Shared<'_>, thread: usize, plan: Plan) -> Option<TransactionRecord> {
+    match shared.db.begin(&shared.options) {
+        Ok(transaction) => finish_transaction(shared, thread, transaction, plan),
+        Err(error) => {
+            shared.fail(format!("thread {thread}: begin: {error}"));
+            None
+        }
+    }
+}
+
+/// Runs `plan` in `transaction` and ends it; the record, or `None` after a failure.
+fn finish_transaction(
+    shared: &Shared<'_>,
+    thread: usize,
+    transaction: Transaction,
+    plan: Plan,
+) -> Option<TransactionRecord> {
+    let snapshot = transaction.snapshot().map(Snapshot::sequence);
+    let mut record =
+        TransactionRecord { thread, operations: Vec::new(), outcome: Outcome::Committed, commit_sequence: None, snapshot };
+    for step in &plan.steps {
+        match perform(shared, &transaction, *step, &mut record.operations) {
+            Ok(()) => {}
+            Err(StepError::Retryable(reason)) => {
+                if let Err(error) = transaction.rollback() {
+                    shared.fail(format!("thread {thread}: rollback after {reason}: {error}"));
+                    return None;
+                }
+                record.outcome = Outcome::Aborted(reason);
+                return Some(record);
+            }
+            Err(StepError::Failure(message)) => {
+                shared.fail(format!("thread {thread}: {message}"));
+                return None;
+            }
+        }
+    }
+    if plan.roll_back {
+        if let Err(error) = transaction.rollback() {
+            shared.fail(format!("thread {thread}: rollback: {error}"));
+            return None;
+        }
+        record.outcome = Outcome::RolledBack;
+        return Some(record);
+    }
+    match transaction.commit_returning_sequence() {
+        Ok(sequence) => record.commit_sequence = sequence,
+        Err(error) if error.is_retryable() => record.outcome = Outcome::Aborted(error.to_string()),
+        Err(error) => {
+            shared.fail(format!("thread {thread}: commit: {error}"));
+            return None;
+        }
+    }
+    Some(record)
+}
+
+/// Decodes what a read returned (absent: the empty list).
+fn list_of(value: Option<Vec<u8>>, key: usize) -> Result<Vec<Element>, StepError> {
+    match value {
+        None => Ok(Vec::new()),
+        Some(bytes) => decode_list(&bytes).map_err(|reason| StepError::Failure(format!("key {key} holds {reason}"))),
+    }
+}
+
+/// Makes one micro-operation and records it.
+fn perform(
+    shared: &Shared<'_>,
+    transaction: &Transaction,
+    step: Step,
+    operations: &mut Vec<Operation>,
+) -> Result<(), StepError> {
+    match step {
+        Step::Read(key) => {
+            let value = transaction.get(&key_name(key)).map_err(|error| engine_error(error, "get"))?;
+            operations.push(Operation::Read { key, list: list_of(value, key)?, for_update: false });
+        }
+        Step::ReadForUpdate(key) => {
+            let value =
+                transaction.get_for_update(&key_name(key)).map_err(|error| engine_error(error, "get_for_update"))?;
+            operations.push(Operation::Read { key, list: list_of(value, key)?, for_update: true });
+        }
+        Step::Append(key) => {
+            let value = transaction.get(&key_name(key)).map_err(|error| engine_error(error, "get"))?;
+            let read = list_of(value, key)?;
+            let element = shared.next_element.fetch_add(1, Ordering::Relaxed);
+            let mut written = read.clone();
+            written.push(element);
+            if let Err(error) = transaction.put(&key_name(key), &encode_list(&written)) {
+                // The read happened; the write did not.
+                operations.push(Operation::Read { key, list: read, for_update: false });
+                return Err(engine_error(error, "put"));
+            }
+            operations.push(Operation::Append { key, element, read });
+        }
+        Step::Scan { start, end, reverse } => {
+            let lists = scan(transaction, start, end, reverse)?;
+            operations.push(Operation::RangeRead { start, end, reverse, lists });
+        }
+    }
+    Ok(())
+}
+
+/// Reads keys `start..end` with one iterator, checking that it stays in its bounds and in
+/// order; every key of the range with its list (empty when the iterator did not show it).
+fn scan(
+    transaction: &Transaction,
+    start: usize,
+    end: usize,
+    reverse: bool,
+) -> Result<Vec<(usize, Vec<Element>)>, StepError> {
+    let options =
+        ReadOptions { lower_bound: Some(key_name(start)), upper_bound: Some(key_name(end)), ..ReadOptions::default() };
+    let mut iterator = transaction.iter(&options).map_err(|error| engine_error(error, "iter"))?;
+    let mut seen: Vec<(usize, Vec<Element>)> = Vec::new();
+    if reverse {
+        iterator.seek_to_last();
+    } else {
+        iterator.seek_to_first();
+    }
+    while iterator.valid() {
+        let key = parse_key_name(iterator.key()).filter(|key| (start..end).contains(key)).ok_or_else(|| {
+            StepError::Failure(format!(
+                "a scan of {start}..{end} returned key {:?}",
+                String::from_utf8_lossy(iterator.key())
+            ))
+        })?;
+        if let Some((previous, _)) = seen.last() {
+            if (reverse && key >= *previous) || (!reverse && key <= *previous) {
+                return Err(StepError::Failure(format!(
+                    "a {} scan of {start}..{end} returned key {key} after key {previous}",
+                    if reverse { "backward" } else { "forward" }
+                )));
+            }
+        }
+        let list = decode_list(iterator.value())
+            .map_err(|reason| StepError::Failure(format!("a scan showed key {key} holding {reason}")))?;
+        seen.push((key, list));
+        if reverse {
+            iterator.prev();
+        } else {
+            iterator.next();
+        }
+    }
+    iterator.status().map_err(|error| engine_error(error, "scan"))?;
+    Ok((start..end)
+        .map(|key| {
+            let list = seen.iter().find(|(seen_key, _)| *seen_key == key).map(|(_, list)| list.clone());
+            (key, list.unwrap_or_default())
+        })
+        .collect())
+}
+
+/// The final list of every key, by `get`, checked against a full scan.
+fn read_final_state(db: &Db, keys: usize) -> Result<Vec<Vec<Element>>, String> {
+    let mut lists = Vec::with_capacity(keys);
+    for key in 0..keys {
+        let value = db.get(&key_name(key)).map_err(|error| format!("final get of key {key}: {error}"))?;
+        lists.push(match value {
+            None => Vec::new(),
+            Some(bytes) => decode_list(&bytes).map_err(|reason| format!("key {key} finally holds {reason}"))?,
+        });
+    }
+    let mut iterator = db.iter(&ReadOptions::default()).map_err(|error| format!("final scan: {error}"))?;
+    iterator.seek_to_first();
+    let mut scanned = vec![Vec::new(); keys];
+    while iterator.valid() {
+        let key = parse_key_name(iterator.key()).filter(|key| *key < keys).ok_or_else(|| {
+            format!("the final scan shows a key nobody wrote: {:?}", String::from_utf8_lossy(iterator.key()))
+        })?;
+        scanned[key] = decode_list(iterator.value()).map_err(|reason| format!("the final scan: key {key}: {reason}"))?;
+        iterator.next();
+    }
+    iterator.status().map_err(|error| format!("final scan: {error}"))?;
+    if let Some(key) = (0..keys).find(|&key| scanned[key] != lists[key]) {
+        return Err(format!("key {key}: the final scan shows {:?} but get shows {:?}", scanned[key], lists[key]));
+    }
+    Ok(lists)
+}

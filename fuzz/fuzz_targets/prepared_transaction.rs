@@ -1,0 +1,10 @@
+//! Fuzz target: the decoder of prepared-transaction files (two-phase commit, `NNNNNN.txn`).
+//!
+//! The body is `riptide_stress::fuzz_bodies::prepared_transaction`, shared with the stable
+//! replay test. Concurrency contract: libFuzzer calls it on one thread. Invariant: it panics
+//! only on a bug.
+#![no_main]
+
+use libfuzzer_sys::fuzz_target;
+
+fuzz_target!(|data: &[u8]| riptide_stress::fuzz_bodies::prepared_transaction(data));
