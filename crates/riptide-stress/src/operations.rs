@@ -32,7 +32,10 @@ use std::sync::{RwLock, RwLockReadGuard, RwLockWriteGuard};
 
 use rand::rngs::SmallRng;
 use rand::Rng;
-use riptide::{ColumnFamily, Db, Options, ReadOptions, Snapshot, WriteBatch, WriteOptions};
+use riptide::{
+    ColumnFamily, Db, Error, IsolationLevel, Options, ReadOptions, Snapshot, TransactionOptions, WriteBatch,
+    WriteOptions,
+};
 
 use crate::driver::family_handle;
 use crate::journal::Journal;
@@ -305,6 +308,7 @@ pub fn default_mix() -> OperationMix {
         (8, Box::new(Delete)),
         (10, Box::new(Batch)),
         (6, Box::new(GroupWrite)),
+        (6, Box::new(TransactionWrite)),
         (25, Box::new(Get)),
         (8, Box::new(Scan)),
         (4, Box::new(SnapshotReads)),
@@ -413,6 +417,85 @@ impl Operation for GroupWrite {
             .flat_map(|linked| (0..space.group_size).map(move |member| (space.group_member(linked, member), value)))
             .collect();
         context.write("group", &writes)
+    }
+}
+
+/// A pessimistic READ COMMITTED transaction over distinct plain keys: puts and deletes, some
+/// undone by a rollback to a savepoint, then a commit (journaled like a batch: it must be
+/// atomic and, once acknowledged, survive a kill) or, one time in eight, a rollback (which
+/// must leave nothing). Lock waits are short: a timeout or a deadlock against another thread's
+/// transaction rolls this one back, which is no failure.
+struct TransactionWrite;
+
+impl Operation for TransactionWrite {
+    fn name(&self) -> &'static str {
+        "transaction"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let space = context.shared.state.space();
+        let mut planned: BTreeMap<usize, Option<ValueId>> = BTreeMap::new();
+        for _ in 0..context.rng.gen_range(2..10) {
+            let index = context.random_plain_key();
+            let value = if context.rng.gen_bool(0.8) { Some(context.next_value_id()) } else { None };
+            planned.insert(index, value);
+        }
+        let planned: Vec<(usize, Option<ValueId>)> = planned.into_iter().collect();
+        // Writes from this position on come after a savepoint, and half the time are undone.
+        let savepoint_at = context.rng.gen_range(0..=planned.len());
+        let undo_after_savepoint = context.rng.gen_bool(0.5);
+        let roll_back = context.rng.gen_range(0..8) == 0;
+        let sync = context.rng.gen_range(0..1000) < context.shared.sync_per_thousand;
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _families = context.lock_families(planned.iter().map(|&(index, _)| space.family_of(index)))?;
+        let options = TransactionOptions {
+            isolation: IsolationLevel::ReadCommitted,
+            lock_timeout: Some(std::time::Duration::from_millis(50)),
+            sync,
+            ..TransactionOptions::default()
+        };
+        let transaction = db.begin(&options).map_err(|error| Failure(format!("begin failed: {error}")))?;
+        for (position, &(index, value)) in planned.iter().enumerate() {
+            if position == savepoint_at {
+                transaction.savepoint().map_err(|error| Failure(format!("savepoint failed: {error}")))?;
+            }
+            let family = family_handle(db, space.family_of(index))?;
+            let written = match value {
+                Some(id) => transaction.put_cf(&family, &space.key(index), &crate::model::value_bytes(index, id)),
+                None => transaction.delete_cf(&family, &space.key(index)),
+            };
+            match written {
+                Ok(()) => {}
+                // Another thread's transaction holds the key: give up this one.
+                Err(Error::LockTimeout(_)) | Err(Error::Deadlock(_)) => {
+                    return transaction.rollback().map_err(|error| Failure(format!("rollback failed: {error}")));
+                }
+                Err(error) => return Err(Failure(format!("transaction write failed: {error}"))),
+            }
+        }
+        let mut effective = planned.clone();
+        if savepoint_at < planned.len() && undo_after_savepoint {
+            transaction
+                .rollback_to_savepoint()
+                .map_err(|error| Failure(format!("rollback to savepoint failed: {error}")))?;
+            effective.truncate(savepoint_at);
+        }
+        if roll_back || effective.is_empty() {
+            return transaction.rollback().map_err(|error| Failure(format!("rollback failed: {error}")));
+        }
+        let begin = context
+            .shared
+            .journal
+            .begin_write(&context.shared.state, "transaction", &effective)
+            .map_err(journal_failure)?;
+        let result = transaction.commit();
+        let keys: Vec<usize> = effective.iter().map(|(index, _)| *index).collect();
+        context
+            .shared
+            .journal
+            .end_write(&context.shared.state, begin, &keys, result.is_ok())
+            .map_err(journal_failure)?;
+        result.map_err(|error| Failure(format!("commit of {} keys failed: {error}", effective.len())))
     }
 }
 
