@@ -1,6 +1,7 @@
 //! Simulated power loss at every mutating file-system call of the canonical workloads (put+sync,
-//! flush, compaction, manifest switch by reopen, column family lifecycle), in all three
-//! `PowerLossMode`s: about eight and a half thousand crash states for one fixed seed. `make soak`
+//! flush, compaction, manifest switch by reopen, column family lifecycle, transaction commits,
+//! two-phase commit), in all three `PowerLossMode`s: about ten and a half thousand crash states
+//! for one fixed seed. `make soak`
 //! sweeps more seeds through `riptide-stress power-loss`.
 
 use std::collections::BTreeSet;

@@ -40,6 +40,32 @@ pub struct History {
     pub failed_lifecycle: Vec<FailedStep>,
     /// Something the script saw go wrong on a healthy path (a family missing after a reopen).
     pub anomaly: Option<String>,
+    /// Prepared transactions (two-phase commit), in the order they were prepared.
+    pub prepared: Vec<PreparedHistory>,
+}
+
+/// What happened to one prepared transaction.
+#[derive(Clone, Debug)]
+pub struct PreparedHistory {
+    /// Its xid.
+    pub xid: Vec<u8>,
+    /// Its operations, applied when it commits.
+    pub write: Write,
+    /// Whether `prepare` returned `Ok` (the transaction is then durable).
+    pub acknowledged: bool,
+    /// The decision attempted, if any.
+    pub decision: Option<Decision>,
+}
+
+/// A commit or rollback of a prepared transaction.
+#[derive(Clone, Copy, Debug)]
+pub struct Decision {
+    /// True for a commit; its write is then `History::writes[write_index]`.
+    pub commit: bool,
+    /// The position of the committed write among the attempted writes (commits only).
+    pub write_index: usize,
+    /// Whether the call returned `Ok`.
+    pub acknowledged: bool,
 }
 
 /// A lifecycle step that failed.

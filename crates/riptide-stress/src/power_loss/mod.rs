@@ -2,7 +2,7 @@
 //!
 //! Each workload (see `workloads`) is a script of steps (writes with and without sync,
 //! flushes, `compact_all`, reopens that switch the manifest, column family create, drop and
-//! rename) run on a `FaultFileSystem` over a `MemFileSystem`, from the creation of the
+//! rename, transaction commits, prepares and decisions of prepared transactions) run on a `FaultFileSystem` over a `MemFileSystem`, from the creation of the
 //! database on. A first run counts the mutating calls; then, for every call number N and every
 //! `PowerLossMode`, the script runs again with the process "dying" after N calls (every later
 //! call fails), the machine loses power, and the database is reopened on the bare file system.
@@ -10,7 +10,9 @@
 //! includes every write known to be durable (acknowledged with `sync`, or followed by an
 //! acknowledged `flush`, `compact_all` or `close`), in the column families left by some prefix
 //! of the lifecycle steps that includes every acknowledged one (see `history`). Then it must
-//! accept a synced write and survive a clean reopen. Each state is also checked with the first
+//! accept a synced write and survive a clean reopen. Prepared transactions must be listed
+//! exactly when the history allows (`check_prepared`: every acknowledged prepare without a
+//! decision, nothing decided, a commit cut by the crash either applied or still prepared). Each state is also checked with the first
 //! recovery itself crashing part way and power failing again before the checked reopen.
 //!
 //! Background flushes and compactions make call numbering depend on timing, so a case replays
@@ -27,12 +29,14 @@ use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use riptide::fs::{FaultFileSystem, FileSystem, MemFileSystem, PowerLossMode};
-use riptide::{ColumnFamily, Db, Options, ReadOptions, WriteBatch, WriteOptions};
+use riptide::{ColumnFamily, Db, Options, ReadOptions, Transaction, TransactionOptions, WriteBatch, WriteOptions};
 
 mod history;
 mod workloads;
 
-pub use history::{matching_prefixes, FailedStep, History, Model, State, MAX_FAILED_LIFECYCLE_STEPS};
+pub use history::{
+    matching_prefixes, Decision, FailedStep, History, Model, PreparedHistory, State, MAX_FAILED_LIFECYCLE_STEPS,
+};
 pub use workloads::{canonical_workloads, FamilyIndex, Operation, Step, Workload, Write};
 
 fn with_file_system(options: &Options, file_system: Arc<dyn FileSystem>) -> Options {
@@ -60,6 +64,19 @@ fn run_step(
             }
             db.write_opt(batch, &WriteOptions { sync: *sync })
         }
+        Step::Transaction { write, sync } => {
+            let transaction = db.begin(&TransactionOptions { sync: *sync, ..TransactionOptions::default() })?;
+            apply_to_transaction(&transaction, handles, write)?;
+            transaction.commit()
+        }
+        Step::Prepare { write, xid } => {
+            let transaction = db.begin(&TransactionOptions::default())?;
+            apply_to_transaction(&transaction, handles, write)?;
+            // The handle may go: a prepared transaction waits in the database for its decision.
+            transaction.prepare(xid)
+        }
+        Step::CommitPrepared { xid } => db.commit_prepared(xid),
+        Step::RollbackPrepared { xid } => db.rollback_prepared(xid),
         Step::Flush => db.flush(),
         Step::CompactAll => db.compact_all(),
         Step::CreateFamily { family, name, memtable_size_bytes } => {
@@ -76,6 +93,22 @@ fn run_step(
         Step::RenameFamily { family, name } => db.rename_column_family(&handle(family), name),
         Step::Reopen => unreachable!("reopen replaces the database; run_script handles it"),
     }
+}
+
+/// Makes a write's operations in `transaction`.
+fn apply_to_transaction(
+    transaction: &Transaction,
+    handles: &BTreeMap<FamilyIndex, ColumnFamily>,
+    write: &Write,
+) -> riptide::Result<()> {
+    for operation in write {
+        let family = handles.get(&operation.family).expect("the script names a live family");
+        match &operation.value {
+            Some(value) => transaction.put_cf(family, &operation.key, value)?,
+            None => transaction.delete_cf(family, &operation.key)?,
+        }
+    }
+    Ok(())
 }
 
 /// Whether a script goes on after a lifecycle step failed.
@@ -149,7 +182,23 @@ pub(crate) fn run_script(
         }
         let Some(step) = without_missing_families(step, &missing) else { continue };
         match &step {
-            Step::Write { write, .. } => history.writes.push(write.clone()),
+            Step::Write { write, .. } | Step::Transaction { write, .. } => history.writes.push(write.clone()),
+            Step::Prepare { write, xid } => history.prepared.push(PreparedHistory {
+                xid: xid.clone(),
+                write: write.clone(),
+                acknowledged: false,
+                decision: None,
+            }),
+            Step::CommitPrepared { xid } | Step::RollbackPrepared { xid } => {
+                let commit = matches!(step, Step::CommitPrepared { .. });
+                let write_index = history.writes.len();
+                let prepared = history.prepared.iter_mut().find(|prepared| &prepared.xid == xid);
+                let prepared = prepared.expect("the script decides only transactions it prepared");
+                if commit {
+                    history.writes.push(prepared.write.clone());
+                }
+                prepared.decision = Some(Decision { commit, write_index, acknowledged: false });
+            }
             step if step.is_lifecycle() => history.lifecycle.push(step.clone()),
             _ => {}
         }
@@ -170,11 +219,31 @@ pub(crate) fn run_script(
             }
             continue;
         }
-        if let Step::Write { .. } = step {
+        if let Step::Write { .. } | Step::Transaction { .. } | Step::CommitPrepared { .. } = step {
             history.acknowledged_writes = history.writes.len();
         }
-        if let Step::Write { sync: true, .. } | Step::Flush | Step::CompactAll = step {
+        // A prepared transaction's commit is synced, and a sync covers every earlier write.
+        if let Step::Write { sync: true, .. }
+        | Step::Transaction { sync: true, .. }
+        | Step::CommitPrepared { .. }
+        | Step::Flush
+        | Step::CompactAll = step
+        {
             history.durable_writes = history.writes.len();
+        }
+        match &step {
+            Step::Prepare { xid, .. } => {
+                if let Some(prepared) = history.prepared.iter_mut().find(|prepared| &prepared.xid == xid) {
+                    prepared.acknowledged = true;
+                }
+            }
+            Step::CommitPrepared { xid } | Step::RollbackPrepared { xid } => {
+                let prepared = history.prepared.iter_mut().find(|prepared| &prepared.xid == xid);
+                if let Some(decision) = prepared.and_then(|prepared| prepared.decision.as_mut()) {
+                    decision.acknowledged = true;
+                }
+            }
+            _ => {}
         }
     }
     (history, Some(db))
@@ -273,6 +342,7 @@ pub(crate) fn check_recovery(
     if let Some(anomaly) = &history.anomaly {
         return Err(anomaly.clone());
     }
+    check_prepared(history, &db, &actual)?;
     if matching_prefixes(history, &actual).is_none() {
         let keys: usize = actual.values().map(Model::len).sum();
         return Err(format!(
@@ -288,6 +358,12 @@ pub(crate) fn check_recovery(
             history::describe_difference(history, &actual)
         ));
     }
+    // Decide the transactions still prepared (rollback is always legal), so that the rest of
+    // the check sees a plain database.
+    for xid in db.prepared_transactions() {
+        db.rollback_prepared(&xid)
+            .map_err(|error| format!("rolling back a recovered prepared transaction failed: {error}"))?;
+    }
     db.put_opt(b"after-recovery", b"ok", &WriteOptions { sync: true })
         .map_err(|error| format!("a write after recovery failed: {error}"))?;
     db.close().map_err(|error| format!("close after recovery failed: {error}"))?;
@@ -298,6 +374,54 @@ pub(crate) fn check_recovery(
     let again = dump(&db).map_err(|error| format!("reading after the second reopen failed: {error}"))?;
     if again != expected {
         return Err("the second reopen changed the contents".to_string());
+    }
+    Ok(())
+}
+
+/// Checks the prepared transactions recovery lists against what the script did: every
+/// acknowledged prepare without a decision is listed; nothing acknowledged as decided is; no
+/// unknown xid is; a commit in flight either shows its writes (and is not listed) or is listed
+/// (and does not show them). `actual` is the recovered state.
+fn check_prepared(history: &History, db: &Db, actual: &State) -> Result<(), String> {
+    let listed: BTreeSet<Vec<u8>> = db.prepared_transactions().into_iter().collect();
+    let show = |xid: &[u8]| String::from_utf8_lossy(xid).into_owned();
+    for xid in &listed {
+        if !history.prepared.iter().any(|prepared| &prepared.xid == xid) {
+            return Err(format!("recovery lists prepared transaction {} that was never prepared", show(xid)));
+        }
+    }
+    for prepared in &history.prepared {
+        let is_listed = listed.contains(&prepared.xid);
+        match prepared.decision {
+            None if prepared.acknowledged && !is_listed => {
+                return Err(format!(
+                    "acknowledged prepared transaction {} is not listed after recovery",
+                    show(&prepared.xid)
+                ));
+            }
+            Some(decision) if decision.acknowledged && is_listed => {
+                return Err(format!("transaction {} was decided but is listed as prepared", show(&prepared.xid)));
+            }
+            Some(Decision { commit: true, write_index, acknowledged: false }) => {
+                // In flight: listed and not applied, or applied and not listed.
+                let mut bounded = history.clone();
+                if is_listed {
+                    bounded.writes.truncate(write_index);
+                    bounded.acknowledged_writes = bounded.acknowledged_writes.min(write_index);
+                    bounded.durable_writes = bounded.durable_writes.min(write_index);
+                } else {
+                    bounded.durable_writes = bounded.durable_writes.max(write_index + 1);
+                }
+                if matching_prefixes(&bounded, actual).is_none() {
+                    return Err(format!(
+                        "the commit of prepared transaction {} was cut, and the state does not match its being {}",
+                        show(&prepared.xid),
+                        if is_listed { "still prepared (not applied)" } else { "committed (applied)" }
+                    ));
+                }
+            }
+            _ => {}
+        }
     }
     Ok(())
 }

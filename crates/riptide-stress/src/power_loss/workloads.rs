@@ -1,6 +1,8 @@
 //! The canonical workloads of the power-loss sweep, generated from a seed: put+sync, flush,
-//! compaction, manifest switch, and the column family lifecycle (create, drop, rename and
-//! re-create under an old name, between unsynced and synced batches that span families).
+//! compaction, manifest switch, the column family lifecycle (create, drop, rename and
+//! re-create under an old name, between unsynced and synced batches that span families),
+//! transaction commits, and two-phase commit (prepare, commit and roll back prepared
+//! transactions, one left undecided).
 //!
 //! Concurrency contract: plain data, built on one thread.
 //!
@@ -39,6 +41,31 @@ pub enum Step {
         write: Write,
         /// Whether it asks for a sync.
         sync: bool,
+    },
+    /// A transaction (pessimistic, REPEATABLE READ) that makes the write's operations and
+    /// commits, synced or not: as atomic and as durable as a batch.
+    Transaction {
+        /// Its operations.
+        write: Write,
+        /// Whether its commit is synced.
+        sync: bool,
+    },
+    /// A transaction that makes the write's operations and is prepared under `xid`.
+    Prepare {
+        /// Its operations.
+        write: Write,
+        /// Its xid.
+        xid: Vec<u8>,
+    },
+    /// `Db::commit_prepared(xid)`.
+    CommitPrepared {
+        /// The xid of an earlier `Prepare`.
+        xid: Vec<u8>,
+    },
+    /// `Db::rollback_prepared(xid)`.
+    RollbackPrepared {
+        /// The xid of an earlier `Prepare`.
+        xid: Vec<u8>,
     },
     /// `Db::flush`.
     Flush,
@@ -132,6 +159,53 @@ fn random_operation(
 /// column family.
 fn random_write(rng: &mut SmallRng, step: usize, keys: u64, max_operations: usize, max_value_bytes: usize) -> Write {
     (0..rng.gen_range(1..=max_operations)).map(|_| random_operation(rng, &[0], step, keys, max_value_bytes)).collect()
+}
+
+/// Prepares transactions (each on keys of its own, as prepared transactions hold their locks)
+/// between plain writes and flushes, commits some, rolls back others, leaves the last one
+/// undecided, and reopens with prepared transactions outstanding.
+fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
+    let prepared_write = |rng: &mut SmallRng, transaction: u64, step: usize| -> Write {
+        (0..rng.gen_range(1..=3))
+            .map(|_| {
+                let number = 1000 + transaction * 10 + rng.gen_range(0..10);
+                let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..150)));
+                Operation { family: 0, key: key(number), value }
+            })
+            .collect()
+    };
+    let xid = |transaction: u64| format!("xid-{transaction}").into_bytes();
+    let mut steps = Vec::new();
+    let mut undecided: Vec<u64> = Vec::new();
+    for transaction in 0..8u64 {
+        let step = steps.len();
+        steps.push(Step::Write { write: random_write(rng, step, 20, 2, 120), sync: rng.gen_bool(0.2) });
+        steps.push(Step::Prepare { write: prepared_write(rng, transaction, step), xid: xid(transaction) });
+        undecided.push(transaction);
+        // Decide an earlier one now and then; keep a few outstanding.
+        if undecided.len() > 2 || (transaction > 0 && rng.gen_bool(0.5)) {
+            let decided = undecided.remove(rng.gen_range(0..undecided.len()));
+            if rng.gen_bool(0.7) {
+                steps.push(Step::CommitPrepared { xid: xid(decided) });
+            } else {
+                steps.push(Step::RollbackPrepared { xid: xid(decided) });
+            }
+        }
+        if transaction == 3 {
+            steps.push(Step::Flush);
+        }
+        if transaction == 5 {
+            steps.push(Step::Reopen);
+        }
+    }
+    // Decide all but the last one.
+    while undecided.len() > 1 {
+        let decided = undecided.remove(0);
+        steps.push(Step::CommitPrepared { xid: xid(decided) });
+    }
+    let step = steps.len();
+    steps.push(Step::Write { write: random_write(rng, step, 20, 2, 120), sync: true });
+    steps
 }
 
 /// The names the lifecycle workload gives its column families; a name comes back after a drop
@@ -241,6 +315,19 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
         manifest_switch.push(Step::Reopen);
     }
     let lifecycle = column_family_lifecycle(&mut rng);
+    let mut transactions = Vec::new();
+    for step in 0..30 {
+        let write = random_write(&mut rng, step, 30, 4, 200);
+        if rng.gen_bool(0.7) {
+            transactions.push(Step::Transaction { write, sync: rng.gen_bool(0.3) });
+        } else {
+            transactions.push(Step::Write { write, sync: false });
+        }
+        if step % 12 == 11 {
+            transactions.push(Step::Flush);
+        }
+    }
+    let two_phase = two_phase_commit(&mut rng);
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -251,5 +338,7 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
         },
         Workload { name: "manifest-switch", options: small_options(), steps: manifest_switch },
         Workload { name: "column-families", options: small_options(), steps: lifecycle },
+        Workload { name: "transactions", options: small_options(), steps: transactions },
+        Workload { name: "two-phase-commit", options: small_options(), steps: two_phase },
     ]
 }
