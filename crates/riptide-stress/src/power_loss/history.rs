@@ -235,6 +235,7 @@ mod tests {
             acknowledged_writes: 3,
             failed_lifecycle: vec![FailedStep { position: 2, writes_before: 3 }],
             anomaly: None,
+            prepared: Vec::new(),
         }
     }
 
@@ -283,6 +284,7 @@ mod failed_step_tests {
             ],
             failed_lifecycle: vec![FailedStep { position: 1, writes_before: 1 }],
             anomaly: None,
+            prepared: Vec::new(),
         };
         let dropped = State::from([("default".to_string(), Model::new())]);
         assert_eq!(matching_prefixes(&history, &dropped), None);
