@@ -70,6 +70,8 @@ pub(crate) struct MemoryGovernor {
     memtable_usage_bytes: AtomicU64,
     /// Buffers of running table builders (flushes and compactions), charged live.
     builder_usage_bytes: Arc<AtomicU64>,
+    /// Lock tables and commit history of transactions, as of the monitor's last refresh.
+    transaction_usage_bytes: AtomicU64,
     /// The capacity the user configured; the cache may be shrunk below it under pressure.
     configured_cache_bytes: AtomicUsize,
     pressure: AtomicU8,
@@ -91,6 +93,7 @@ impl MemoryGovernor {
             table_usage_bytes: AtomicU64::new(0),
             memtable_usage_bytes: AtomicU64::new(0),
             builder_usage_bytes: Arc::new(AtomicU64::new(0)),
+            transaction_usage_bytes: AtomicU64::new(0),
             configured_cache_bytes: AtomicUsize::new(configured_cache_bytes),
             pressure: AtomicU8::new(MemoryPressure::Normal as u8),
             peak_usage_bytes: AtomicU64::new(0),
@@ -111,6 +114,13 @@ impl MemoryGovernor {
         self.other_usage_bytes.load(Ordering::Relaxed)
             + self.memtable_usage_bytes.load(Ordering::Relaxed)
             + self.builder_usage_bytes()
+            + self.transaction_usage_bytes.load(Ordering::Relaxed)
+    }
+
+    /// Records the memory of the lock tables and the commit history (from the monitor); the
+    /// pressure follows at the next refresh.
+    pub(crate) fn update_transactions(&self, transaction_bytes: u64) {
+        self.transaction_usage_bytes.store(transaction_bytes, Ordering::Relaxed);
     }
 
     /// A charge for one table builder's buffers (see `TableBuilder::with_memory_charge`).
@@ -158,7 +168,8 @@ impl MemoryGovernor {
         let elevated_mark = (u128::from(self.limit_bytes) * u128::from(ELEVATED_PER_MILLE) / 1000) as u64;
         let others = self.memtable_usage_bytes.load(Ordering::Relaxed)
             + self.table_usage_bytes.load(Ordering::Relaxed)
-            + self.builder_usage_bytes();
+            + self.builder_usage_bytes()
+            + self.transaction_usage_bytes.load(Ordering::Relaxed);
         usize::try_from(elevated_mark.saturating_sub(others)).unwrap_or(usize::MAX)
     }
 
@@ -276,6 +287,7 @@ pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
             }
             state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum()
         };
+        inner.memory.update_transactions(inner.transactions.memory_bytes() as u64);
         inner.memory.update_memtables(memtable_bytes);
         let pressure = inner
             .memory
@@ -305,6 +317,18 @@ pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn transaction_memory_counts_and_takes_the_cache_room() {
+        let governor = MemoryGovernor::new(1000, 600);
+        let room_before = governor.cache_room_bytes();
+        governor.update_transactions(300);
+        assert_eq!(governor.usage_bytes(), 300);
+        assert_eq!(governor.cache_room_bytes(), room_before - 300);
+        assert_eq!(governor.update_other(0, 0), MemoryPressure::Normal);
+        governor.update_transactions(960);
+        assert_eq!(governor.update_other(0, 0), MemoryPressure::Critical);
+    }
 
     #[test]
     fn pressure_levels_follow_the_ratio() {

@@ -154,6 +154,11 @@ impl TransactionShared {
         self.next_id.fetch_add(1, Ordering::Relaxed) + 1
     }
 
+    /// Memory of the lock tables and the commit history, charged to the memory cap.
+    pub(crate) fn memory_bytes(&self) -> usize {
+        self.locks.memory_bytes() + self.history.memory_bytes()
+    }
+
     /// The oldest log a prepared transaction's commit in progress needs kept.
     pub(crate) fn oldest_pinned_log(&self) -> Option<u64> {
         self.prepared.oldest_pinned_log()
