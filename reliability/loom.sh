@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # make loom (and make soak): runs the loom models of the engine's lock-free and hand-off code
-# (the memtable skiplist and arena, the write queue, table-file reference counting), built
+# (the memtable skiplist and arena, the write queue, table-file reference counting, the
+# transactions' lock manager), built
 # with --cfg loom in target/loom so that the normal build is untouched, and appends one line
 # to reliability/ledger.tsv with the executions explored. LOOM_MAX_PREEMPTIONS overrides each
 # model's own preemption bound (2 for the skiplist, 3 for the others); a higher bound explores

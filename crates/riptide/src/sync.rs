@@ -8,7 +8,8 @@
 //! return under the C++ memory model, and report lost wake-ups as deadlocks. The memtable's
 //! skiplist and arena, the write queue, and the versions and table files (whose `Arc`s are the
 //! reference counts that decide when a file is deleted) import from here; their models live
-//! in `#[cfg(all(test, loom))]` modules next to the code.
+//! in `#[cfg(all(test, loom))]` modules next to the code. So does the transactions' lock
+//! manager (`txn/lock.rs`).
 //!
 //! parking_lot's locks hand out guards directly and wait on a `&mut` guard, while loom follows
 //! `std` (poisoning results, waiting by value); the loom half wraps loom's types to offer
@@ -181,6 +182,11 @@ mod loom_locks {
         // this returns nothing, and the modelled code never looks.
         pub(crate) fn notify_one(&self) {
             self.0.notify_one();
+        }
+
+        // As `notify_one`: parking_lot's count of woken threads is not modelled.
+        pub(crate) fn notify_all(&self) {
+            self.0.notify_all();
         }
     }
 }

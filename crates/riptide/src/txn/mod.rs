@@ -205,7 +205,7 @@ pub struct Transaction {
     options: TransactionOptions,
     /// The snapshot of REPEATABLE READ and SERIALIZABLE transactions.
     snapshot: Option<Snapshot>,
-    slot: Arc<WaitSlot>,
+    slot: crate::sync::Arc<WaitSlot>,
     state: Mutex<State>,
 }
 
@@ -252,7 +252,7 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
         id,
         options: options.clone(),
         snapshot,
-        slot: Arc::new(WaitSlot::default()),
+        slot: crate::sync::Arc::new(WaitSlot::default()),
         state: Mutex::new(State {
             writes: WriteSet::default(),
             reads: ReadSet::default(),

@@ -260,7 +260,7 @@ fn end(db: &DbInner, entry: PreparedEntry, committed: bool) {
 pub(crate) fn recover(db: &DbInner, record: PreparedRecord) -> Result<()> {
     let shared = &db.transactions;
     let owner = shared.new_id();
-    let slot = std::sync::Arc::new(super::lock::WaitSlot::default());
+    let slot = crate::sync::Arc::new(super::lock::WaitSlot::default());
     let no_wait = super::lock::WaitPolicy { timeout: Some(std::time::Duration::ZERO), detect_deadlocks: false };
     let mut locks = Vec::new();
     for (family, key, written) in &record.keys {
