@@ -3,8 +3,9 @@
 //! history can show, after the design of Elle (Kingsbury and Alvaro, 2020), in our own code.
 //!
 //! **Versions.** A committed transaction installs one version of each key it appended to: the
-//! list of its last append there (its earlier appends to that key are intermediate states that
-//! no one else may see). The initial version of every key is the empty list. Because an append
+//! list of its last append there that no rollback to a savepoint undid (its earlier appends to
+//! that key are intermediate states that no one else may see, and undone ones are as if
+//! aborted). The initial version of every key is the empty list. Because an append
 //! writes what its transaction saw plus one new element, a version's list names its whole
 //! ancestry, and the version order of a key follows from the data: the versions whose lists
 //! are prefixes of the key's final list come in the order of their lengths (the final list's
@@ -17,7 +18,7 @@
 //! **Reads.** A read whose list is not the read's own transaction's latest write of the key
 //! (an external read) must show exactly one committed version: its last element names the
 //! writer, and the list must equal that writer's version. Otherwise it is G1a (an element of an
-//! aborted transaction), G1b (a prefix of a committed version ending in that writer's own
+//! aborted transaction, or undone by a rollback to a savepoint), G1b (a prefix of a committed version ending in that writer's own
 //! intermediate element), or an incompatible read (an element nobody appended, appended to
 //! another key, repeated, or a list that is no version). A read after the transaction's own
 //! append to the key must show that append exactly (internal consistency, read-your-writes).
@@ -258,6 +259,60 @@ type Version = Option<usize>;
 struct AppendSite {
     transaction: usize,
     key: usize,
+    /// A rollback to a savepoint undid the append.
+    undone: bool,
+}
+
+/// A transaction's own writes as its operations go, with its open savepoints.
+#[derive(Default)]
+struct OwnWrites {
+    /// The list the transaction last wrote to each key.
+    lists: HashMap<usize, Vec<Element>>,
+    /// The open savepoints, oldest first.
+    savepoints: Vec<OpenSavepoint>,
+}
+
+/// An open savepoint of a transaction.
+struct OpenSavepoint {
+    /// The transaction's own lists as they were when it opened.
+    lists: HashMap<usize, Vec<Element>>,
+    /// The elements appended since.
+    appended: Vec<Element>,
+}
+
+impl OwnWrites {
+    /// Applies the writes of `operation`; returns the elements a rollback to a savepoint undid.
+    fn apply(&mut self, operation: &Operation) -> Vec<Element> {
+        match operation {
+            Operation::Append { key, element, read } => {
+                let mut written = read.clone();
+                written.push(*element);
+                self.lists.insert(*key, written);
+                if let Some(savepoint) = self.savepoints.last_mut() {
+                    savepoint.appended.push(*element);
+                }
+            }
+            Operation::Savepoint => {
+                self.savepoints.push(OpenSavepoint { lists: self.lists.clone(), appended: Vec::new() })
+            }
+            Operation::RollbackToSavepoint => {
+                if let Some(savepoint) = self.savepoints.pop() {
+                    self.lists = savepoint.lists;
+                    return savepoint.appended;
+                }
+            }
+            Operation::ReleaseSavepoint => {
+                // The released savepoint's appends now belong to the enclosing one, if any.
+                if let Some(savepoint) = self.savepoints.pop() {
+                    if let Some(enclosing) = self.savepoints.last_mut() {
+                        enclosing.appended.extend(savepoint.appended);
+                    }
+                }
+            }
+            Operation::Read { .. } | Operation::RangeRead { .. } => {}
+        }
+        Vec::new()
+    }
 }
 
 /// An external read that showed a version.
@@ -337,10 +392,10 @@ impl<'a> Checker<'a> {
     /// installed.
     fn index_appends(&mut self) {
         for (id, record) in self.history.transactions.iter().enumerate() {
-            let mut last_written: BTreeMap<usize, Vec<Element>> = BTreeMap::new();
+            let mut own = OwnWrites::default();
             for operation in &record.operations {
-                if let Operation::Append { key, element, read } = operation {
-                    let site = AppendSite { transaction: id, key: *key };
+                if let Operation::Append { key, element, .. } = operation {
+                    let site = AppendSite { transaction: id, key: *key, undone: false };
                     if let Some(earlier) = self.sites.insert(*element, site) {
                         let element = *element;
                         self.note(AnomalyKind::IncompatibleRead, |checker| {
@@ -351,13 +406,15 @@ impl<'a> Checker<'a> {
                             )
                         });
                     }
-                    let mut written = read.clone();
-                    written.push(*element);
-                    last_written.insert(*key, written);
+                }
+                for element in own.apply(operation) {
+                    if let Some(site) = self.sites.get_mut(&element) {
+                        site.undone = true;
+                    }
                 }
             }
             if record.outcome.committed() {
-                for (key, list) in last_written {
+                for (key, list) in own.lists {
                     self.installed.insert((id, key), list);
                 }
             }
@@ -368,10 +425,10 @@ impl<'a> Checker<'a> {
     fn check_reads(&mut self) -> Vec<ExternalRead> {
         let mut external = Vec::new();
         for (id, record) in self.history.transactions.iter().enumerate() {
-            let mut own: HashMap<usize, Vec<Element>> = HashMap::new();
+            let mut own = OwnWrites::default();
             for operation in &record.operations {
                 for (key, list) in operation.reads() {
-                    match own.get(&key) {
+                    match own.lists.get(&key) {
                         Some(written) if written.as_slice() != list => {
                             let (written, list) = (written.clone(), list.to_vec());
                             self.note(AnomalyKind::Internal, |checker| {
@@ -393,11 +450,7 @@ impl<'a> Checker<'a> {
                         }
                     }
                 }
-                if let Operation::Append { key, element, read } = operation {
-                    let mut written = read.clone();
-                    written.push(*element);
-                    own.insert(*key, written);
-                }
+                own.apply(operation);
             }
         }
         for key in 0..self.history.keys() {
@@ -446,25 +499,26 @@ impl<'a> Checker<'a> {
                 });
                 return None;
             }
-            if !self.committed(site.transaction) {
-                self.note(AnomalyKind::G1a, |checker| {
-                    format!(
-                        "{context} = {} holds element {element} of aborted transaction T{}:{}\n  {}",
-                        describe_list(list),
-                        site.transaction,
-                        describe_reader(checker),
-                        checker.history.describe_transaction(site.transaction)
-                    )
-                });
-                return None;
-            }
             if reader == Some(site.transaction) {
                 self.note(AnomalyKind::Internal, |checker| {
                     format!(
                         "{context} = {} holds the transaction's own element {element}, which it had not \
-                         appended yet{}",
+                         appended yet or had rolled back to a savepoint{}",
                         describe_list(list),
                         describe_reader(checker)
+                    )
+                });
+                return None;
+            }
+            if !self.committed(site.transaction) || site.undone {
+                let how = if site.undone { "undone by a rollback to a savepoint of" } else { "of aborted transaction" };
+                self.note(AnomalyKind::G1a, |checker| {
+                    format!(
+                        "{context} = {} holds element {element} {how} T{}:{}\n  {}",
+                        describe_list(list),
+                        site.transaction,
+                        describe_reader(checker),
+                        checker.history.describe_transaction(site.transaction)
                     )
                 });
                 return None;
@@ -517,7 +571,8 @@ impl<'a> Checker<'a> {
                 if all.iter().all(|(transaction, _)| self.sequence(*transaction).is_some()) {
                     all.sort_by_key(|(transaction, _)| self.sequence(*transaction));
                 } else {
-                    let lost_names: Vec<String> = lost.iter().map(|(transaction, _)| format!("T{transaction}")).collect();
+                    let lost_names: Vec<String> =
+                        lost.iter().map(|(transaction, _)| format!("T{transaction}")).collect();
                     self.note(AnomalyKind::IncompatibleRead, |_| {
                         format!(
                             "{}: versions of {} are not prefixes of the final list {} and have no commit sequence \
@@ -710,7 +765,10 @@ impl<'a> Checker<'a> {
             return;
         }
         let anti_edges = component.iter().flat_map(|&from| {
-            full.successors(from).into_iter().filter(|(_, kinds)| counted_kind(*kinds) == RW).map(move |(to, _)| (from, to))
+            full.successors(from)
+                .into_iter()
+                .filter(|(_, kinds)| counted_kind(*kinds) == RW)
+                .map(move |(to, _)| (from, to))
         });
         for (from, to) in anti_edges.take(G2_SEARCH_ATTEMPTS).collect::<Vec<_>>() {
             let Some(walk) = full.walk_through_anti_dependency(to, from) else { continue };
@@ -747,8 +805,10 @@ impl<'a> Checker<'a> {
             steps.push(step);
         }
         let first = cycle.first().map(|transaction| format!(" T{transaction}")).unwrap_or_default();
-        let transactions: Vec<String> =
-            cycle.iter().map(|&transaction| format!("\n  {}", self.history.describe_transaction(transaction))).collect();
+        let transactions: Vec<String> = cycle
+            .iter()
+            .map(|&transaction| format!("\n  {}", self.history.describe_transaction(transaction)))
+            .collect();
         format!("cycle {}{first}{}", steps.join(" "), transactions.concat())
     }
 }
@@ -807,7 +867,9 @@ mod tests {
                     lists: vec![(0, vec![1, 3]), (1, vec![2]), (2, vec![])],
                 }])
                 .with_snapshot(13),
-                committed(vec![append(1, 4, &[2]), append(1, 5, &[2, 4]), append(2, 6, &[])]).at_sequence(14).with_snapshot(13),
+                committed(vec![append(1, 4, &[2]), append(1, 5, &[2, 4]), append(2, 6, &[])])
+                    .at_sequence(14)
+                    .with_snapshot(13),
                 TransactionRecord::aborted(1, vec![read(1, &[2]), append(1, 7, &[2])]).with_snapshot(13),
                 committed(vec![read(1, &[2, 4, 5]), read(2, &[6])]).with_snapshot(20),
             ],
@@ -862,10 +924,7 @@ mod tests {
     fn g1c_circular_information_flow() {
         // Each read the other's write.
         let history = history(
-            vec![
-                committed(vec![append(0, 1, &[]), read(1, &[2])]),
-                committed(vec![append(1, 2, &[]), read(0, &[1])]),
-            ],
+            vec![committed(vec![append(0, 1, &[]), read(1, &[2])]), committed(vec![append(1, 2, &[]), read(0, &[1])])],
             &[&[1], &[2]],
         );
         let report = assert_finds(&history, AnomalyKind::G1c, IsolationLevel::ReadCommitted);
@@ -939,6 +998,33 @@ mod tests {
         let report = check(&history);
         assert!(report.found(AnomalyKind::GSingle), "{}", report.summary());
         assert!(report.found(AnomalyKind::G2Item), "{}", report.summary());
+    }
+
+    #[test]
+    fn appends_undone_by_a_rollback_to_a_savepoint_are_never_seen() {
+        let writer = committed(vec![
+            append(0, 1, &[]),
+            Operation::Savepoint,
+            append(0, 2, &[1]),
+            append(1, 3, &[]),
+            Operation::RollbackToSavepoint,
+            read(0, &[1]),
+            read(1, &[]),
+            Operation::Savepoint,
+            append(2, 4, &[]),
+            Operation::ReleaseSavepoint,
+        ]);
+        let clean = history(vec![writer.clone(), committed(vec![read(0, &[1]), read(2, &[4])])], &[&[1], &[], &[4]]);
+        let report = check(&clean);
+        assert!(report.counts.is_empty(), "{}\n{:?}", report.summary(), report.examples);
+
+        let undone_read = history(vec![writer.clone(), committed(vec![read(1, &[3])])], &[&[1], &[], &[4]]);
+        assert_finds(&undone_read, AnomalyKind::G1a, IsolationLevel::ReadCommitted);
+
+        let mut stale_own = writer;
+        stale_own.operations.push(read(0, &[1, 2]));
+        let history = history(vec![stale_own], &[&[1], &[], &[4]]);
+        assert_finds(&history, AnomalyKind::Internal, IsolationLevel::ReadCommitted);
     }
 
     #[test]

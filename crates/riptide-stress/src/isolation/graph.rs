@@ -174,7 +174,10 @@ impl Subgraph {
     /// (a component comes after every component it reaches), by Tarjan's algorithm run with an
     /// explicit stack.
     pub fn components(&self) -> Vec<Vec<usize>> {
-        self.local_components().into_iter().map(|component| component.into_iter().map(|i| self.nodes[i]).collect()).collect()
+        self.local_components()
+            .into_iter()
+            .map(|component| component.into_iter().map(|i| self.nodes[i]).collect())
+            .collect()
     }
 
     fn local_components(&self) -> Vec<Vec<usize>> {

@@ -14,7 +14,8 @@
 //!
 //! Invariants: within a [`TransactionRecord`], operations are in program order, and an
 //! [`Operation::Append`] records exactly the list its transaction saw before writing, so the
-//! list it wrote is `read` followed by `element`.
+//! list it wrote is `read` followed by `element`; a transaction's version of a key is its last
+//! append there that no rollback to a savepoint undid.
 
 use std::fmt::Write as _;
 
@@ -116,6 +117,13 @@ pub enum Operation {
         /// Every key of `start..end` in key order, with what the iterator showed.
         lists: Vec<(usize, Vec<Element>)>,
     },
+    /// `savepoint`: opens a savepoint (they nest).
+    Savepoint,
+    /// `rollback_to_savepoint`: undoes the appends made since the newest open savepoint and
+    /// closes it. The undone elements must never be seen, as if their transaction had aborted.
+    RollbackToSavepoint,
+    /// `release_savepoint`: closes the newest open savepoint, keeping its appends.
+    ReleaseSavepoint,
 }
 
 impl Operation {
@@ -126,6 +134,7 @@ impl Operation {
             Operation::Read { key, list, .. } => vec![(*key, list.as_slice())],
             Operation::Append { key, read, .. } => vec![(*key, read.as_slice())],
             Operation::RangeRead { lists, .. } => lists.iter().map(|(key, list)| (*key, list.as_slice())).collect(),
+            Operation::Savepoint | Operation::RollbackToSavepoint | Operation::ReleaseSavepoint => Vec::new(),
         }
     }
 
@@ -152,6 +161,9 @@ impl Operation {
                     seen.join(", ")
                 )
             }
+            Operation::Savepoint => "savepoint".to_string(),
+            Operation::RollbackToSavepoint => "rollback to savepoint".to_string(),
+            Operation::ReleaseSavepoint => "release savepoint".to_string(),
         }
     }
 }

@@ -146,10 +146,27 @@ impl SoakReport {
     }
 }
 
+/// The soak's run number `run` of `seed`: [`WorkloadConfig::new`], with every fourth run
+/// [`Shape::WriteSkew`] and the lock settings taking turns: the defaults, no waiting at all
+/// (`Some(Duration::ZERO)`), and short timeouts without deadlock detection (deadlocks then end
+/// by timeouts).
+pub fn soak_config(seed: u64, run: u64, isolation: IsolationLevel, mode: ConcurrencyMode) -> WorkloadConfig {
+    let shape = if run % 4 == 3 { Shape::WriteSkew } else { Shape::Mixed };
+    let mut config = WorkloadConfig::new(seed, isolation, mode, shape);
+    match run % 3 {
+        1 => config.lock_timeout = Some(Duration::ZERO),
+        2 => {
+            config.lock_timeout = Some(Duration::from_millis(20));
+            config.deadlock_detection = false;
+        }
+        _ => {}
+    }
+    config
+}
+
 /// Runs seeds from `first_seed` on under every level of [`LEVELS`] and mode of [`MODES`], for
-/// `duration_per_configuration` each (at least one run each). Every fourth run uses
-/// [`Shape::WriteSkew`], the others [`Shape::Mixed`]. A configuration stops at its first
-/// failure; the others still run.
+/// `duration_per_configuration` each (at least one run each), each run as [`soak_config`]
+/// makes it. A configuration stops at its first failure; the others still run.
 pub fn soak(first_seed: u64, duration_per_configuration: Duration) -> SoakReport {
     let mut report = SoakReport::default();
     let mut last_seed = first_seed;
@@ -169,8 +186,7 @@ pub fn soak(first_seed: u64, duration_per_configuration: Duration) -> SoakReport
             };
             let mut seed = first_seed;
             loop {
-                let shape = if counts.runs % 4 == 3 { Shape::WriteSkew } else { Shape::Mixed };
-                let config = WorkloadConfig::new(seed, isolation, mode, shape);
+                let config = soak_config(seed, seed - first_seed, isolation, mode);
                 last_seed = last_seed.max(seed);
                 match run_and_check(&config) {
                     Err(failure) => {
