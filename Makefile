@@ -85,7 +85,7 @@ bench-core:
 SOAK_MINUTES ?= 10
 FUZZ_SECONDS ?= 60
 
-## soak: the kill -9 loop, power-loss and I/O-error sweeps and metamorphic tests for SOAK_MINUTES in total,
+## soak: the kill -9 loop, power-loss and I/O-error sweeps, metamorphic tests and isolation histories for SOAK_MINUTES in total,
 ## with fresh seeds (or SOAK_SEED), then the loom models (`make loom`, outside that budget);
 ## appends a line per harness to reliability/ledger.tsv.
 soak: setup

@@ -1,6 +1,8 @@
 #!/usr/bin/env bash
-# make soak: runs the kill -9 loop, the power-loss sweep, the I/O-error sweep and the
-# metamorphic tests for SOAK_MINUTES in total (40 %, 20 %, 15 %, 25 %), with seeds that change from run to run (or
+# make soak: runs the kill -9 loop, the power-loss sweep, the I/O-error sweep, the
+# metamorphic tests and the isolation history checker for SOAK_MINUTES in total (35 %, 20 %,
+# 15 %, 20 %, 10 %: the checker's share split over its six level and mode configurations), with
+# seeds that change from run to run (or
 # SOAK_SEED), in a release build, then the memory cap's process test with 4 GiB written
 # (SOAK_RSS_WRITE_MIB), then the loom models (reliability/loom.sh, about a minute
 # beyond SOAK_MINUTES once built), and appends one line per harness to reliability/ledger.tsv.
@@ -16,13 +18,16 @@ share() { awk -v total="$minutes" -v part="$1" 'BEGIN { printf "%.3f", total * p
 log="$(mktemp)"
 status=0
 echo "soak: $minutes minutes from seed $seed"
-"$binary" crash --seed "$seed" --minutes "$(share 0.4)" --threads 4 | tee "$log" || status=1
+"$binary" crash --seed "$seed" --minutes "$(share 0.35)" --threads 4 | tee "$log" || status=1
 ledger_from_output "$log"
 "$binary" power-loss --seed "$seed" --minutes "$(share 0.2)" | tee "$log" || status=1
 ledger_from_output "$log"
 "$binary" io-errors --seed "$seed" --minutes "$(share 0.15)" | tee "$log" || status=1
 ledger_from_output "$log"
-"$binary" metamorphic --seed "$seed" --minutes "$(share 0.25)" --steps 3000 | tee "$log" || status=1
+"$binary" metamorphic --seed "$seed" --minutes "$(share 0.2)" --steps 3000 | tee "$log" || status=1
+ledger_from_output "$log"
+isolation_seconds=$(awk -v total="$minutes" 'BEGIN { printf "%.1f", total * 60 * 0.1 / 6 }')
+"$binary" isolation --seed "$seed" --seconds "$isolation_seconds" | tee "$log" || status=1
 ledger_from_output "$log"
 rm -f "$log"
 # The memory cap's process test (tests/memory_cap.rs) in its long form: 4 GiB written under a

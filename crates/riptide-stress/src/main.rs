@@ -267,7 +267,7 @@ fn main() -> ExitCode {
             println!(
                 "{}",
                 ledger_line(
-                    "isolation",
+                    "isolation-histories",
                     &report.seeds,
                     &format!("{} transactions", report.transactions()),
                     report.failures.len()
