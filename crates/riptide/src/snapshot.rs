@@ -36,6 +36,17 @@ impl SnapshotList {
         live.keys().next().map_or(visible, |&oldest| oldest.min(visible))
     }
 
+    /// Every sequence a reader may read at now: the live snapshots and the visible sequence,
+    /// ascending. Compaction keeps, of a key's versions, the newest at or below each of them
+    /// (I6); a snapshot taken later reads at or above the visible sequence taken here.
+    pub(crate) fn read_points(&self, visible_sequence: &AtomicU64) -> ReadPoints {
+        let live = self.live.lock();
+        let visible = visible_sequence.load(Ordering::Acquire);
+        let mut points: Vec<u64> = live.keys().copied().filter(|&sequence| sequence < visible).collect();
+        points.push(visible);
+        ReadPoints { points: points.into() }
+    }
+
     fn release(&self, sequence: u64) {
         let mut live = self.live.lock();
         if let Some(count) = live.get_mut(&sequence) {
@@ -44,6 +55,31 @@ impl SnapshotList {
                 live.remove(&sequence);
             }
         }
+    }
+}
+
+/// The sequences readers may read at, ascending (see [`SnapshotList::read_points`]).
+#[derive(Clone, Debug)]
+pub(crate) struct ReadPoints {
+    points: Arc<[u64]>,
+}
+
+impl ReadPoints {
+    /// A single read point: every version at or below `sequence` but the newest is invisible.
+    pub(crate) fn single(sequence: u64) -> ReadPoints {
+        ReadPoints { points: Arc::from([sequence]) }
+    }
+
+    /// The oldest read point.
+    pub(crate) fn smallest(&self) -> u64 {
+        self.points.first().copied().unwrap_or(0)
+    }
+
+    /// True when some reader reads at a sequence in `[older, newer)`: it then sees the version
+    /// at `older` when the next newer version of its key is at `newer`.
+    pub(crate) fn any_between(&self, older: u64, newer: u64) -> bool {
+        let first_at_or_above = self.points.partition_point(|&point| point < older);
+        self.points.get(first_at_or_above).is_some_and(|&point| point < newer)
     }
 }
 
@@ -76,6 +112,27 @@ impl Snapshot {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn read_points_list_snapshots_and_the_visible_sequence() {
+        let list = Arc::new(SnapshotList::default());
+        let visible = AtomicU64::new(5);
+        let five = list.acquire_current(&visible);
+        visible.store(9, Ordering::Release);
+        let nine = list.acquire_current(&visible);
+        visible.store(20, Ordering::Release);
+        let points = list.read_points(&visible);
+        assert_eq!(&*points.points, &[5, 9, 20]);
+        assert_eq!(points.smallest(), 5);
+        // A version at 6 whose next newer version is at 9: the snapshot at 9 sees the newer one,
+        // the one at 5 sees an older one; nobody sees 6.
+        assert!(!points.any_between(6, 9));
+        assert!(points.any_between(6, 10));
+        assert!(points.any_between(5, 6));
+        assert!(!points.any_between(21, u64::MAX));
+        drop((five, nine));
+        assert_eq!(&*list.read_points(&visible).points, &[20]);
+    }
 
     #[test]
     fn smallest_snapshot_tracks_live_snapshots() {

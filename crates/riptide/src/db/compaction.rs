@@ -37,6 +37,7 @@ use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, lookup_key, parse_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::options::ColumnFamilyOptions;
+use crate::snapshot::ReadPoints;
 use crate::sstable::{BlockReadOptions, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{FileMetadata, VersionEdit};
 use crate::version::tree::{Version, NUM_LEVELS};
@@ -70,6 +71,7 @@ fn zero_sequence_at_bottom(internal_key: &[u8], bottommost: bool, smallest_snaps
 /// Decides, entry by entry of a sorted internal-key stream, which versions are invisible to
 /// every reader and can be dropped (invariant I6).
 pub(crate) struct VersionFilter {
+    read_points: ReadPoints,
     smallest_snapshot: u64,
     bottommost: bool,
     current_user_key: Vec<u8>,
@@ -78,9 +80,10 @@ pub(crate) struct VersionFilter {
 }
 
 impl VersionFilter {
-    pub(crate) fn new(smallest_snapshot: u64, bottommost: bool) -> VersionFilter {
+    pub(crate) fn new(read_points: ReadPoints, bottommost: bool) -> VersionFilter {
         VersionFilter {
-            smallest_snapshot,
+            smallest_snapshot: read_points.smallest(),
+            read_points,
             bottommost,
             current_user_key: Vec::new(),
             has_current_user_key: false,
@@ -98,8 +101,11 @@ impl VersionFilter {
             self.has_current_user_key = true;
             self.last_sequence_for_key = u64::MAX;
         }
-        let drop = if self.last_sequence_for_key <= self.smallest_snapshot {
-            // A newer version of this key is visible to every reader, so this one never is.
+        let newer = self.last_sequence_for_key;
+        let drop = if newer != u64::MAX && !self.read_points.any_between(parsed.sequence, newer) {
+            // Every reader reads below this version or at or above the next newer one, so none
+            // sees this one (a long-running transaction's snapshot keeps only the versions it
+            // and the readers after it need, not every version written since it began).
             true
         } else {
             parsed.kind == ValueKind::Delete && parsed.sequence <= self.smallest_snapshot && self.bottommost
@@ -285,7 +291,7 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         inner.install_read_view(&state, job.column_family);
         return Ok(());
     }
-    let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
+    let read_points = inner.snapshots.read_points(&inner.visible_sequence);
     let boundaries = picker::subcompaction_boundaries(
         plan,
         &picker_options(&job.options),
@@ -293,9 +299,9 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     );
     let mut outputs: Vec<FileMetadata> = Vec::new();
     let written = if boundaries.is_empty() {
-        write_outputs(inner, job, None, None, smallest_snapshot, &mut outputs)
+        write_outputs(inner, job, None, None, &read_points, &mut outputs)
     } else {
-        write_subcompactions(inner, job, &boundaries, smallest_snapshot, &mut outputs)
+        write_subcompactions(inner, job, &boundaries, &read_points, &mut outputs)
     }
     .and_then(|()| inner.file_system.sync_dir(&inner.dir));
     let remove_outputs = |outputs: &[FileMetadata]| {
@@ -361,7 +367,7 @@ fn write_subcompactions(
     inner: &Arc<DbInner>,
     job: &Job,
     boundaries: &[Vec<u8>],
-    smallest_snapshot: u64,
+    read_points: &ReadPoints,
     outputs: &mut Vec<FileMetadata>,
 ) -> Result<()> {
     let mut ranges: Vec<KeyRange<'_>> = Vec::with_capacity(boundaries.len() + 1);
@@ -377,7 +383,7 @@ fn write_subcompactions(
             .map(|&(lower, upper)| {
                 scope.spawn(move || {
                     let mut range_outputs = Vec::new();
-                    let result = write_outputs(inner, job, lower, upper, smallest_snapshot, &mut range_outputs);
+                    let result = write_outputs(inner, job, lower, upper, read_points, &mut range_outputs);
                     (result, range_outputs)
                 })
             })
@@ -472,10 +478,11 @@ fn write_outputs(
     job: &Job,
     lower: Option<&[u8]>,
     upper: Option<&[u8]>,
-    smallest_snapshot: u64,
+    read_points: &ReadPoints,
     outputs: &mut Vec<FileMetadata>,
 ) -> Result<()> {
     let plan = &job.plan;
+    let smallest_snapshot = read_points.smallest();
     let read_options = BlockReadOptions { verify_checksums: true, fill_cache: false };
     let comparator = &plan.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
@@ -488,7 +495,7 @@ fn write_outputs(
         Some(lower) => merged.seek(&lookup_key(lower, MAX_SEQUENCE_NUMBER)),
         None => merged.seek_to_first(),
     }
-    let mut filter = VersionFilter::new(smallest_snapshot, plan.bottommost);
+    let mut filter = VersionFilter::new(read_points.clone(), plan.bottommost);
     let table_options = TableOptions::for_level(&job.options, plan.output_level, plan.bottommost);
     let target_file_size_bytes = job.options.target_file_size_bytes;
     let mut builder: Option<(u64, TableBuilder)> = None;

@@ -24,6 +24,7 @@ use crate::iterator::InternalIterator;
 use crate::memory_charge::MemoryCharge;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
+use crate::snapshot::ReadPoints;
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::edit::{FileMetadata, VersionEdit};
 
@@ -35,7 +36,7 @@ pub(crate) fn write_level0_table(
     options: &ColumnFamilyOptions,
     memtable: &Arc<MemTable>,
     number: u64,
-    smallest_snapshot: u64,
+    read_points: ReadPoints,
     memory_charge: Option<MemoryCharge>,
 ) -> Result<Option<FileMetadata>> {
     let path = table_path(dir, number);
@@ -46,7 +47,7 @@ pub(crate) fn write_level0_table(
     }
     let mut iterator = memtable.iter();
     iterator.seek_to_first();
-    let mut filter = VersionFilter::new(smallest_snapshot, false);
+    let mut filter = VersionFilter::new(read_points, false);
     let result = (|| {
         while iterator.valid() {
             if !filter.should_drop(iterator.key(), &path)? {
@@ -89,7 +90,7 @@ fn pick_flush(state: &DbState) -> Option<u32> {
 /// Background thread body: flushes immutable memtables as they appear.
 pub(crate) fn flush_loop(inner: Arc<DbInner>) {
     loop {
-        let (id, memtable, number, smallest_snapshot, options, several_families) = {
+        let (id, memtable, number, read_points, options, several_families) = {
             let mut state = inner.state.lock();
             let id = loop {
                 if inner.shutting_down.load(Ordering::Acquire) {
@@ -108,8 +109,8 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             let memtable = Arc::clone(&oldest.memtable);
             family.flush_running = true;
             let options = family.shared.options();
-            let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
-            (id, memtable, number, smallest_snapshot, options, state.column_families.len() > 1)
+            let read_points = inner.snapshots.read_points(&inner.visible_sequence);
+            (id, memtable, number, read_points, options, state.column_families.len() > 1)
         };
         let written = write_level0_table(
             &inner.dir,
@@ -117,7 +118,7 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             &options,
             &memtable,
             number,
-            smallest_snapshot,
+            read_points,
             Some(inner.memory.builder_charge()),
         )
         .and_then(|meta| inner.file_system.sync_dir(&inner.dir).map(|()| meta))

@@ -460,13 +460,13 @@ fn flush_recovered(
     let number = versions.new_file_number();
     // No snapshot can exist during recovery, but older versions are kept anyway: the flush
     // rule only drops a version shadowed by a newer one, which is always safe here.
-    let smallest_snapshot = replay.memtable.largest_sequence();
+    let read_points = crate::snapshot::ReadPoints::single(replay.memtable.largest_sequence());
     let fresh = MemTable::new(replay.options.memtable_size_bytes, replay.memtable.comparator().clone());
     let memtable = std::mem::replace(&mut replay.memtable, Arc::new(fresh));
     // Recovery runs before the memory governor exists (no charge) and flushes one memtable at a
     // time.
     if let Some(meta) =
-        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, smallest_snapshot, None)?
+        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, read_points, None)?
     {
         replay.edit.new_files.push((0, meta));
     }
