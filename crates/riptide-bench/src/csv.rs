@@ -4,6 +4,12 @@
 //! (with fewer columns) can still be read by the report and the `compare` command. Fields are
 //! quoted only when they hold a comma, a quote or a line break (RFC 4180); undefined metrics
 //! (write amplification of a read-only run, say) are empty.
+//!
+//! Transaction runs fill the `transaction_*` columns (mode, key space, attempts, commits, aborts
+//! by kind and the abort rate, a fraction); every other run leaves them empty, and files from
+//! builds before them read back with those fields absent, which readers treat alike. In those
+//! runs `operations_done`, `ops_per_second` and the `latency_*` columns (unit `txn`) are those of
+//! committed transactions.
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -12,6 +18,7 @@ use std::path::Path;
 use crate::bail;
 use crate::error::{Context, Result};
 use crate::metrics::LatencySummary;
+use crate::transaction::TransactionCounts;
 use crate::workload::RunResult;
 
 /// One run's fields, in column order.
@@ -138,8 +145,25 @@ impl Row {
             "write_stall_count",
             result.write_stalls.map(|stalls| stalls.stall_count.to_string()).unwrap_or_default(),
         );
+        push_transactions(&mut row, result);
         row
     }
+}
+
+/// The transaction columns: filled for transaction runs, empty for the others.
+fn push_transactions(row: &mut Row, result: &RunResult) {
+    let counts = result.transactions.as_ref();
+    let count =
+        |value: fn(&TransactionCounts) -> u64| counts.map(|counts| value(counts).to_string()).unwrap_or_default();
+    let parameters = &result.parameters;
+    row.push("transaction_mode", counts.map(|_| parameters.transaction_mode.as_str()).unwrap_or_default());
+    row.push("transaction_keys", counts.map(|_| parameters.transaction_key_count.to_string()).unwrap_or_default());
+    row.push("transaction_attempts", count(|counts| counts.attempts));
+    row.push("transaction_committed", count(|counts| counts.committed));
+    row.push("transaction_aborts_conflict", count(|counts| counts.conflicts));
+    row.push("transaction_aborts_deadlock", count(|counts| counts.deadlocks));
+    row.push("transaction_aborts_timeout", count(|counts| counts.lock_timeouts));
+    row.push("transaction_abort_rate", optional(counts.and_then(TransactionCounts::abort_rate)));
 }
 
 /// A latency column suffix and how to read it from a summary.
@@ -358,6 +382,56 @@ pub(crate) mod tests {
         let later = crate::engine::WriteStalls { stall_micros: 2_000_000, stall_count: 9 };
         assert_eq!(later.since(&stalls), crate::engine::WriteStalls { stall_micros: 499_750, stall_count: 2 });
         assert_eq!(stalls.since(&later), crate::engine::WriteStalls::default());
+    }
+
+    #[test]
+    fn transaction_columns_round_trip_and_stay_empty_elsewhere() {
+        let counts =
+            TransactionCounts { attempts: 1000, committed: 900, conflicts: 70, deadlocks: 20, lock_timeouts: 10 };
+        let parameters = RunParameters {
+            workload: crate::workload::Workload::Transaction,
+            transaction_mode: crate::engine::TransactionMode::Optimistic,
+            transaction_key_count: 5000,
+            ..RunParameters::default()
+        };
+        let transactional = RunResult {
+            transactions: Some(counts),
+            parameters,
+            latency_unit: "txn".to_string(),
+            ..sample_result("transaction_optimistic_zipfian_1K_t1", 900.0)
+        };
+        let path = std::env::temp_dir().join(format!("riptide-bench-csv-transactions-{}.csv", std::process::id()));
+        let _ = std::fs::remove_file(&path);
+        append_result(&path, &transactional).unwrap();
+        append_result(&path, &sample_result("plain", 1000.0)).unwrap();
+        let rows = read_rows(&path).unwrap();
+        std::fs::remove_file(&path).unwrap();
+        let row = &rows[0];
+        assert_eq!(row.text("workload"), "transaction");
+        assert_eq!(row.text("transaction_mode"), "optimistic");
+        assert_eq!(row.number("transaction_keys"), Some(5000.0));
+        assert_eq!(row.number("transaction_attempts"), Some(1000.0));
+        assert_eq!(row.number("transaction_committed"), Some(900.0));
+        assert_eq!(row.number("transaction_aborts_conflict"), Some(70.0));
+        assert_eq!(row.number("transaction_aborts_deadlock"), Some(20.0));
+        assert_eq!(row.number("transaction_aborts_timeout"), Some(10.0));
+        assert_eq!(row.number("transaction_abort_rate"), Some(0.1));
+        assert_eq!(row.text("latency_unit"), "txn");
+        // Other runs leave every transaction column empty.
+        for name in rows[1].names().filter(|name| name.starts_with("transaction_")) {
+            assert_eq!(rows[1].text(name), "", "{name}");
+        }
+        // A file written before the transaction columns existed still reads: the fields are absent.
+        let old_path = path.with_extension("old.csv");
+        let old_header: Vec<&str> = row.names().filter(|name| !name.starts_with("transaction_")).collect();
+        let old_values: Vec<&str> = old_header.iter().map(|name| rows[1].text(name)).collect();
+        let text = format!("{}\n{}\n", format_line(old_header.into_iter()), format_line(old_values.into_iter()));
+        std::fs::write(&old_path, text).unwrap();
+        let old_rows = read_rows(&old_path).unwrap();
+        std::fs::remove_file(&old_path).unwrap();
+        assert_eq!(old_rows[0].text("test"), "plain");
+        assert_eq!(old_rows[0].get("transaction_attempts"), None);
+        assert_eq!(old_rows[0].number("transaction_abort_rate"), None);
     }
 
     #[test]

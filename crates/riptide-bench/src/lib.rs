@@ -4,7 +4,8 @@
 //! engine (`suite`, each run in a child process of its own), regenerates a suite's report
 //! (`report`), or compares two result files (`compare`). The library holds the pieces so that
 //! tests can drive them: key and value generation ([`keys`]), the engines ([`engine`]), one
-//! measured run ([`workload`]), metric arithmetic and `/proc` counters ([`metrics`]), result
+//! measured run ([`workload`]), the transaction workload's read-modify-write transactions
+//! ([`transaction`]), metric arithmetic and `/proc` counters ([`metrics`]), result
 //! files ([`csv`]), throughput over time ([`timeline`]), reports ([`report`]), suites ([`suite`])
 //! and comparisons ([`compare`]).
 
@@ -18,4 +19,5 @@ pub mod report;
 pub mod suite;
 pub mod system;
 pub mod timeline;
+pub mod transaction;
 pub mod workload;

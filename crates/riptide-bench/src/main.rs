@@ -90,6 +90,21 @@ fn print_run_summary(parameters: &RunParameters) -> Result<()> {
     if let (Some(puts), Some(gets)) = (result.put_ops_per_second, result.get_ops_per_second) {
         println!("    mixed: {} puts/s, {} gets/s (per second of time in each)", format_rate(puts), format_rate(gets));
     }
+    if let Some(counts) = &result.transactions {
+        println!(
+            "    transactions ({}): {} committed txn/s; {} attempts, {} committed, {} aborted ({:.2} %): {} conflicts, \
+             {} deadlocks, {} lock timeouts",
+            parameters.transaction_mode.as_str(),
+            format_rate(result.ops_per_second),
+            counts.attempts,
+            counts.committed,
+            counts.aborts(),
+            counts.abort_rate().unwrap_or(0.0) * 100.0,
+            counts.conflicts,
+            counts.deadlocks,
+            counts.lock_timeouts,
+        );
+    }
     Ok(())
 }
 

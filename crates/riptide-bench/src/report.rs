@@ -1,9 +1,11 @@
 //! Markdown reports: the speedup table and the detail tables of a suite, or one run's summary.
 //!
 //! Speedup is Riptide's ops/s over RocksDB's for the same test (above 1: Riptide is faster),
-//! summarized by the geometric mean. The other tables show every engine's throughput, latency
+//! summarized by the geometric mean. The other tables show every engine's throughput, the
+//! transaction runs (each engine and concurrency mode side by side, with aborts by kind), latency
 //! percentiles, write/read/space amplification and resource use, then the engines' full
-//! configurations and the machine, build and commit the numbers belong to.
+//! configurations and the machine, build and commit the numbers belong to. Rows from files
+//! written before a column existed show `-` there.
 
 use std::fmt::Write as _;
 use std::time::{SystemTime, UNIX_EPOCH};
@@ -280,12 +282,144 @@ fn throughput_section(out: &mut String, rows: &[Row]) {
             decimals(found, 1),
             decimals(row.number("duration_seconds"), 2),
             rate(done),
-            if matches!(row.text("workload"), "read" | "seek" | "range" | "delete") {
+            if matches!(row.text("workload"), "read" | "seek" | "range" | "delete" | "transaction") {
                 decimals(row.number("populate_seconds"), 1)
             } else {
                 "-".to_string()
             },
             decimals(row.number("settle_seconds"), 1),
+        );
+    }
+    let _ = writeln!(out);
+}
+
+/// The engine and mode columns of the transaction tables, in order.
+const TRANSACTION_VARIANTS: [(&str, &str); 4] =
+    [("riptide", "pessimistic"), ("riptide", "optimistic"), ("rocksdb", "pessimistic"), ("rocksdb", "optimistic")];
+
+/// What makes transaction runs comparable: the same key pattern, transactions, threads, key
+/// space and sizes; everything but the engine and the mode.
+fn transaction_setup(row: &Row) -> String {
+    let mut setup = format!(
+        "{}, {} txns, {} threads, {} keys",
+        row.text("pattern"),
+        rate(row.number("operations")),
+        row.text("threads"),
+        rate(row.number("transaction_keys")),
+    );
+    if row.text("key_size_bytes") != "16" || row.text("value_size_bytes") != "100" {
+        setup.push_str(&format!(", k{} v{}", row.text("key_size_bytes"), row.text("value_size_bytes")));
+    }
+    if row.text("sync") == "true" {
+        setup.push_str(", sync");
+    }
+    if row.number("max_memory_bytes").is_some_and(|budget| budget > 0.0) {
+        setup.push_str(&format!(", cap {} MiB", mebibytes(row.number("max_memory_bytes"))));
+    }
+    setup
+}
+
+fn percent(value: Option<f64>) -> String {
+    decimals(value.map(|fraction| fraction * 100.0), 1)
+}
+
+/// The transaction runs: per setup each engine and mode side by side (committed transactions
+/// per second, Riptide over RocksDB per mode), then every run's latencies and aborts by kind.
+fn transaction_section(out: &mut String, rows: &[Row]) {
+    let runs: Vec<(String, &Row)> =
+        engine_rows(rows).into_iter().filter(|(_, row)| row.text("workload") == "transaction").collect();
+    if runs.is_empty() {
+        return;
+    }
+    let _ = writeln!(out, "## Transactions\n");
+    let _ = writeln!(
+        out,
+        "Read-modify-write transactions at REPEATABLE READ (snapshot isolation): each reads 4 distinct keys drawn \
+         from the pattern over a populated key space, then writes each back with a counter incremented, and \
+         commits. Pessimistic: `get_for_update` locks each key as it is read (Riptide's pessimistic transactions, \
+         RocksDB's `TransactionDB`); optimistic: plain reads at the snapshot, the written keys validated at commit \
+         (Riptide's optimistic transactions, RocksDB's `OptimisticTransactionDB`). Both engines take a snapshot \
+         per transaction, wait at most 1 s for a lock and detect deadlocks. A transaction that fails (conflict, \
+         deadlock, lock timeout) is rolled back and counted, not retried: txn/s counts committed transactions, \
+         latencies are those of committed transactions (begin to commit), the abort rate is aborts / attempts.\n"
+    );
+    let mut setups: Vec<String> = Vec::new();
+    for (_, row) in &runs {
+        let setup = transaction_setup(row);
+        if !setups.contains(&setup) {
+            setups.push(setup);
+        }
+    }
+    let variant = |setup: &str, engine: &str, mode: &str| {
+        runs.iter().rev().map(|(_, row)| *row).find(|row| {
+            row.text("engine") == engine && row.text("transaction_mode") == mode && transaction_setup(row) == setup
+        })
+    };
+    let _ = writeln!(out, "Committed txn/s (abort rate %), each engine and mode side by side:\n");
+    let _ = writeln!(
+        out,
+        "| Setup | Riptide pessimistic | Riptide optimistic | RocksDB pessimistic | RocksDB optimistic | \
+         Riptide / RocksDB pessimistic | Riptide / RocksDB optimistic |"
+    );
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    for setup in &setups {
+        let cells: Vec<String> = TRANSACTION_VARIANTS
+            .iter()
+            .map(|(engine, mode)| match variant(setup, engine, mode) {
+                Some(row) => format!(
+                    "{} ({})",
+                    rate(row.number("ops_per_second")),
+                    percent(row.number("transaction_abort_rate"))
+                ),
+                None => "-".to_string(),
+            })
+            .collect();
+        let speedup = |mode: &str| match (variant(setup, "riptide", mode), variant(setup, "rocksdb", mode)) {
+            (Some(riptide), Some(rocksdb)) => match field_ratio(riptide, rocksdb, "ops_per_second") {
+                Some(ratio) => format!("**{}**", times(Some(ratio))),
+                None => "-".to_string(),
+            },
+            _ => "-".to_string(),
+        };
+        let _ = writeln!(
+            out,
+            "| {setup} | {} | {} | {} |",
+            cells.join(" | "),
+            speedup("pessimistic"),
+            speedup("optimistic")
+        );
+    }
+    let _ = writeln!(out);
+    let _ = writeln!(
+        out,
+        "Every run: latencies of committed transactions in µs, attempts and aborts by kind; the last two columns \
+         compare Riptide with RocksDB on the same test (txn/s above 1 and p99 below 1: Riptide is better).\n"
+    );
+    let _ = writeln!(
+        out,
+        "| Test | Engine | Mode | txn/s | p50 | p99 | p99.9 | Attempts | Conflicts | Deadlocks | Timeouts | Abort % | \
+         txn/s vs RocksDB | p99 vs RocksDB |"
+    );
+    let _ = writeln!(out, "|---|---|---|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|---:|");
+    for (test, row) in &runs {
+        let rocksdb = (row.text("engine") == "riptide").then(|| find_row(rows, test, "rocksdb")).flatten();
+        let capped = if row.text("capped") == "true" { " (capped)" } else { "" };
+        let _ = writeln!(
+            out,
+            "| {test} | {} | {} | {}{capped} | {} | {} | {} | {} | {} | {} | {} | {} | {} | {} |",
+            row.text("engine"),
+            row.text("transaction_mode"),
+            rate(row.number("ops_per_second")),
+            micros(row.number("latency_p50_us")),
+            micros(row.number("latency_p99_us")),
+            micros(row.number("latency_p999_us")),
+            rate(row.number("transaction_attempts")),
+            rate(row.number("transaction_aborts_conflict")),
+            rate(row.number("transaction_aborts_deadlock")),
+            rate(row.number("transaction_aborts_timeout")),
+            percent(row.number("transaction_abort_rate")),
+            times(rocksdb.and_then(|rocksdb| field_ratio(row, rocksdb, "ops_per_second"))),
+            times(rocksdb.and_then(|rocksdb| field_ratio(row, rocksdb, "latency_p99_us"))),
         );
     }
     let _ = writeln!(out);
@@ -586,10 +720,15 @@ fn parameters_section(out: &mut String, rows: &[Row]) {
             continue;
         };
         let range = if row.text("workload") == "range" { row.text("range_size") } else { "-" };
+        let workload = match row.text("workload") {
+            "transaction" => {
+                format!("transaction ({}, {} keys)", row.text("transaction_mode"), rate(row.number("transaction_keys")))
+            }
+            other => other.to_string(),
+        };
         let _ = writeln!(
             out,
-            "| {test} | {} | {} | {} | {} | {} | {} | {} | {range} | {} | {} |",
-            row.text("workload"),
+            "| {test} | {workload} | {} | {} | {} | {} | {} | {} | {range} | {} | {} |",
             row.text("pattern"),
             rate(row.number("operations")),
             row.text("threads"),
@@ -621,6 +760,10 @@ fn methodology_section(out: &mut String) {
          draws): the operation count is puts plus gets.",
         "Seeks and scans create an iterator per operation, position it with `seek`, and read one (seek) or \
          `range_size` (range) entries.",
+        "Transactions populate their key space first (every key once, values starting with an 8-byte counter at \
+         zero), then each attempt reads 4 distinct keys drawn from the pattern and writes them back with the \
+         counter incremented; an aborted attempt is counted, not retried, so ops/s is committed transactions per \
+         second and the operation count is attempts (see the Transactions section).",
         "Each engine's own statistics after each run (levels, flushes, compactions, stalls) are in \
          `engine-stats/<test>-<engine>.txt` next to this report.",
     ];
@@ -681,6 +824,7 @@ pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
         }
     }
     throughput_section(&mut out, rows);
+    transaction_section(&mut out, rows);
     timeline_section(&mut out, rows, &context.timelines);
     stall_section(&mut out, rows);
     latency_section(&mut out, rows);
@@ -704,6 +848,7 @@ pub fn single_run_report(rows: &[Row]) -> String {
     let mut out = String::new();
     let _ = writeln!(out, "# Riptide benchtool run\n");
     throughput_section(&mut out, rows);
+    transaction_section(&mut out, rows);
     stall_section(&mut out, rows);
     latency_section(&mut out, rows);
     amplification_section(&mut out, rows);
@@ -853,6 +998,72 @@ mod tests {
         assert!(!report.contains("| reads | riptide | 0.00"), "reads have no write stalls to show");
         let without = suite_report(&ReportContext::default(), &[row("a", "riptide", 1.0, 1.0)]);
         assert!(!without.contains("## Write stalls") && !without.contains("## Throughput over time"));
+    }
+
+    fn transaction_row(test: &str, engine: &str, mode: &str, committed_per_second: f64, p99_us: f64) -> Row {
+        let mut row = row(test, engine, committed_per_second, 1.0);
+        for (name, value) in [
+            ("workload", "transaction"),
+            ("pattern", "zipfian"),
+            ("operations", "100000"),
+            ("threads", "8"),
+            ("key_size_bytes", "16"),
+            ("value_size_bytes", "100"),
+            ("sync", "false"),
+            ("max_memory_bytes", "0"),
+            ("latency_unit", "txn"),
+            ("latency_p50_us", "40"),
+            ("latency_p999_us", "2000"),
+            ("transaction_mode", mode),
+            ("transaction_keys", "100000"),
+            ("transaction_attempts", "1000"),
+            ("transaction_aborts_conflict", "30"),
+            ("transaction_aborts_deadlock", "15"),
+            ("transaction_aborts_timeout", "5"),
+            ("transaction_abort_rate", "0.05"),
+        ] {
+            row.push(name, value);
+        }
+        row.push("latency_p99_us", p99_us.to_string());
+        row
+    }
+
+    #[test]
+    fn transactions_set_engines_and_modes_side_by_side() {
+        let rows = vec![
+            transaction_row("transaction_pessimistic_zipfian_100K_t8", "riptide", "pessimistic", 30_000.0, 500.0),
+            transaction_row("transaction_pessimistic_zipfian_100K_t8", "rocksdb", "pessimistic", 20_000.0, 1000.0),
+            transaction_row("transaction_optimistic_zipfian_100K_t8", "riptide", "optimistic", 40_000.0, 300.0),
+            row("write_seq", "riptide", 1.0, 1.0),
+        ];
+        let report = suite_report(&ReportContext::default(), &rows);
+        assert!(report.contains("## Transactions"), "{report}");
+        assert!(
+            report.contains(
+                "| zipfian, 100,000 txns, 8 threads, 100,000 keys | 30,000 (5.0) | 40,000 (5.0) | 20,000 (5.0) | - | \
+                 **1.50x** | - |"
+            ),
+            "{report}"
+        );
+        assert!(
+            report.contains(
+                "| transaction_pessimistic_zipfian_100K_t8 | riptide | pessimistic | 30,000 | 40.0 | 500.0 | 2,000 | \
+                 1,000 | 30 | 15 | 5 | 5.0 | 1.50x | 0.50x |"
+            ),
+            "{report}"
+        );
+        assert!(report.contains("| transaction_optimistic_zipfian_100K_t8 | riptide | optimistic | 40,000 |"));
+        assert!(
+            report.contains("| transaction_pessimistic_zipfian_100K_t8 | transaction (pessimistic, 100,000 keys) |")
+        );
+        // Transaction tests count in the speedup table like any other test both engines ran.
+        assert!(
+            report.contains("| transaction_pessimistic_zipfian_100K_t8 | 30,000 | 20,000 | **1.50x** |"),
+            "{report}"
+        );
+        // Without transaction runs, no section.
+        assert!(!suite_report(&ReportContext::default(), &rows[3..]).contains("## Transactions"));
+        assert!(single_run_report(&rows[2..3]).contains("## Transactions"));
     }
 
     #[test]

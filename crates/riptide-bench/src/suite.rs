@@ -2,10 +2,12 @@
 //!
 //! `standard` reproduces seed 004's 8-thread suite case by case (writes, reads, mixed, deletes,
 //! value sizes, batch sizes, seeks, range scans) plus synced random writes at 1, 4, 8 and 16
-//! threads; `large` runs the same cases at 16 threads with 4x the operations; `quick` runs the
-//! standard cases with a tenth of the operations; `longrun` writes uniformly drawn keys far
-//! beyond the memtable budget for a time budget (10 minutes per engine by default), so that
-//! throughput over time, write stalls and write amplification of sustained writing show.
+//! threads and read-modify-write transactions (pessimistic and optimistic, uniform and zipfian
+//! keys over 100,000 populated keys); `large` runs the same cases at 16 threads with 4x the
+//! operations; `quick` runs the standard cases with a tenth of the operations; `longrun` writes
+//! uniformly drawn keys far beyond the memtable budget for a time budget (10 minutes per engine
+//! by default), so that throughput over time, write stalls and write amplification of sustained
+//! writing show.
 //! Every (case, engine) pair runs in a fresh
 //! child process of this binary (`riptide-bench run ...`) on a fresh directory, one after
 //! another, so that peak RSS, CPU time and I/O counters belong to that run alone. The children
@@ -21,7 +23,7 @@ use clap::{Args, ValueEnum};
 
 use crate::bail;
 use crate::csv::{parse_records, read_rows, Row};
-use crate::engine::{describe_settings, EngineKind};
+use crate::engine::{describe_settings, EngineKind, TransactionMode};
 use crate::error::{Context, Result};
 use crate::keys::KeyPattern;
 use crate::report::{suite_report, utc_timestamps, ReportContext};
@@ -55,6 +57,11 @@ pub const LONGRUN_BATCH_SIZE: usize = 100;
 /// write buffer manager charging its cache): tight next to the 64 MiB memtable and 64 MiB cache
 /// the uncapped runs may use. The report compares each capped run with its uncapped twin.
 pub const TIGHT_CAP_BYTES: u64 = 128 << 20;
+
+/// Transactions attempted by each transaction case of the standard suite: about 15 s of
+/// Riptide on 2 cores at 8 threads; the quick suite's tenth keeps its four cases, on both
+/// engines, within a minute.
+pub const TRANSACTIONS_PER_CASE: u64 = 500_000;
 
 /// `case` again under the tight memory budget (its name gets `_cap128M`).
 fn capped_twin(case: &RunParameters) -> RunParameters {
@@ -295,6 +302,24 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
                 1,
             )
         });
+    }
+    // Read-modify-write transactions of 4 keys over the default 100,000 populated keys (the same
+    // key space in every suite, so that contention does not change with the scale), each
+    // concurrency mode under uniform and zipfian draws.
+    let transactions = scaled(TRANSACTIONS_PER_CASE);
+    for pattern in [KeyPattern::Uniform, KeyPattern::Zipfian] {
+        for mode in [TransactionMode::Pessimistic, TransactionMode::Optimistic] {
+            cases.push(RunParameters {
+                transaction_mode: mode,
+                ..case(
+                    format!("transaction_{}_{}_{}_t{threads}", mode.as_str(), pattern.as_str(), label(transactions)),
+                    Workload::Transaction,
+                    pattern,
+                    transactions,
+                    1,
+                )
+            });
+        }
     }
     // Synced random writes (one put per write, each synced) at 1, 4, 8 and 16 threads.
     let synced = scaled(200_000);
@@ -593,10 +618,25 @@ mod tests {
             "range_seq_100_1M_t8",
             "sync_write_random_200K_t1_b1",
             "sync_write_random_200K_t16_b1",
+            "transaction_pessimistic_uniform_500K_t8",
+            "transaction_optimistic_uniform_500K_t8",
+            "transaction_pessimistic_zipfian_500K_t8",
+            "transaction_optimistic_zipfian_500K_t8",
         ] {
             assert!(names.iter().any(|name| name == expected), "missing {expected}");
         }
-        assert_eq!(cases.len(), 28);
+        assert_eq!(cases.len(), 32);
+        let transactions: Vec<&RunParameters> =
+            cases.iter().filter(|case| case.workload == Workload::Transaction).collect();
+        assert_eq!(transactions.len(), 4);
+        for case in transactions {
+            assert_eq!(case.transaction_key_count, crate::transaction::DEFAULT_TRANSACTION_KEY_COUNT);
+            assert_eq!(case.threads, 8);
+            assert!(case.validate().is_ok());
+            let settings = case.engine_settings().unwrap();
+            assert_eq!(settings.transactions, Some(case.transaction_mode));
+            assert!(case.effective_test_name().contains(case.transaction_mode.as_str()));
+        }
         let capped = cases.iter().find(|case| case.max_memory_bytes > 0).unwrap();
         assert_eq!(capped.max_memory_bytes, TIGHT_CAP_BYTES);
         let mut unique = names.clone();
@@ -628,9 +668,15 @@ mod tests {
                 (quick.workload, quick.pattern, quick.batch_size),
                 (standard.workload, standard.pattern, standard.batch_size)
             );
+            // Transactions scale their attempts, never their key space (contention stays put).
+            assert_eq!(
+                (quick.transaction_mode, quick.transaction_key_count, large.transaction_key_count),
+                (standard.transaction_mode, standard.transaction_key_count, standard.transaction_key_count)
+            );
         }
         assert!(quick.iter().any(|case| case.effective_test_name() == "write_seq_1M_t8_b1000"));
         assert!(large.iter().any(|case| case.effective_test_name() == "write_seq_40M_t16_b1000"));
+        assert!(quick.iter().any(|case| case.effective_test_name() == "transaction_optimistic_zipfian_50K_t8"));
     }
 
     fn longrun_options(operations: Option<u64>) -> SuiteOptions {

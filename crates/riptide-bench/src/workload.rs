@@ -1,8 +1,9 @@
 //! One run: a workload on one engine, measured, in this process.
 //!
-//! A run opens the engine on a fresh directory, populates it first when the workload reads or
-//! deletes (batched, timed separately, not part of the measurement), waits for background work,
-//! then measures its own phase with every thread on a disjoint share of the operation indexes.
+//! A run opens the engine on a fresh directory, populates it first when the workload reads,
+//! deletes or runs transactions (batched, timed separately, not part of the measurement), waits
+//! for background work, then measures its own phase with every thread on a disjoint share of the
+//! operation indexes.
 //! After the phase it settles the engine (flushes memtables and waits for flushes and
 //! compactions, the same for every engine) and closes it; CPU time and disk bytes cover the
 //! phase plus that settling, so deferred work is charged to the run that caused it, while
@@ -10,6 +11,11 @@
 //! peak of the measured part. The database size is taken after close, then the directory is
 //! deleted; live logical bytes are counted by replaying the key streams into a bitmap, after
 //! every measurement, so the bitmap does not inflate the peak RSS.
+//!
+//! The transaction workload ([`crate::transaction`]) populates its own key space
+//! (`--transaction-keys`, every key once, values starting with a zero counter) and measures
+//! `--operations` transaction attempts; its operations done, ops/s and latencies are those of
+//! committed transactions, and the run's [`TransactionCounts`] say how every attempt ended.
 
 use std::path::{Path, PathBuf};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
@@ -20,12 +26,18 @@ use clap::{Args, ValueEnum};
 use hdrhistogram::Histogram;
 
 use crate::bail;
-use crate::engine::{with_engine, Engine, EngineKind, EngineSettings, EngineUser, Session, WriteStalls};
+use crate::engine::{
+    with_engine, Engine, EngineKind, EngineSettings, EngineUser, Session, TransactionMode, WriteStalls,
+};
 use crate::error::{BenchError, Context, Result};
 use crate::keys::{check_key_size, encode_key, KeyPattern, KeySpace, SplitMix64, ValuePool};
 use crate::metrics::{
     directory_size_bytes, merge_histogram, new_histogram, peak_rss_bytes, ratio, reset_peak_rss, LatencySummary,
     ProcessSnapshot, ResourceUse,
+};
+use crate::transaction::{
+    TransactionCounts, TransactionOutcome, TransactionWorker, COUNTER_BYTES, DEFAULT_TRANSACTION_KEY_COUNT,
+    KEYS_PER_TRANSACTION,
 };
 
 /// What the measured phase does.
@@ -43,6 +55,10 @@ pub enum Workload {
     Seek,
     /// An iterator per operation, positioned with `seek` and read for `--range-size` entries.
     Range,
+    /// Read-modify-write transactions over a populated key space (`--transaction-keys`): each
+    /// reads 4 keys and writes them back incremented (`--transaction-mode`); aborts are counted,
+    /// not retried.
+    Transaction,
 }
 
 impl Workload {
@@ -55,12 +71,13 @@ impl Workload {
             Workload::Delete => "delete",
             Workload::Seek => "seek",
             Workload::Range => "range",
+            Workload::Transaction => "transaction",
         }
     }
 
     /// True when the database is populated before the measured phase.
     pub fn populates(self) -> bool {
-        matches!(self, Workload::Read | Workload::Delete | Workload::Seek | Workload::Range)
+        matches!(self, Workload::Read | Workload::Delete | Workload::Seek | Workload::Range | Workload::Transaction)
     }
 }
 
@@ -75,7 +92,8 @@ pub struct RunParameters {
     /// Engine to run.
     #[arg(short = 'e', long, value_enum, default_value = "riptide")]
     pub engine: EngineKind,
-    /// Operations in the measured phase (for range: scans; also the number of populated keys).
+    /// Operations in the measured phase (for range: scans; for transaction: transactions
+    /// attempted; otherwise also the number of populated keys).
     #[arg(short = 'o', long, default_value_t = 100_000)]
     pub operations: u64,
     /// Key size in bytes (fixed-width hexadecimal key numbers).
@@ -102,6 +120,14 @@ pub struct RunParameters {
     /// Entries read per range scan.
     #[arg(long = "range-size", default_value_t = 100)]
     pub range_size: usize,
+    /// Transaction workload: locks (pessimistic: `get_for_update`, RocksDB's `TransactionDB`) or
+    /// validation at commit (optimistic: `get`, RocksDB's `OptimisticTransactionDB`).
+    #[arg(long = "transaction-mode", value_enum, default_value = "pessimistic")]
+    pub transaction_mode: TransactionMode,
+    /// Transaction workload: keys of the key space, all populated first (the pattern, uniform
+    /// or zipfian, draws from them).
+    #[arg(long = "transaction-keys", default_value_t = DEFAULT_TRANSACTION_KEY_COUNT)]
+    pub transaction_key_count: u64,
     /// Sync the WAL on every write (durable writes).
     #[arg(long)]
     pub sync: bool,
@@ -167,6 +193,8 @@ impl Default for RunParameters {
             pattern: KeyPattern::Random,
             workload: Workload::Write,
             range_size: 100,
+            transaction_mode: TransactionMode::Pessimistic,
+            transaction_key_count: DEFAULT_TRANSACTION_KEY_COUNT,
             sync: false,
             memtable_size_bytes: 64 << 20,
             block_cache_size_bytes: 64 << 20,
@@ -193,13 +221,17 @@ impl RunParameters {
         if let Some(name) = &self.test_name {
             return name.clone();
         }
-        let mut name = format!(
-            "{}_{}_{}_t{}",
-            self.workload.as_str(),
-            self.pattern.as_str(),
-            operations_label(self.operations),
-            self.threads
-        );
+        // Transaction tests name their mode after the workload, and their key space when it is
+        // not the default one.
+        let workload = match self.workload {
+            Workload::Transaction => format!("transaction_{}", self.transaction_mode.as_str()),
+            other => other.as_str().to_string(),
+        };
+        let mut name =
+            format!("{workload}_{}_{}_t{}", self.pattern.as_str(), operations_label(self.operations), self.threads);
+        if self.workload == Workload::Transaction && self.transaction_key_count != DEFAULT_TRANSACTION_KEY_COUNT {
+            name.push_str(&format!("_keys{}", operations_label(self.transaction_key_count)));
+        }
         if self.workload == Workload::Range {
             name.push_str(&format!("_r{}", self.range_size));
         }
@@ -226,6 +258,7 @@ impl RunParameters {
             max_memory_bytes: usize::try_from(self.max_memory_bytes).context("memory budget")?,
             bloom: !self.no_bloom,
             sync: self.sync,
+            transactions: (self.workload == Workload::Transaction).then_some(self.transaction_mode),
         })
     }
 
@@ -246,8 +279,23 @@ impl RunParameters {
         if !self.engine.is_available() {
             bail!("engine {} is not compiled into this binary (build with `--features rocksdb`)", self.engine.as_str());
         }
-        let space = KeySpace::new(self.pattern, self.operations, self.seed);
-        check_key_size(self.key_size_bytes, space.key_number_bound())?;
+        if self.workload == Workload::Transaction {
+            if !matches!(self.pattern, KeyPattern::Uniform | KeyPattern::Zipfian) {
+                bail!("the transaction workload draws its keys: use --pattern uniform or zipfian");
+            }
+            if self.transaction_key_count < KEYS_PER_TRANSACTION as u64 {
+                bail!("--transaction-keys must be at least {KEYS_PER_TRANSACTION}, the keys of one transaction");
+            }
+            if self.value_size_bytes < COUNTER_BYTES {
+                bail!(
+                    "the transaction workload keeps a {COUNTER_BYTES}-byte counter in each value: use --value-size \
+                     {COUNTER_BYTES} or more"
+                );
+            }
+        }
+        // The measured phase draws from the populated key numbers (or, for writes, from the same
+        // pattern over as many), so the populate space's bound is every run's bound.
+        check_key_size(self.key_size_bytes, populate_space(self).key_number_bound())?;
         Ok(())
     }
 
@@ -272,6 +320,10 @@ impl RunParameters {
             self.workload.as_str().to_string(),
             "--range-size".to_string(),
             self.range_size.to_string(),
+            "--transaction-mode".to_string(),
+            self.transaction_mode.as_str().to_string(),
+            "--transaction-keys".to_string(),
+            self.transaction_key_count.to_string(),
             "--memtable-size".to_string(),
             self.memtable_size_bytes.to_string(),
             "--block-cache-size".to_string(),
@@ -395,6 +447,8 @@ pub struct RunResult {
     pub live_keys: u64,
     /// Write stalls during the measured phase, as the engine counts them (`None`: not known).
     pub write_stalls: Option<WriteStalls>,
+    /// Transaction runs: how the attempted transactions ended.
+    pub transactions: Option<TransactionCounts>,
 }
 
 impl RunResult {
@@ -461,11 +515,12 @@ fn run_in_directory(parameters: &RunParameters, test: &str, directory: &Path) ->
     let (live_keys, live_logical_bytes) = count_live(parameters, &measured);
     let phase = &measured.phase;
     let puts_or_ops = if parameters.workload == Workload::Mixed { phase.puts } else { phase.operations_done };
+    let entry_bytes = (parameters.key_size_bytes + parameters.value_size_bytes) as u64;
     let logical_write_bytes = match parameters.workload {
-        Workload::Write | Workload::Mixed => {
-            puts_or_ops * (parameters.key_size_bytes + parameters.value_size_bytes) as u64
-        }
+        Workload::Write | Workload::Mixed => puts_or_ops * entry_bytes,
         Workload::Delete => puts_or_ops * parameters.key_size_bytes as u64,
+        // Only committed transactions write, each every key it read.
+        Workload::Transaction => phase.transactions.committed * KEYS_PER_TRANSACTION as u64 * entry_bytes,
         Workload::Read | Workload::Seek | Workload::Range => 0,
     };
     let duration_seconds = phase.duration_seconds;
@@ -498,6 +553,7 @@ fn run_in_directory(parameters: &RunParameters, test: &str, directory: &Path) ->
         live_logical_bytes,
         live_keys,
         write_stalls: measured.write_stalls,
+        transactions: (parameters.workload == Workload::Transaction).then_some(phase.transactions),
     };
     Ok(RunOutput { result, samples: measured.samples })
 }
@@ -506,6 +562,7 @@ fn run_in_directory(parameters: &RunParameters, test: &str, directory: &Path) ->
 fn latency_unit(parameters: &RunParameters) -> &'static str {
     match parameters.workload {
         Workload::Write | Workload::Mixed | Workload::Delete if parameters.batch_size > 1 => "batch",
+        Workload::Transaction => "txn",
         _ => "op",
     }
 }
@@ -539,37 +596,14 @@ impl EngineUser for MeasuredRun<'_> {
         let mut populate_seconds = 0.0;
         if parameters.workload.populates() {
             let started = Instant::now();
-            let spec = PhaseSpec {
-                kind: PhaseKind::Write,
-                space: populate_space(parameters),
-                stream_base: POPULATE_STREAM,
-                batch_size: POPULATE_BATCH_SIZE,
-                deadline: None,
-                label: format!("{label} populate"),
-            };
+            let spec = populate_spec(parameters, &label);
             populate = Some(run_phase(&engine, parameters, self.pool, &spec)?);
             engine.settle()?;
             populate_seconds = started.elapsed().as_secs_f64();
         }
         let peak_rss_reset = reset_peak_rss();
         let before = ProcessSnapshot::now()?;
-        let phase_space = measured_space(parameters);
-        let spec = PhaseSpec {
-            kind: match parameters.workload {
-                Workload::Write => PhaseKind::Write,
-                Workload::Read => PhaseKind::Read,
-                Workload::Mixed => PhaseKind::Mixed,
-                Workload::Delete => PhaseKind::Delete,
-                Workload::Seek => PhaseKind::Scan { limit: 1 },
-                Workload::Range => PhaseKind::Scan { limit: parameters.range_size },
-            },
-            space: phase_space,
-            stream_base: MEASURED_STREAM,
-            batch_size: parameters.batch_size,
-            deadline: (parameters.max_seconds > 0.0)
-                .then(|| Instant::now() + Duration::from_secs_f64(parameters.max_seconds)),
-            label: label.clone(),
-        };
+        let spec = measured_spec(parameters, &label);
         // The engines' stall counters run from open; the difference keeps the populate phase's
         // stalls and the settling flush out of the measured phase's figure.
         let stalls_before = engine.write_stalls();
@@ -610,19 +644,72 @@ const POPULATE_STREAM: u64 = 0;
 const MEASURED_STREAM: u64 = 1 << 20;
 const GET_STREAM: u64 = 2 << 20;
 
-/// The keys written by the populate phase.
+/// The keys written by the populate phase: for transactions every key of their space once, in
+/// a `random` order; otherwise the run's pattern over `operations` keys.
 fn populate_space(parameters: &RunParameters) -> KeySpace {
-    KeySpace::new(parameters.pattern, parameters.operations, parameters.seed)
+    if parameters.workload == Workload::Transaction {
+        KeySpace::new(KeyPattern::Random, parameters.transaction_key_count, parameters.seed)
+    } else {
+        KeySpace::new(parameters.pattern, parameters.operations, parameters.seed)
+    }
 }
 
 /// The keys of the measured phase: for reads, seeks, scans and deletes after a `random`
-/// populate, another permutation (same keys, another order); otherwise the populate space,
+/// populate, another permutation (same keys, another order); for transactions, draws of the
+/// run's pattern (uniform or zipfian) over the populated space; otherwise the populate space,
 /// so that `zipfian` reads find the same hot keys with fresh draws.
 fn measured_space(parameters: &RunParameters) -> KeySpace {
-    if parameters.workload.populates() && parameters.pattern == KeyPattern::Random {
+    if parameters.workload == Workload::Transaction {
+        KeySpace::new(parameters.pattern, parameters.transaction_key_count, parameters.seed)
+    } else if parameters.workload.populates() && parameters.pattern == KeyPattern::Random {
         KeySpace::new(parameters.pattern, parameters.operations, parameters.seed ^ 0x9e37_79b9_7f4a_7c15)
     } else {
         populate_space(parameters)
+    }
+}
+
+/// The populate phase of a run that populates (its progress lines say `label populate`).
+fn populate_spec(parameters: &RunParameters, label: &str) -> PhaseSpec {
+    let space = populate_space(parameters);
+    PhaseSpec {
+        kind: PhaseKind::Write,
+        operations: space.operations(),
+        space,
+        stream_base: POPULATE_STREAM,
+        batch_size: POPULATE_BATCH_SIZE,
+        zero_counters: parameters.workload == Workload::Transaction,
+        deadline: None,
+        label: format!("{label} populate"),
+    }
+}
+
+/// The measured phase of a run; its time limit starts now.
+fn measured_spec(parameters: &RunParameters, label: &str) -> PhaseSpec {
+    let space = measured_space(parameters);
+    PhaseSpec {
+        kind: match parameters.workload {
+            Workload::Write => PhaseKind::Write,
+            Workload::Read => PhaseKind::Read,
+            Workload::Mixed => PhaseKind::Mixed,
+            Workload::Delete => PhaseKind::Delete,
+            Workload::Seek => PhaseKind::Scan { limit: 1 },
+            Workload::Range => PhaseKind::Scan { limit: parameters.range_size },
+            Workload::Transaction => PhaseKind::Transaction { mode: parameters.transaction_mode },
+        },
+        // Transactions draw their keys from a space of their own size; every other phase has an
+        // operation per index of its space.
+        operations: if parameters.workload == Workload::Transaction {
+            parameters.operations
+        } else {
+            space.operations()
+        },
+        space,
+        stream_base: MEASURED_STREAM,
+        batch_size: parameters.batch_size,
+        zero_counters: false,
+        deadline: (parameters.max_seconds > 0.0)
+            .then(|| Instant::now() + Duration::from_secs_f64(parameters.max_seconds)),
+        label: label.to_string(),
     }
 }
 
@@ -662,7 +749,8 @@ fn count_live(parameters: &RunParameters, measured: &Measured) -> (u64, u64) {
             apply(&phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, true)
         }
         Workload::Delete => apply(&phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, false),
-        Workload::Read | Workload::Seek | Workload::Range => {}
+        // Transactions rewrite populated keys only.
+        Workload::Read | Workload::Seek | Workload::Range | Workload::Transaction => {}
     }
     let live_keys: u64 = bitmap.iter().map(|word| u64::from(word.count_ones())).sum();
     (live_keys, live_keys * (parameters.key_size_bytes + parameters.value_size_bytes) as u64)
@@ -676,13 +764,19 @@ enum PhaseKind {
     Read,
     Mixed,
     Scan { limit: usize },
+    Transaction { mode: TransactionMode },
 }
 
 struct PhaseSpec {
     kind: PhaseKind,
+    /// Operation indexes of the phase, shared out among the threads.
+    operations: u64,
     space: KeySpace,
     stream_base: u64,
     batch_size: usize,
+    /// Writes put a zero transaction counter at the start of every value (the populate phase of
+    /// the transaction workload).
+    zero_counters: bool,
     deadline: Option<Instant>,
     label: String,
 }
@@ -714,6 +808,7 @@ struct PhaseOutcome {
     found: u64,
     logical_read_bytes: u64,
     samples: Vec<Sample>,
+    transactions: TransactionCounts,
 }
 
 /// What one worker thread produced.
@@ -729,6 +824,7 @@ struct WorkerOutcome {
     get_busy_seconds: f64,
     found: u64,
     logical_read_bytes: u64,
+    transactions: TransactionCounts,
 }
 
 /// A progress counter on its own cache line, written by one thread and read by the sampler.
@@ -747,7 +843,7 @@ fn run_phase<E: Engine>(
     let stop = AtomicBool::new(false);
     let finished = AtomicBool::new(false);
     let barrier = Barrier::new(threads + 1);
-    let total = spec.space.operations();
+    let total = spec.operations;
     let (duration_seconds, outcomes, samples) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|thread| {
@@ -806,6 +902,7 @@ fn run_phase<E: Engine>(
         found: 0,
         logical_read_bytes: 0,
         samples,
+        transactions: TransactionCounts::default(),
     };
     for outcome in outcomes {
         let outcome = outcome?;
@@ -820,6 +917,7 @@ fn run_phase<E: Engine>(
         phase.get_busy_seconds += outcome.get_busy_seconds;
         phase.found += outcome.found;
         phase.logical_read_bytes += outcome.logical_read_bytes;
+        phase.transactions.add(&outcome.transactions);
     }
     phase.histogram = histogram;
     phase.get_histogram = get_histogram;
@@ -911,13 +1009,19 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
     let parameters = context.parameters;
     let spec = context.spec;
     let mut session = context.engine.session()?;
-    let (start, end) = thread_share(spec.space.operations(), parameters.threads, context.thread);
+    let (start, end) = thread_share(spec.operations, parameters.threads, context.thread);
     let mut cursor = spec.space.cursor(spec.stream_base + context.thread as u64);
     let mut get_cursor = spec.space.cursor(GET_STREAM + context.thread as u64);
     let mut choice = SplitMix64::new(parameters.seed ^ ((context.thread as u64) << 32));
     let mut value_offset = context.pool.start_offset(context.thread);
     let mut key = vec![0u8; parameters.key_size_bytes];
     let value_size = parameters.value_size_bytes;
+    // Values of the transaction populate: a pool value with a zero counter at its start.
+    let mut counter_value = Vec::with_capacity(value_size);
+    let mut transactions = match spec.kind {
+        PhaseKind::Transaction { mode } => Some(TransactionWorker::new(mode, parameters.key_size_bytes)),
+        _ => None,
+    };
     let batch_size = spec.batch_size as u64;
     let mut outcome = WorkerOutcome {
         operations_done: 0,
@@ -931,6 +1035,7 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
         get_busy_seconds: 0.0,
         found: 0,
         logical_read_bytes: 0,
+        transactions: TransactionCounts::default(),
     };
     let mut index = start;
     // Mixed runs alternate a batch of puts (consuming write indexes) and a batch of gets.
@@ -961,7 +1066,12 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
                 } else {
                     for offset in 0..chunk {
                         encode_key(cursor.key_number(index + offset), &mut key);
-                        if is_write {
+                        if is_write && spec.zero_counters {
+                            counter_value.clear();
+                            counter_value.extend_from_slice(context.pool.next_value(&mut value_offset, value_size));
+                            crate::transaction::write_counter(0, &mut counter_value)?;
+                            session.batch_put(&key, &counter_value);
+                        } else if is_write {
                             session.batch_put(&key, context.pool.next_value(&mut value_offset, value_size));
                         } else {
                             session.batch_delete(&key);
@@ -1051,8 +1161,29 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
                 }
                 mixed_turn_is_put = !mixed_turn_is_put;
             }
+            PhaseKind::Transaction { .. } => {
+                let Some(worker) = transactions.as_mut() else {
+                    bail!("internal error: a transaction phase without its worker state");
+                };
+                worker.draw_keys(&mut cursor, index)?;
+                let began = Instant::now();
+                let ended_as = worker.run(&mut session)?;
+                let ended = Instant::now();
+                // Only committed transactions are operations done, timed and sampled: the
+                // throughput of this workload is committed transactions per second.
+                if ended_as == TransactionOutcome::Committed {
+                    outcome.histogram.saturating_record(nanos_since(began, ended));
+                    outcome.operations_done += 1;
+                }
+                last_check = ended;
+                index += 1;
+            }
         }
         context.counter.store(outcome.operations_done, Ordering::Relaxed);
+    }
+    if let Some(worker) = transactions {
+        outcome.transactions = worker.counts;
+        outcome.logical_read_bytes += worker.read_bytes;
     }
     Ok(outcome)
 }
@@ -1154,6 +1285,133 @@ mod tests {
         assert!(parse_size_bytes("lots").is_err());
         assert_eq!(group_thousands(1_234_567), "1,234,567");
         assert_eq!(group_thousands(999), "999");
+    }
+
+    /// The sum of the transaction counters of every key in the transaction key space.
+    fn counter_sum(db: &riptide::Db, parameters: &RunParameters) -> u64 {
+        let mut key = vec![0u8; parameters.key_size_bytes];
+        let mut sum = 0;
+        for number in 0..parameters.transaction_key_count {
+            encode_key(number, &mut key);
+            let value = db.get(&key).unwrap().expect("every key of the space is populated");
+            assert_eq!(value.len(), parameters.value_size_bytes, "transactions keep the value size");
+            sum += crate::transaction::read_counter(&value).unwrap();
+        }
+        sum
+    }
+
+    fn transaction_parameters(mode: TransactionMode, pattern: KeyPattern, keys: u64) -> RunParameters {
+        RunParameters {
+            workload: Workload::Transaction,
+            transaction_mode: mode,
+            pattern,
+            transaction_key_count: keys,
+            operations: 2000,
+            threads: 4,
+            progress_seconds: 0.0,
+            ..RunParameters::default()
+        }
+    }
+
+    #[test]
+    fn riptide_transactions_add_up_and_lose_no_update() {
+        use crate::engine::riptide_engine::RiptideEngine;
+        // Sixteen keys under four threads: conflicts (and in pessimistic mode deadlocks) happen,
+        // and every one of them must be counted once and leave no write behind.
+        for (mode, pattern) in [
+            (TransactionMode::Pessimistic, KeyPattern::Zipfian),
+            (TransactionMode::Optimistic, KeyPattern::Zipfian),
+            (TransactionMode::Pessimistic, KeyPattern::Uniform),
+            (TransactionMode::Optimistic, KeyPattern::Uniform),
+        ] {
+            let parameters = transaction_parameters(mode, pattern, 16);
+            parameters.validate().unwrap();
+            let directory = std::env::temp_dir().join(format!(
+                "riptide-bench-transactions-{}-{}-{}",
+                mode.as_str(),
+                pattern.as_str(),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&directory);
+            let engine = RiptideEngine::open(&directory, &parameters.engine_settings().unwrap()).unwrap();
+            let pool = ValuePool::new(parameters.value_size_bytes, parameters.value_compressibility, 1).unwrap();
+            let populate = run_phase(&engine, &parameters, &pool, &populate_spec(&parameters, "test")).unwrap();
+            assert_eq!(populate.operations_done, 16);
+            engine.settle().unwrap();
+            assert_eq!(counter_sum(engine.db(), &parameters), 0, "the populate writes zero counters");
+            let phase = run_phase(&engine, &parameters, &pool, &measured_spec(&parameters, "test")).unwrap();
+            let counts = phase.transactions;
+            let context = format!("{mode:?} {pattern:?}: {counts:?}");
+            assert_eq!(counts.attempts, parameters.operations, "{context}");
+            assert_eq!(counts.committed + counts.aborts(), counts.attempts, "{context}");
+            assert!(counts.committed > 0, "{context}");
+            assert_eq!(phase.operations_done, counts.committed, "{context}");
+            assert_eq!(phase.histogram.len(), counts.committed, "only commits are timed: {context}");
+            assert_eq!(phase.logical_read_bytes % (16 + 100) as u64, 0);
+            assert!(phase.logical_read_bytes >= counts.committed * 4 * (16 + 100), "{context}");
+            // Each commit added 4, each abort nothing: no lost update, no leaked abort.
+            assert_eq!(counter_sum(engine.db(), &parameters), 4 * counts.committed, "{context}");
+            // The engine saw the same transactions end the same ways.
+            let stats = engine.db().stats().transactions;
+            assert_eq!(stats.begun, counts.attempts, "{context}");
+            assert_eq!(stats.committed, counts.committed, "{context}");
+            assert_eq!(stats.conflicts, counts.conflicts, "{context}");
+            assert_eq!(stats.deadlocks, counts.deadlocks, "{context}");
+            assert_eq!(stats.lock_timeouts, counts.lock_timeouts, "{context}");
+            assert_eq!(stats.open, 0, "{context}");
+            engine.close().unwrap();
+            std::fs::remove_dir_all(&directory).unwrap();
+        }
+    }
+
+    #[test]
+    fn a_transaction_run_reports_its_counts() {
+        let parameters = RunParameters {
+            operations: 400,
+            threads: 2,
+            csv: Some(std::env::temp_dir().join(format!("riptide-bench-transaction-run-{}.csv", std::process::id()))),
+            ..transaction_parameters(TransactionMode::Optimistic, KeyPattern::Zipfian, 1000)
+        };
+        if let Some(path) = &parameters.csv {
+            let _ = std::fs::remove_file(path);
+        }
+        let output = run_and_record(&parameters).unwrap();
+        let result = &output.result;
+        let counts = result.transactions.unwrap();
+        assert_eq!(result.test, "transaction_optimistic_zipfian_400_t2_keys1K");
+        assert_eq!(counts.attempts, 400);
+        assert_eq!(counts.committed + counts.aborts(), 400);
+        assert_eq!(result.operations_done, counts.committed);
+        assert_eq!(result.latency_unit, "txn");
+        assert_eq!(result.latency.count, counts.committed);
+        assert_eq!(result.logical_write_bytes, counts.committed * 4 * 116);
+        // Transactions rewrite populated keys: the live keys are the key space.
+        assert_eq!(result.live_keys, 1000);
+        let path = parameters.csv.as_ref().unwrap();
+        let rows = crate::csv::read_rows(path).unwrap();
+        std::fs::remove_file(path).unwrap();
+        assert_eq!(rows[0].number("transaction_attempts"), Some(400.0));
+        assert_eq!(rows[0].number("transaction_committed"), Some(counts.committed as f64));
+        assert_eq!(rows[0].text("transaction_mode"), "optimistic");
+    }
+
+    #[test]
+    fn transaction_parameters_are_checked() {
+        let valid = transaction_parameters(TransactionMode::Pessimistic, KeyPattern::Uniform, 100_000);
+        assert!(valid.validate().is_ok());
+        assert_eq!(valid.effective_test_name(), "transaction_pessimistic_uniform_2K_t4");
+        let settings = valid.engine_settings().unwrap();
+        assert_eq!(settings.transactions, Some(TransactionMode::Pessimistic));
+        assert_eq!(RunParameters::default().engine_settings().unwrap().transactions, None);
+        for (parameters, reason) in [
+            (RunParameters { pattern: KeyPattern::Random, ..valid.clone() }, "pattern"),
+            (RunParameters { transaction_key_count: 3, ..valid.clone() }, "transaction-keys"),
+            (RunParameters { value_size_bytes: 7, ..valid.clone() }, "value-size"),
+            (RunParameters { key_size_bytes: 4, ..valid.clone() }, "key"),
+        ] {
+            let error = parameters.validate().unwrap_err().to_string();
+            assert!(error.contains(reason), "{reason}: {error}");
+        }
     }
 
     #[test]

@@ -1,6 +1,7 @@
-//! Smoke tests: every workload and every key pattern on Riptide with a few thousand operations,
-//! through the library and through the binary, checking the counts each run must produce and
-//! the files it must write. RocksDB is not needed (it is compiled only with `--features rocksdb`).
+//! Smoke tests: every workload and every key pattern on Riptide (and transactions in both
+//! modes) with a few thousand operations, through the library and through the binary, checking
+//! the counts each run must produce and the files it must write. RocksDB is not needed (it is
+//! compiled only with `--features rocksdb`).
 
 use std::path::{Path, PathBuf};
 use std::process::Command;
@@ -225,4 +226,51 @@ fn binary_runs_reports_and_compares() {
     let output = Command::new(binary).args(["run", "-o", "0"]).output().unwrap();
     assert!(!output.status.success());
     assert!(String::from_utf8_lossy(&output.stderr).contains("--operations must be positive"));
+}
+
+#[test]
+fn transactions_run_in_both_modes_through_the_binary() {
+    let scratch = Scratch::new("transactions");
+    let binary = env!("CARGO_BIN_EXE_riptide-bench");
+    let directory = scratch.path().join("results");
+    std::fs::create_dir_all(&directory).unwrap();
+    let csv = directory.join("results.csv");
+    for (mode, pattern) in [("pessimistic", "uniform"), ("optimistic", "zipfian")] {
+        let output = Command::new(binary)
+            .args(["run", "-w", "transaction", "--transaction-mode", mode, "-p", pattern, "-o", "600", "-t", "3"])
+            .args(["--transaction-keys", "500", "--progress-seconds", "0"])
+            .arg("--db-path")
+            .arg(scratch.path())
+            .arg("--csv")
+            .arg(&csv)
+            .output()
+            .unwrap();
+        assert!(output.status.success(), "{}", String::from_utf8_lossy(&output.stderr));
+        let stdout = String::from_utf8_lossy(&output.stdout);
+        assert!(stdout.contains(&format!("transactions ({mode}):")), "{stdout}");
+        assert!(stdout.contains("txn latency"), "{stdout}");
+    }
+    let rows = read_rows(&csv).unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in &rows {
+        let number = |name: &str| row.number(name).unwrap_or_else(|| panic!("{name} missing"));
+        assert_eq!(number("transaction_attempts"), 600.0);
+        let aborts = number("transaction_aborts_conflict")
+            + number("transaction_aborts_deadlock")
+            + number("transaction_aborts_timeout");
+        assert_eq!(number("transaction_committed") + aborts, 600.0);
+        assert_eq!(number("operations_done"), number("transaction_committed"));
+        // The CSV keeps six decimals.
+        assert!((number("transaction_abort_rate") - aborts / 600.0).abs() < 1e-6);
+        assert_eq!(number("live_keys"), 500.0);
+    }
+    assert_eq!(rows[0].text("test"), "transaction_pessimistic_uniform_600_t3_keys500");
+    let status = Command::new(binary).arg("report").arg(&directory).arg("--no-plots").status().unwrap();
+    assert!(status.success());
+    let report = std::fs::read_to_string(directory.join("report.md")).unwrap();
+    assert!(report.contains("## Transactions"), "{report}");
+    // Transactions draw their keys: an injective pattern is refused before anything opens.
+    let output = Command::new(binary).args(["run", "-w", "transaction", "-p", "random"]).output().unwrap();
+    assert!(!output.status.success());
+    assert!(String::from_utf8_lossy(&output.stderr).contains("uniform or zipfian"));
 }

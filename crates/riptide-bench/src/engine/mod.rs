@@ -6,17 +6,29 @@
 //! one [`EngineSettings`] so that the comparison is like for like: LZ4, bloom filters at 10
 //! bits per key, the same block cache size, 4 KiB blocks, 64 MiB memtables / write buffers,
 //! WAL on and synced per write only with `--sync`, and a write batch per batch.
+//!
+//! For the transaction workload, [`EngineSettings::transactions`] opens each engine for
+//! transactions in one [`TransactionMode`]: Riptide's own transactions, pessimistic or
+//! optimistic; RocksDB's `TransactionDB` or `OptimisticTransactionDB`. Both run at snapshot
+//! isolation (REPEATABLE READ: a snapshot per transaction, first committer wins on the keys it
+//! writes or reads for update), with the same lock timeout ([`TRANSACTION_LOCK_TIMEOUT`]) and
+//! deadlock detection on. A session holds at most one open transaction at a time; a failed
+//! transaction operation reports a [`TransactionError`]: an [`AbortKind`] when the failure is
+//! one that concurrency control causes (the caller rolls back and counts it), anything else as
+//! an error that ends the run.
 
 pub mod riptide_engine;
 #[cfg(feature = "rocksdb")]
 pub mod rocksdb_engine;
 pub mod rocksdb_properties;
+pub mod rocksdb_status;
 
 use std::path::Path;
+use std::time::Duration;
 
 use clap::ValueEnum;
 
-use crate::error::Result;
+use crate::error::{BenchError, Result};
 
 /// Which engine a run uses.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash, ValueEnum)]
@@ -72,6 +84,8 @@ pub struct EngineSettings {
     pub bloom: bool,
     /// Sync the WAL on every write.
     pub sync: bool,
+    /// Open for transactions in this mode (`None`: plain reads and writes only).
+    pub transactions: Option<TransactionMode>,
 }
 
 /// Bloom filter bits per key when filters are on (about 1 % false positives).
@@ -89,7 +103,63 @@ impl Default for EngineSettings {
             max_memory_bytes: 0,
             bloom: true,
             sync: false,
+            transactions: None,
         }
+    }
+}
+
+/// How the transaction workload controls concurrency, on either engine.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, ValueEnum)]
+pub enum TransactionMode {
+    /// Locks: reads for update and writes lock their key until the transaction ends (Riptide's
+    /// pessimistic transactions, RocksDB's `TransactionDB`).
+    #[default]
+    Pessimistic,
+    /// No locks: the keys written are validated against the snapshot at commit (Riptide's
+    /// optimistic transactions, RocksDB's `OptimisticTransactionDB`).
+    Optimistic,
+}
+
+impl TransactionMode {
+    /// The name used on the command line and in result files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            TransactionMode::Pessimistic => "pessimistic",
+            TransactionMode::Optimistic => "optimistic",
+        }
+    }
+}
+
+/// How long a transaction's lock request may wait, on both engines, before it fails.
+pub const TRANSACTION_LOCK_TIMEOUT: Duration = Duration::from_secs(1);
+
+/// Why a transaction ended without committing, when concurrency control ended it.
+#[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+pub enum AbortKind {
+    /// A key it wrote (or read for update) was written by another transaction after its
+    /// snapshot, found when locking or at commit (Riptide's `Error::Conflict`; RocksDB's `Busy`
+    /// without a deadlock, and `TryAgain`, the validation that could not be done).
+    Conflict,
+    /// It was the victim of a deadlock among lock waiters (Riptide's `Error::Deadlock`,
+    /// RocksDB's `Busy` with the `Deadlock` subcode).
+    Deadlock,
+    /// A lock request waited [`TRANSACTION_LOCK_TIMEOUT`] (Riptide's `Error::LockTimeout`,
+    /// RocksDB's `TimedOut`).
+    LockTimeout,
+}
+
+/// A transaction operation that failed.
+#[derive(Debug)]
+pub enum TransactionError {
+    /// Concurrency control aborted the transaction; the caller rolls it back and goes on.
+    Abort(AbortKind),
+    /// Anything else (an I/O error, a closed database, a broken invariant): the run stops.
+    Failed(BenchError),
+}
+
+impl From<BenchError> for TransactionError {
+    fn from(error: BenchError) -> TransactionError {
+        TransactionError::Failed(error)
     }
 }
 
@@ -174,6 +244,24 @@ pub trait Session {
     fn get(&mut self, key: &[u8]) -> Result<Option<usize>>;
     /// Positions an iterator at the first key `>= start` and reads up to `limit` entries.
     fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome>;
+    /// Begins a transaction (with its snapshot taken now) in the mode the engine was opened
+    /// with; fails when the engine was opened without transactions or one is already open.
+    fn begin_transaction(&mut self) -> Result<()>;
+    /// Reads `key` at the open transaction's snapshot into `value` (its own writes first);
+    /// with `for_update`, locks the key exclusively first (pessimistic mode) and makes it count
+    /// as written for the validation. Returns false when the key is absent.
+    fn transaction_read(
+        &mut self,
+        key: &[u8],
+        for_update: bool,
+        value: &mut Vec<u8>,
+    ) -> std::result::Result<bool, TransactionError>;
+    /// Writes `key` in the open transaction (pessimistic mode locks it first).
+    fn transaction_put(&mut self, key: &[u8], value: &[u8]) -> std::result::Result<(), TransactionError>;
+    /// Commits the open transaction; it is over whether or not the commit succeeded.
+    fn commit_transaction(&mut self) -> std::result::Result<(), TransactionError>;
+    /// Rolls the open transaction back (releasing its locks); nothing to do when none is open.
+    fn rollback_transaction(&mut self) -> Result<()>;
 }
 
 /// The settings an engine is opened with, as the report prints them (the engine's own dump
@@ -219,7 +307,29 @@ pub fn rocksdb_settings_text(settings: &EngineSettings) -> String {
         "write options: WAL on; WriteOptions.sync = true only in --sync runs (the sync_* tests)".to_string(),
         "reads: get_pinned_opt with one ReadOptions per thread; scans: a raw iterator per scan".to_string(),
     ];
-    lines.join("\n")
+    let mut text = lines.join("\n");
+    if let Some(mode) = settings.transactions {
+        text.push('\n');
+        text.push_str(&rocksdb_transaction_settings_text(mode));
+    }
+    text
+}
+
+/// The transaction settings of a RocksDB run in `mode` (see [`rocksdb_settings_text`]).
+pub fn rocksdb_transaction_settings_text(mode: TransactionMode) -> String {
+    let lock_timeout_ms = TRANSACTION_LOCK_TIMEOUT.as_millis();
+    match mode {
+        TransactionMode::Pessimistic => format!(
+            "transactions: TransactionDB (write-committed); TransactionDBOptions.transaction_lock_timeout = \
+             {lock_timeout_ms} ms; TransactionOptions: set_snapshot = true, deadlock_detect = true, lock_timeout = \
+             {lock_timeout_ms} ms; reads: get_for_update (exclusive) with ReadOptions at the transaction's snapshot; \
+             populate batches through TransactionDB::Write"
+        ),
+        TransactionMode::Optimistic => "transactions: OptimisticTransactionDB; OptimisticTransactionOptions: \
+                                        set_snapshot = true (written keys validated at commit against the snapshot); \
+                                        reads: get with ReadOptions at the transaction's snapshot"
+            .to_string(),
+    }
 }
 
 /// Opens `kind` in `path` and calls `body` with it (dispatching to the concrete type).

@@ -4,6 +4,11 @@
 //! filter), 4 KiB blocks, WAL without background sync ([`SyncMode::None`]); `--sync` makes every
 //! write a synced write (`WriteOptions { sync: true }`), shared by group commit.
 //!
+//! Transactions (the transaction workload): REPEATABLE READ, pessimistic or optimistic as the
+//! run asks, [`TRANSACTION_LOCK_TIMEOUT`], deadlock detection on, no lock limit, commits synced
+//! only with `--sync` ([`transaction_options`]). Each session holds at most one transaction;
+//! [`classify_error`] tells the aborts (conflict, deadlock, lock timeout) from real failures.
+//!
 //! For tuning experiments, the environment variable `RIPTIDE_BENCH_TUNING` overrides compaction
 //! and background options, e.g. `max_background_compactions=1,compaction_priority=round_robin`;
 //! the report's configuration dump shows the options a run really used.
@@ -11,10 +16,15 @@
 use std::path::Path;
 
 use riptide::{
-    CompactionPriority, Compression, Db, DbIterator, Options, ReadOptions, SyncMode, WriteBatch, WriteOptions,
+    CompactionPriority, Compression, ConcurrencyMode, Db, DbIterator, IsolationLevel, Options, ReadOptions, SyncMode,
+    Transaction, TransactionOptions, WriteBatch, WriteOptions,
 };
 
-use super::{Engine, EngineSettings, ScanOutcome, Session, WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY};
+use super::{
+    AbortKind, Engine, EngineSettings, ScanOutcome, Session, TransactionError, TransactionMode, WriteStalls,
+    BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY, TRANSACTION_LOCK_TIMEOUT,
+};
+use crate::bail;
 use crate::error::{BenchError, Context, Result};
 
 /// The environment variable holding tuning overrides (see the module documentation).
@@ -36,6 +46,35 @@ pub fn options(settings: &EngineSettings) -> Result<Options> {
         apply_tuning(&mut options, &tuning).with_context(|| format!("reading {TUNING_VARIABLE}={tuning:?}"))?;
     }
     Ok(options)
+}
+
+/// The options of every transaction of a run in `mode`: REPEATABLE READ (snapshot isolation,
+/// as RocksDB's transactions with a snapshot set), the common lock timeout, deadlock detection,
+/// no lock limit, and commits synced only when the run syncs its writes.
+pub fn transaction_options(mode: TransactionMode, sync: bool) -> TransactionOptions {
+    TransactionOptions {
+        isolation: IsolationLevel::RepeatableRead,
+        mode: match mode {
+            TransactionMode::Pessimistic => ConcurrencyMode::Pessimistic,
+            TransactionMode::Optimistic => ConcurrencyMode::Optimistic,
+        },
+        lock_timeout: Some(TRANSACTION_LOCK_TIMEOUT),
+        deadlock_detection: true,
+        max_lock_count: None,
+        sync,
+    }
+}
+
+/// A Riptide error of a transaction operation as the workload counts it: conflicts, deadlocks
+/// and lock timeouts are aborts; everything else (including `Busy`, which only a lock limit
+/// causes, and no run sets one) fails the run.
+pub fn classify_error(error: riptide::Error) -> TransactionError {
+    match error {
+        riptide::Error::Conflict(_) => TransactionError::Abort(AbortKind::Conflict),
+        riptide::Error::Deadlock(_) => TransactionError::Abort(AbortKind::Deadlock),
+        riptide::Error::LockTimeout(_) => TransactionError::Abort(AbortKind::LockTimeout),
+        other => TransactionError::Failed(BenchError::from(other)),
+    }
 }
 
 /// Applies comma-separated `name=value` overrides to `options`; an unknown name or a value
@@ -73,6 +112,8 @@ pub struct RiptideEngine {
     db: Db,
     options: Options,
     write_options: WriteOptions,
+    /// The options of every transaction, when the run uses transactions.
+    transaction_options: Option<TransactionOptions>,
 }
 
 impl RiptideEngine {
@@ -80,7 +121,12 @@ impl RiptideEngine {
     pub fn open(path: &Path, settings: &EngineSettings) -> Result<RiptideEngine> {
         let options = options(settings)?;
         let db = Db::open(path, options.clone()).with_context(|| format!("opening Riptide in {}", path.display()))?;
-        Ok(RiptideEngine { db, options, write_options: WriteOptions { sync: settings.sync } })
+        Ok(RiptideEngine {
+            db,
+            options,
+            write_options: WriteOptions { sync: settings.sync },
+            transaction_options: settings.transactions.map(|mode| transaction_options(mode, settings.sync)),
+        })
     }
 
     /// The underlying database (for tests).
@@ -93,7 +139,12 @@ impl Engine for RiptideEngine {
     type Session<'a> = RiptideSession<'a>;
 
     fn session(&self) -> Result<RiptideSession<'_>> {
-        Ok(RiptideSession { engine: self, batch: WriteBatch::new(), read_options: ReadOptions::default() })
+        Ok(RiptideSession {
+            engine: self,
+            batch: WriteBatch::new(),
+            read_options: ReadOptions::default(),
+            transaction: None,
+        })
     }
 
     fn settle(&self) -> Result<()> {
@@ -103,12 +154,19 @@ impl Engine for RiptideEngine {
     }
 
     fn configuration(&self) -> String {
-        format!(
+        let mut text = format!(
             "riptide {}\n{:#?}\nwrite options: WAL on; WriteOptions {{ sync: true }} only in --sync runs (the sync_* \
              tests); one WriteBatch per batch, put/delete for batches of one",
             env!("CARGO_PKG_VERSION"),
             self.options
-        )
+        );
+        if let Some(options) = &self.transaction_options {
+            text.push_str(&format!(
+                "\ntransactions: {options:#?}\nreads: get_for_update in pessimistic mode, get in optimistic mode (both \
+                 at the transaction's snapshot)"
+            ));
+        }
+        text
     }
 
     fn statistics(&self) -> String {
@@ -136,6 +194,15 @@ pub struct RiptideSession<'a> {
     engine: &'a RiptideEngine,
     batch: WriteBatch,
     read_options: ReadOptions,
+    /// The open transaction, if any.
+    transaction: Option<Transaction>,
+}
+
+impl RiptideSession<'_> {
+    /// The open transaction, or the error of a call made without one.
+    fn open_transaction(&self) -> std::result::Result<&Transaction, TransactionError> {
+        self.transaction.as_ref().ok_or_else(|| TransactionError::Failed(BenchError::new("no transaction is open")))
+    }
 }
 
 impl Session for RiptideSession<'_> {
@@ -178,5 +245,93 @@ impl Session for RiptideSession<'_> {
         }
         iterator.status()?;
         Ok(outcome)
+    }
+
+    fn begin_transaction(&mut self) -> Result<()> {
+        let Some(options) = &self.engine.transaction_options else {
+            bail!("Riptide was opened without transactions (only the transaction workload uses them)");
+        };
+        if self.transaction.is_some() {
+            bail!("a transaction is already open in this session");
+        }
+        self.transaction = Some(self.engine.db.begin(options).context("beginning a Riptide transaction")?);
+        Ok(())
+    }
+
+    fn transaction_read(
+        &mut self,
+        key: &[u8],
+        for_update: bool,
+        value: &mut Vec<u8>,
+    ) -> std::result::Result<bool, TransactionError> {
+        let transaction = self.open_transaction()?;
+        let found = if for_update { transaction.get_for_update(key) } else { transaction.get(key) };
+        match found.map_err(classify_error)? {
+            Some(bytes) => {
+                *value = bytes;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+
+    fn transaction_put(&mut self, key: &[u8], value: &[u8]) -> std::result::Result<(), TransactionError> {
+        self.open_transaction()?.put(key, value).map_err(classify_error)
+    }
+
+    fn commit_transaction(&mut self) -> std::result::Result<(), TransactionError> {
+        let transaction = self
+            .transaction
+            .take()
+            .ok_or_else(|| TransactionError::Failed(BenchError::new("no transaction is open")))?;
+        transaction.commit().map_err(classify_error)
+    }
+
+    fn rollback_transaction(&mut self) -> Result<()> {
+        match self.transaction.take() {
+            Some(transaction) => transaction.rollback().context("rolling back a Riptide transaction"),
+            None => Ok(()),
+        }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn riptide_aborts_are_conflicts_deadlocks_and_timeouts_only() {
+        let abort = |error: riptide::Error| match classify_error(error) {
+            TransactionError::Abort(kind) => Some(kind),
+            TransactionError::Failed(_) => None,
+        };
+        assert_eq!(abort(riptide::Error::Conflict("x".to_string())), Some(AbortKind::Conflict));
+        assert_eq!(abort(riptide::Error::Deadlock("x".to_string())), Some(AbortKind::Deadlock));
+        assert_eq!(abort(riptide::Error::LockTimeout("x".to_string())), Some(AbortKind::LockTimeout));
+        // No run sets a lock limit, so a lock-table-full error is a failure, not an abort.
+        assert_eq!(abort(riptide::Error::Busy("x".to_string())), None);
+        assert_eq!(abort(riptide::Error::Closed("x".to_string())), None);
+        assert_eq!(abort(riptide::Error::InvalidArgument("x".to_string())), None);
+        // Every abort kind is one that Riptide calls retryable.
+        for error in [riptide::Error::Conflict(String::new()), riptide::Error::Deadlock(String::new())] {
+            assert!(error.is_retryable());
+        }
+    }
+
+    #[test]
+    fn transactions_run_at_repeatable_read_with_the_common_lock_settings() {
+        for (mode, expected) in [
+            (TransactionMode::Pessimistic, ConcurrencyMode::Pessimistic),
+            (TransactionMode::Optimistic, ConcurrencyMode::Optimistic),
+        ] {
+            let options = transaction_options(mode, false);
+            assert_eq!(options.mode, expected);
+            assert_eq!(options.isolation, IsolationLevel::RepeatableRead);
+            assert_eq!(options.lock_timeout, Some(TRANSACTION_LOCK_TIMEOUT));
+            assert!(options.deadlock_detection);
+            assert_eq!(options.max_lock_count, None);
+            assert!(!options.sync);
+        }
+        assert!(transaction_options(TransactionMode::Optimistic, true).sync);
     }
 }

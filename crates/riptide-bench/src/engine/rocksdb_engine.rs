@@ -4,26 +4,81 @@
 //! full bloom filters at 10 bits per key, an LRU block cache of the same size, 4 KiB blocks,
 //! 64 MiB write buffers with up to two immutable ones, 2 background jobs on this 2-core
 //! machine, dynamic level sizes, WAL on and synced only with `--sync`.
+//!
+//! For the transaction workload the same options open a `TransactionDB` (pessimistic) or an
+//! `OptimisticTransactionDB` instead of a plain `DB` (see
+//! [`super::rocksdb_transaction_settings_text`]): every transaction sets its snapshot at begin
+//! and reads at it, so that, like Riptide's REPEATABLE READ, a key written or read for update by
+//! someone else after the snapshot fails the transaction (first committer wins). Plain puts, batches, gets and scans (the populate
+//! phase) go through whichever handle is open. A session holds at most one transaction, with
+//! read options pointing at that transaction's snapshot; errors that concurrency control
+//! causes are told apart by [`super::rocksdb_status::classify_rocksdb_error`].
 
 use std::path::{Path, PathBuf};
+use std::time::Duration;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, Options, ReadOptions, WaitForCompactOptions, WriteBatch,
-    WriteBufferManager, WriteOptions, DB,
+    BlockBasedOptions, Cache, DBCompressionType, MultiThreaded, OptimisticTransactionDB, OptimisticTransactionOptions,
+    Options, ReadOptions, Transaction, TransactionDBOptions, TransactionOptions, WaitForCompactOptions, WriteBatch,
+    WriteBatchWithTransaction, WriteBufferManager, WriteOptions, DB,
 };
 
 use super::rocksdb_properties::{
     parse_cumulative_stall_micros, parse_stall_condition_counts, CF_WRITE_STALL_PROPERTY, DB_STATS_PROPERTY,
 };
+use super::rocksdb_status::classify_rocksdb_error;
 use super::{
-    rocksdb_settings_text, Engine, EngineSettings, ScanOutcome, Session, WriteStalls, BLOCK_SIZE_BYTES,
-    BLOOM_BITS_PER_KEY, ROCKSDB_BACKGROUND_JOBS,
+    rocksdb_settings_text, Engine, EngineSettings, ScanOutcome, Session, TransactionError, TransactionMode,
+    WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY, ROCKSDB_BACKGROUND_JOBS, TRANSACTION_LOCK_TIMEOUT,
 };
-use crate::error::{Context, Result};
+use crate::bail;
+use crate::error::{BenchError, Context, Result};
+
+/// How often settling a `TransactionDB` looks whether flushes and compactions are done (it has
+/// no `wait_for_compact`).
+const SETTLE_POLL_INTERVAL: Duration = Duration::from_millis(10);
+
+/// The integer properties that are all zero once no flush or compaction is pending or running.
+const BACKGROUND_WORK_PROPERTIES: [&str; 4] = [
+    "rocksdb.mem-table-flush-pending",
+    "rocksdb.num-running-flushes",
+    "rocksdb.compaction-pending",
+    "rocksdb.num-running-compactions",
+];
+
+/// The pessimistic transaction database. Its thread mode only decides how column family handles
+/// are shared (the runs use the default column family alone), but the `rocksdb` crate gives
+/// the properties (`property_value`, `property_int_value`) to the multi-threaded mode only.
+type TransactionDB = rocksdb::TransactionDB<MultiThreaded>;
+
+/// The open database: a plain `DB`, or one opened for transactions in one mode together with
+/// the options of every transaction.
+enum Handle {
+    Plain(DB),
+    Pessimistic(TransactionDB, TransactionOptions),
+    Optimistic(OptimisticTransactionDB, OptimisticTransactionOptions),
+}
+
+/// Evaluates `$body` with `$db` bound to whichever database `$handle` holds (the three types
+/// share the methods used here, but no trait).
+macro_rules! with_db {
+    ($handle:expr, $db:ident => $body:expr) => {
+        match $handle {
+            Handle::Plain($db) => $body,
+            Handle::Pessimistic($db, _) => $body,
+            Handle::Optimistic($db, _) => $body,
+        }
+    };
+}
+
+/// The lock timeout in milliseconds, as RocksDB's options take it.
+fn lock_timeout_ms() -> i64 {
+    i64::try_from(TRANSACTION_LOCK_TIMEOUT.as_millis()).unwrap_or(i64::MAX)
+}
 
 /// An open RocksDB database.
 pub struct RocksDbEngine {
-    db: DB,
+    db: Handle,
     path: PathBuf,
     settings: EngineSettings,
     write_options: WriteOptions,
@@ -64,7 +119,28 @@ impl RocksDbEngine {
         if let Some(manager) = &write_buffer_manager {
             options.set_write_buffer_manager(manager);
         }
-        let db = DB::open(&options, path).with_context(|| format!("opening RocksDB in {}", path.display()))?;
+        let opening = || format!("opening RocksDB in {}", path.display());
+        let db = match settings.transactions {
+            None => Handle::Plain(DB::open(&options, path).with_context(opening)?),
+            Some(TransactionMode::Pessimistic) => {
+                let mut database_options = TransactionDBOptions::default();
+                database_options.set_txn_lock_timeout(lock_timeout_ms());
+                let mut transaction_options = TransactionOptions::default();
+                transaction_options.set_snapshot(true);
+                transaction_options.set_deadlock_detect(true);
+                transaction_options.set_lock_timeout(lock_timeout_ms());
+                let db = TransactionDB::open(&options, &database_options, path).with_context(opening)?;
+                Handle::Pessimistic(db, transaction_options)
+            }
+            Some(TransactionMode::Optimistic) => {
+                let mut transaction_options = OptimisticTransactionOptions::default();
+                transaction_options.set_snapshot(true);
+                Handle::Optimistic(
+                    OptimisticTransactionDB::open(&options, path).with_context(opening)?,
+                    transaction_options,
+                )
+            }
+        };
         let mut write_options = WriteOptions::default();
         write_options.set_sync(settings.sync);
         Ok(RocksDbEngine {
@@ -96,14 +172,37 @@ impl Engine for RocksDbEngine {
     type Session<'a> = RocksDbSession<'a>;
 
     fn session(&self) -> Result<RocksDbSession<'_>> {
-        Ok(RocksDbSession { engine: self, batch: WriteBatch::default(), read_options: ReadOptions::default() })
+        let batch = match &self.db {
+            Handle::Plain(_) => PendingBatch::Plain(WriteBatch::default()),
+            Handle::Pessimistic(..) | Handle::Optimistic(..) => PendingBatch::Transactional(Default::default()),
+        };
+        Ok(RocksDbSession { engine: self, batch, read_options: ReadOptions::default(), transaction: None })
     }
 
     fn settle(&self) -> Result<()> {
-        self.db.flush().context("flushing RocksDB")?;
+        with_db!(&self.db, db => db.flush()).context("flushing RocksDB")?;
         let mut wait_options = WaitForCompactOptions::default();
         wait_options.set_flush(true);
-        self.db.wait_for_compact(&wait_options).context("waiting for RocksDB's compactions")?;
+        match &self.db {
+            Handle::Plain(db) => db.wait_for_compact(&wait_options),
+            Handle::Optimistic(db, _) => db.wait_for_compact(&wait_options),
+            Handle::Pessimistic(db, _) => {
+                // The `TransactionDB` wrapper has no `wait_for_compact`: wait until the same
+                // work it waits for shows as none pending or running.
+                loop {
+                    let mut busy = false;
+                    for property in BACKGROUND_WORK_PROPERTIES {
+                        let value = db.property_int_value(property).with_context(|| format!("reading {property}"))?;
+                        busy |= value.is_some_and(|value| value > 0);
+                    }
+                    if !busy {
+                        break Ok(());
+                    }
+                    std::thread::sleep(SETTLE_POLL_INTERVAL);
+                }
+            }
+        }
+        .context("waiting for RocksDB's compactions")?;
         Ok(())
     }
 
@@ -117,7 +216,7 @@ impl Engine for RocksDbEngine {
     }
 
     fn statistics(&self) -> String {
-        match self.db.property_value("rocksdb.stats") {
+        match with_db!(&self.db, db => db.property_value("rocksdb.stats")) {
             Ok(Some(text)) => text,
             Ok(None) => "RocksDB returned no rocksdb.stats".to_string(),
             Err(error) => format!("reading rocksdb.stats failed: {error}"),
@@ -127,9 +226,9 @@ impl Engine for RocksDbEngine {
     fn write_stalls(&self) -> Option<WriteStalls> {
         // Both figures come from properties RocksDB keeps anyway; enabling its statistics object
         // would give the same stall time but would also change what is being measured.
-        let db_stats = self.db.property_value(DB_STATS_PROPERTY).ok()??;
+        let db_stats = with_db!(&self.db, db => db.property_value(DB_STATS_PROPERTY)).ok()??;
         let stall_micros = parse_cumulative_stall_micros(&db_stats)?;
-        let stall_text = self.db.property_value(CF_WRITE_STALL_PROPERTY).ok()??;
+        let stall_text = with_db!(&self.db, db => db.property_value(CF_WRITE_STALL_PROPERTY)).ok()??;
         let counts = parse_stall_condition_counts(&stall_text)?;
         Some(WriteStalls { stall_micros, stall_count: counts.delays + counts.stops })
     }
@@ -141,53 +240,194 @@ impl Engine for RocksDbEngine {
     }
 }
 
+/// The batch a session is filling: the transaction databases take batches of another type.
+enum PendingBatch {
+    Plain(WriteBatch),
+    Transactional(WriteBatchWithTransaction<true>),
+}
+
+/// An open transaction with the read options that read at its snapshot.
+struct SnapshotTransaction<'a, D> {
+    transaction: Transaction<'a, D>,
+    /// Points at the snapshot the transaction took at begin, which the transaction owns and
+    /// keeps until it is dropped; the read options are dropped with it and never used after.
+    read_options: ReadOptions,
+}
+
+impl<'a, D> SnapshotTransaction<'a, D> {
+    fn new(transaction: Transaction<'a, D>) -> SnapshotTransaction<'a, D> {
+        let mut read_options = ReadOptions::default();
+        // The wrapper `snapshot()` returns is a copy of the transaction's snapshot pointer,
+        // freed at the end of this block; the read options keep the pointer itself.
+        read_options.set_snapshot(&transaction.snapshot());
+        SnapshotTransaction { transaction, read_options }
+    }
+
+    fn read(&self, key: &[u8], for_update: bool, value: &mut Vec<u8>) -> std::result::Result<bool, TransactionError> {
+        let found = if for_update {
+            self.transaction.get_pinned_for_update_opt(key, true, &self.read_options)
+        } else {
+            self.transaction.get_pinned_opt(key, &self.read_options)
+        };
+        match found.map_err(classify)? {
+            Some(bytes) => {
+                value.clear();
+                value.extend_from_slice(&bytes);
+                Ok(true)
+            }
+            None => Ok(false),
+        }
+    }
+}
+
+/// The open transaction of a session, of the database's type.
+enum OpenTransaction<'a> {
+    Pessimistic(SnapshotTransaction<'a, TransactionDB>),
+    Optimistic(SnapshotTransaction<'a, OptimisticTransactionDB>),
+}
+
+/// A RocksDB error of a transaction operation as the workload counts it.
+fn classify(error: rocksdb::Error) -> TransactionError {
+    match classify_rocksdb_error(error.as_ref()) {
+        Some(kind) => TransactionError::Abort(kind),
+        None => TransactionError::Failed(BenchError::new(format!("RocksDB transaction: {error}"))),
+    }
+}
+
+fn no_open_transaction() -> TransactionError {
+    TransactionError::Failed(BenchError::new("no transaction is open"))
+}
+
 /// A thread's handle on a [`RocksDbEngine`].
 pub struct RocksDbSession<'a> {
     engine: &'a RocksDbEngine,
-    batch: WriteBatch,
+    batch: PendingBatch,
     read_options: ReadOptions,
+    transaction: Option<OpenTransaction<'a>>,
 }
 
 impl Session for RocksDbSession<'_> {
     fn put(&mut self, key: &[u8], value: &[u8]) -> Result<()> {
-        self.engine.db.put_opt(key, value, &self.engine.write_options).context("RocksDB put")
+        let write_options = &self.engine.write_options;
+        with_db!(&self.engine.db, db => db.put_opt(key, value, write_options)).context("RocksDB put")
     }
 
     fn delete(&mut self, key: &[u8]) -> Result<()> {
-        self.engine.db.delete_opt(key, &self.engine.write_options).context("RocksDB delete")
+        let write_options = &self.engine.write_options;
+        with_db!(&self.engine.db, db => db.delete_opt(key, write_options)).context("RocksDB delete")
     }
 
     fn batch_put(&mut self, key: &[u8], value: &[u8]) {
-        self.batch.put(key, value);
+        match &mut self.batch {
+            PendingBatch::Plain(batch) => batch.put(key, value),
+            PendingBatch::Transactional(batch) => batch.put(key, value),
+        }
     }
 
     fn batch_delete(&mut self, key: &[u8]) {
-        self.batch.delete(key);
+        match &mut self.batch {
+            PendingBatch::Plain(batch) => batch.delete(key),
+            PendingBatch::Transactional(batch) => batch.delete(key),
+        }
     }
 
     fn commit_batch(&mut self) -> Result<()> {
-        let batch = std::mem::take(&mut self.batch);
-        self.engine.db.write_opt(batch, &self.engine.write_options).context("RocksDB write")
+        let write_options = &self.engine.write_options;
+        match (&self.engine.db, &mut self.batch) {
+            (Handle::Plain(db), PendingBatch::Plain(batch)) => db.write_opt(std::mem::take(batch), write_options),
+            (Handle::Pessimistic(db, _), PendingBatch::Transactional(batch)) => {
+                db.write_opt(std::mem::take(batch), write_options)
+            }
+            (Handle::Optimistic(db, _), PendingBatch::Transactional(batch)) => {
+                db.write_opt(std::mem::take(batch), write_options)
+            }
+            _ => bail!("internal error: the pending batch does not fit the RocksDB handle"),
+        }
+        .context("RocksDB write")
     }
 
     fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
-        let value = self.engine.db.get_pinned_opt(key, &self.read_options).context("RocksDB get")?;
-        Ok(value.map(|value| value.len()))
+        let read_options = &self.read_options;
+        let length = with_db!(&self.engine.db, db => db
+            .get_pinned_opt(key, read_options)
+            .map(|value| value.map(|value| value.len())));
+        length.context("RocksDB get")
     }
 
     fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome> {
-        let mut iterator = self.engine.db.raw_iterator_opt(ReadOptions::default());
-        iterator.seek(start);
-        let mut outcome = ScanOutcome::default();
-        while let (Some(key), Some(value)) = (iterator.key(), iterator.value()) {
-            outcome.entries += 1;
-            outcome.bytes += (key.len() + value.len()) as u64;
-            if outcome.entries >= limit as u64 {
-                break;
+        with_db!(&self.engine.db, db => {
+            let mut iterator = db.raw_iterator_opt(ReadOptions::default());
+            iterator.seek(start);
+            let mut outcome = ScanOutcome::default();
+            while let (Some(key), Some(value)) = (iterator.key(), iterator.value()) {
+                outcome.entries += 1;
+                outcome.bytes += (key.len() + value.len()) as u64;
+                if outcome.entries >= limit as u64 {
+                    break;
+                }
+                iterator.next();
             }
-            iterator.next();
+            iterator.status().context("RocksDB iterator")?;
+            Ok(outcome)
+        })
+    }
+
+    fn begin_transaction(&mut self) -> Result<()> {
+        if self.transaction.is_some() {
+            bail!("a transaction is already open in this session");
         }
-        iterator.status().context("RocksDB iterator")?;
-        Ok(outcome)
+        let engine = self.engine;
+        let write_options = &engine.write_options;
+        self.transaction = Some(match &engine.db {
+            Handle::Plain(_) => {
+                bail!("RocksDB was opened without transactions (only the transaction workload uses them)")
+            }
+            Handle::Pessimistic(db, options) => {
+                OpenTransaction::Pessimistic(SnapshotTransaction::new(db.transaction_opt(write_options, options)))
+            }
+            Handle::Optimistic(db, options) => {
+                OpenTransaction::Optimistic(SnapshotTransaction::new(db.transaction_opt(write_options, options)))
+            }
+        });
+        Ok(())
+    }
+
+    fn transaction_read(
+        &mut self,
+        key: &[u8],
+        for_update: bool,
+        value: &mut Vec<u8>,
+    ) -> std::result::Result<bool, TransactionError> {
+        match &self.transaction {
+            Some(OpenTransaction::Pessimistic(open)) => open.read(key, for_update, value),
+            Some(OpenTransaction::Optimistic(open)) => open.read(key, for_update, value),
+            None => Err(no_open_transaction()),
+        }
+    }
+
+    fn transaction_put(&mut self, key: &[u8], value: &[u8]) -> std::result::Result<(), TransactionError> {
+        match &self.transaction {
+            Some(OpenTransaction::Pessimistic(open)) => open.transaction.put(key, value).map_err(classify),
+            Some(OpenTransaction::Optimistic(open)) => open.transaction.put(key, value).map_err(classify),
+            None => Err(no_open_transaction()),
+        }
+    }
+
+    fn commit_transaction(&mut self) -> std::result::Result<(), TransactionError> {
+        // A failed commit leaves nothing written; dropping the transaction then rolls it back.
+        match self.transaction.take() {
+            Some(OpenTransaction::Pessimistic(open)) => open.transaction.commit().map_err(classify),
+            Some(OpenTransaction::Optimistic(open)) => open.transaction.commit().map_err(classify),
+            None => Err(no_open_transaction()),
+        }
+    }
+
+    fn rollback_transaction(&mut self) -> Result<()> {
+        match self.transaction.take() {
+            Some(OpenTransaction::Pessimistic(open)) => open.transaction.rollback(),
+            Some(OpenTransaction::Optimistic(open)) => open.transaction.rollback(),
+            None => Ok(()),
+        }
+        .context("rolling back a RocksDB transaction")
     }
 }
