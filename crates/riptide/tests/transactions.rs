@@ -327,6 +327,31 @@ fn deadlocks_among_many_transactions_always_resolve() {
 }
 
 #[test]
+fn writes_past_the_batch_limit_are_refused_and_the_transaction_goes_on() {
+    // A transaction commits as one batch, so until write sets spill its writes are bounded by
+    // max_batch_size_bytes: the write that would pass it fails at once (not the whole
+    // transaction at commit, after it built a batch as large as its writes).
+    let memory = MemFileSystem::new();
+    let options = riptide::Options { max_batch_size_bytes: 4096, ..small_options(Arc::new(memory.clone())) };
+    let db = Db::open("/txn", options).unwrap();
+    let transaction = db.begin(&TransactionOptions::default()).unwrap();
+    let value = [b'v'; 100];
+    let mut written = 0;
+    let refused = loop {
+        match transaction.put(format!("key{written:04}").as_bytes(), &value) {
+            Ok(()) => written += 1,
+            Err(error) => break error,
+        }
+    };
+    assert!(matches!(refused, Error::InvalidArgument(_)), "{refused}");
+    assert!(written > 30, "{written} writes fit in 4 KiB");
+    // Rewriting a key already written does not grow the batch.
+    transaction.put(b"key0000", &value).unwrap();
+    transaction.commit().unwrap();
+    assert_eq!(dump(&db, &ReadOptions::default()).len(), written);
+}
+
+#[test]
 fn max_lock_count_is_busy_and_the_transaction_goes_on() {
     let (_memory, db) = memory_db();
     let transaction = db.begin(&TransactionOptions { max_lock_count: Some(2), ..Default::default() }).unwrap();

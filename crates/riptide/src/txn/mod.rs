@@ -442,7 +442,25 @@ impl Transaction {
                 )));
             }
         }
-        self.check_active(&self.state.lock())?;
+        {
+            // A transaction commits as one batch, so its writes are bounded by the batch limit
+            // (spilling larger write sets is not built yet): refuse the write that would pass it
+            // now rather than the whole transaction at commit.
+            let state = self.state.lock();
+            self.check_active(&state)?;
+            let written = value.map(<[u8]>::to_vec);
+            let added = write_set::record_bytes(family.id, key, &written);
+            let replaced =
+                state.writes.get(family.id, key).map_or(0, |old| write_set::record_bytes(family.id, key, old));
+            let limit = self.db.options.max_batch_size_bytes;
+            if state.writes.batch_size_bytes() + added - replaced > limit {
+                return Err(Error::invalid(format!(
+                    "transaction {} would write more than max_batch_size_bytes ({limit}) in all: a transaction \
+                     commits as one batch (spilling larger transactions is not supported yet)",
+                    self.id
+                )));
+            }
+        }
         self.lock_key(family.id, key)?;
         let mut state = self.state.lock();
         self.check_active(&state)?;

@@ -74,6 +74,17 @@ pub(crate) struct WriteSet {
     savepoints: Vec<usize>,
     memory_bytes: usize,
     entry_count: usize,
+    /// Encoded size of the records of the current entries: the commit batch's size, less its
+    /// header.
+    record_bytes: usize,
+}
+
+/// The encoded size of one batch record (see `docs/format/write_batch.md`).
+pub(crate) fn record_bytes(column_family: u32, key: &[u8], written: &Written) -> usize {
+    let family_bytes = if column_family == 0 { 0 } else { crate::coding::varint_length(u64::from(column_family)) };
+    let value_bytes =
+        written.as_ref().map_or(0, |value| crate::coding::varint_length(value.len() as u64) + value.len());
+    1 + family_bytes + crate::coding::varint_length(key.len() as u64) + key.len() + value_bytes
 }
 
 fn entry_bytes(key: &[u8], written: &Written) -> usize {
@@ -89,9 +100,11 @@ impl WriteSet {
             .or_insert_with(|| Family { order: order.clone(), entries: BTreeMap::new() });
         let ordered = OrderedKey { key: key.to_vec(), order: family.order.clone() };
         self.memory_bytes += entry_bytes(key, &written);
+        self.record_bytes += record_bytes(column_family, key, &written);
         let previous = family.entries.insert(ordered.clone(), written);
-        if previous.is_none() {
-            self.entry_count += 1;
+        match &previous {
+            None => self.entry_count += 1,
+            Some(old) => self.record_bytes -= record_bytes(column_family, key, old),
         }
         if self.savepoints.is_empty() {
             if let Some(old) = &previous {
@@ -175,6 +188,11 @@ impl WriteSet {
         self.entry_count == 0
     }
 
+    /// The encoded size of the batch `to_batch` would build.
+    pub(crate) fn batch_size_bytes(&self) -> usize {
+        crate::batch::BATCH_HEADER_SIZE_BYTES + self.record_bytes
+    }
+
     /// Approximate memory held, savepoint records included.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.memory_bytes
@@ -194,6 +212,13 @@ impl WriteSet {
             let key_bytes = undo.key.key.len();
             // The restored entry's bytes move from the undo record back to the map; the entry
             // it replaces goes.
+            // The entry the undo replaces leaves the batch; the restored one (if any) returns.
+            if let Some(current) = family.entries.get(&undo.key) {
+                self.record_bytes -= record_bytes(undo.column_family, &undo.key.key, current);
+            }
+            if let Some(previous) = &undo.previous {
+                self.record_bytes += record_bytes(undo.column_family, &undo.key.key, previous);
+            }
             let replaced = match undo.previous {
                 Some(previous) => family.entries.insert(undo.key, previous),
                 None => {
@@ -258,6 +283,7 @@ mod tests {
         assert_eq!(set.get(0, b"b"), Some(&None));
         assert_eq!(snapshot(&set), vec![("a".into(), Some("2".into())), ("b".into(), None)]);
         let batch = set.to_batch();
+        assert_eq!(set.batch_size_bytes(), batch.size_bytes());
         let keys: Vec<&[u8]> = batch.iter().map(|entry| entry.key()).collect();
         assert_eq!(keys, vec![b"a".as_slice(), b"b".as_slice()]);
     }
@@ -278,6 +304,7 @@ mod tests {
         assert!(set.rollback_to_savepoint());
         assert_eq!(snapshot(&set), vec![("a".into(), Some("1".into()))]);
         assert_eq!(set.len(), 1);
+        assert_eq!(set.batch_size_bytes(), set.to_batch().size_bytes());
         assert_eq!(set.memory_bytes(), base_memory);
         assert!(!set.rollback_to_savepoint());
     }
