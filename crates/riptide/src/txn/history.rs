@@ -67,6 +67,22 @@ impl KeyRange {
     }
 }
 
+/// The conflict of `transaction`, whose snapshot is `snapshot`, with a write of `key` at
+/// `sequence` (at lock time or at commit).
+pub(crate) fn written_after_snapshot(
+    transaction: u64,
+    column_family: u32,
+    key: &[u8],
+    sequence: u64,
+    snapshot: u64,
+) -> Error {
+    Error::Conflict(format!(
+        "transaction {transaction}: key {} of column family {column_family} was written at sequence {sequence}, \
+         after the transaction's snapshot {snapshot}",
+        super::describe_key(key),
+    ))
+}
+
 /// What a transaction's commit (or prepare) must check: no write above `snapshot` to any of
 /// its keys or into any of its ranges, and none of its written keys guarded by a prepared
 /// transaction.
@@ -240,12 +256,7 @@ impl HistoryState {
         }
         for (column_family, key) in validation.written.iter().chain(&validation.read) {
             if let Some(sequence) = self.write_after(*column_family, key, snapshot) {
-                return Err(Error::Conflict(format!(
-                    "transaction {}: key {} of column family {column_family} was written at sequence {sequence}, \
-                     after the transaction's snapshot {snapshot}",
-                    validation.transaction,
-                    super::describe_key(key),
-                )));
+                return Err(written_after_snapshot(validation.transaction, *column_family, key, sequence, snapshot));
             }
         }
         for range in &validation.ranges {

@@ -299,37 +299,32 @@ impl<'a> TransactionIterator<'a> {
 
     /// After a forward move: the range now reaches the current key, or the end.
     fn extend_high_to_current(&mut self) {
-        if self.read_range.is_none() {
-            return;
-        }
-        let reached = if self.valid() {
-            Bound::Included(self.key().to_vec())
-        } else {
-            self.upper_bound.clone().map_or(Bound::Unbounded, Bound::Excluded)
-        };
-        let order = self.order.clone();
-        if let Some(range) = &mut self.read_range {
-            if bound_above(&reached, &range.high, &order) {
-                range.high = reached;
-            }
-        }
-        self.publish_range();
+        self.extend_to_current(Ordering::Greater);
     }
 
     /// After a backward move: the range now reaches back to the current key, or the start.
     fn extend_low_to_current(&mut self) {
+        self.extend_to_current(Ordering::Less);
+    }
+
+    /// Widens the read range to the current position in `direction` (`Greater`: its high end,
+    /// `Less`: its low end), or to the bound or the end of the keys when the iterator ran out.
+    fn extend_to_current(&mut self, direction: Ordering) {
         if self.read_range.is_none() {
             return;
         }
         let reached = if self.valid() {
             Bound::Included(self.key().to_vec())
+        } else if direction == Ordering::Greater {
+            self.upper_bound.clone().map_or(Bound::Unbounded, Bound::Excluded)
         } else {
             self.lower_bound.clone().map_or(Bound::Unbounded, Bound::Included)
         };
         let order = self.order.clone();
         if let Some(range) = &mut self.read_range {
-            if bound_below(&reached, &range.low, &order) {
-                range.low = reached;
+            let end = if direction == Ordering::Greater { &mut range.high } else { &mut range.low };
+            if reaches_further(&reached, end, direction, &order) {
+                *end = reached;
             }
         }
         self.publish_range();
@@ -342,32 +337,22 @@ impl<'a> TransactionIterator<'a> {
     }
 }
 
-/// True when upper bound `candidate` reaches further up than `current`.
-fn bound_above(candidate: &Bound<Vec<u8>>, current: &Bound<Vec<u8>>, order: &KeyComparator) -> bool {
+/// True when range end `candidate` reaches further than `current` in `direction` (`Greater`:
+/// an upper end reaching higher, `Less`: a lower end reaching lower).
+fn reaches_further(
+    candidate: &Bound<Vec<u8>>,
+    current: &Bound<Vec<u8>>,
+    direction: Ordering,
+    order: &KeyComparator,
+) -> bool {
     match (candidate, current) {
         (_, Bound::Unbounded) => false,
         (Bound::Unbounded, _) => true,
         (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
             match order.compare_user_keys(a, b) {
-                Ordering::Greater => true,
-                Ordering::Less => false,
                 // At the same key an included end reaches further than an excluded one.
                 Ordering::Equal => matches!(candidate, Bound::Included(_)) && matches!(current, Bound::Excluded(_)),
-            }
-        }
-    }
-}
-
-/// True when lower bound `candidate` reaches further down than `current`.
-fn bound_below(candidate: &Bound<Vec<u8>>, current: &Bound<Vec<u8>>, order: &KeyComparator) -> bool {
-    match (candidate, current) {
-        (_, Bound::Unbounded) => false,
-        (Bound::Unbounded, _) => true,
-        (Bound::Included(a) | Bound::Excluded(a), Bound::Included(b) | Bound::Excluded(b)) => {
-            match order.compare_user_keys(a, b) {
-                Ordering::Less => true,
-                Ordering::Greater => false,
-                Ordering::Equal => matches!(candidate, Bound::Included(_)) && matches!(current, Bound::Excluded(_)),
+                ordering => ordering == direction,
             }
         }
     }

@@ -175,6 +175,13 @@ pub(crate) fn describe_key(key: &[u8]) -> String {
     }
 }
 
+/// Adds an empty read range (nothing read yet; an iterator widens it as it moves) and returns
+/// its slot.
+fn push_empty_range(reads: &mut ReadSet, column_family: u32) -> usize {
+    reads.ranges.push(KeyRange { column_family, start: Bound::Excluded(Vec::new()), end: Bound::Excluded(Vec::new()) });
+    reads.ranges.len() - 1
+}
+
 /// What a transaction read, for SERIALIZABLE validation and for REPEATABLE READ's
 /// `get_for_update`.
 #[derive(Default)]
@@ -504,13 +511,13 @@ impl Transaction {
             let history = self.db.transactions.history.lock();
             if let Some(sequence) = history.write_after(column_family, key, snapshot.sequence()) {
                 self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
-                return Err(Error::Conflict(format!(
-                    "transaction {}: key {} of column family {column_family} was written at sequence {sequence}, \
-                     after the transaction's snapshot {}",
+                return Err(history::written_after_snapshot(
                     self.id,
-                    describe_key(key),
-                    snapshot.sequence()
-                )));
+                    column_family,
+                    key,
+                    sequence,
+                    snapshot.sequence(),
+                ));
             }
         }
         Ok(())
@@ -544,17 +551,7 @@ impl Transaction {
                 read_options.lower_bound.as_deref(),
                 read_options.upper_bound.as_deref(),
             );
-            let range_slot = if self.serializable() {
-                state.reads.ranges.push(KeyRange {
-                    column_family: family.id,
-                    // Nothing read yet: an empty range until the iterator moves.
-                    start: Bound::Excluded(Vec::new()),
-                    end: Bound::Excluded(Vec::new()),
-                });
-                Some(state.reads.ranges.len() - 1)
-            } else {
-                None
-            };
+            let range_slot = self.serializable().then(|| push_empty_range(&mut state.reads, family.id));
             (own, range_slot)
         };
         let database = crate::db::read::new_iterator(&self.db, &family, &read_options)?;
@@ -579,13 +576,7 @@ impl Transaction {
 
     /// Adds another range read by an iterator that was repositioned; returns its slot.
     fn new_range_slot(&self, column_family: u32) -> usize {
-        let mut state = self.state.lock();
-        state.reads.ranges.push(KeyRange {
-            column_family,
-            start: Bound::Excluded(Vec::new()),
-            end: Bound::Excluded(Vec::new()),
-        });
-        state.reads.ranges.len() - 1
+        push_empty_range(&mut self.state.lock().reads, column_family)
     }
 
     /// Opens a savepoint: [`Transaction::rollback_to_savepoint`] undoes the writes made after
@@ -646,7 +637,7 @@ impl Transaction {
             return two_phase::commit_prepared(&self.db, &xid).map(Some);
         }
         let (batch, validation) = {
-            let mut state = self.state.lock();
+            let state = self.state.lock();
             self.check_active(&state)?;
             if state.writes.is_empty() {
                 // Nothing to write. A read-only transaction needs no validation: its reads come
@@ -657,7 +648,7 @@ impl Transaction {
                 return Ok(None);
             }
             let batch = state.writes.to_batch();
-            let validation = self.validation(&mut state);
+            let validation = self.validation(&state);
             (batch, validation)
         };
         let write_options = WriteOptions { sync: self.options.sync };
@@ -672,9 +663,9 @@ impl Transaction {
     /// What the commit (or prepare) checks: written keys always (against prepared
     /// transactions' guards, and under REPEATABLE READ and SERIALIZABLE against writes since
     /// the snapshot), read keys and ranges as the level requires.
-    fn validation(&self, state: &mut State) -> Validation {
+    fn validation(&self, state: &State) -> Validation {
         let (read, ranges) = if self.snapshot.is_some() {
-            (state.reads.keys.drain().collect(), std::mem::take(&mut state.reads.ranges))
+            (state.reads.keys.iter().cloned().collect(), state.reads.ranges.clone())
         } else {
             (Vec::new(), Vec::new())
         };
@@ -702,13 +693,9 @@ impl Transaction {
     pub fn prepare(&self, xid: &[u8]) -> Result<()> {
         two_phase::check_xid(xid)?;
         let request = {
-            let mut state = self.state.lock();
+            let state = self.state.lock();
             self.check_active(&state)?;
-            // The validation takes the read set; on failure it is put back below.
-            let reads_before = (state.reads.keys.clone(), state.reads.ranges.clone());
-            let validation = self.validation(&mut state);
-            state.reads.keys = reads_before.0;
-            state.reads.ranges = reads_before.1;
+            let validation = self.validation(&state);
             two_phase::PrepareRequest {
                 owner: self.id,
                 xid: xid.to_vec(),

@@ -65,7 +65,8 @@ impl PreparedRegistry {
         }
     }
 
-    /// Fills a reservation (or registers a recovered transaction).
+    /// Fills a reservation, registers a recovered transaction, or puts an entry back after a
+    /// decision failed before anything was decided.
     pub(crate) fn insert(&self, xid: &[u8], entry: PreparedEntry) {
         self.entries.lock().insert(xid.to_vec(), Some(entry));
     }
@@ -78,11 +79,6 @@ impl PreparedRegistry {
             Some(None) => Err(Error::invalid(format!("xid {} is still being prepared", super::describe_key(xid)))),
             None => Err(Error::invalid(format!("no prepared transaction has xid {}", super::describe_key(xid)))),
         }
-    }
-
-    /// Puts an entry back after a decision failed before anything was decided.
-    fn restore(&self, xid: &[u8], entry: PreparedEntry) {
-        self.entries.lock().insert(xid.to_vec(), Some(entry));
     }
 
     /// The xids of the prepared transactions, in byte order.
@@ -217,7 +213,7 @@ pub(crate) fn commit_prepared(db: &DbInner, xid: &[u8]) -> Result<u64> {
             // The commit did not happen (writes failed before the record was acknowledged):
             // the transaction stays prepared; after such an error the database needs a reopen,
             // whose recovery finds it prepared.
-            shared.prepared.restore(xid, entry);
+            shared.prepared.insert(xid, entry);
             return Err(error);
         }
     };
@@ -233,7 +229,7 @@ pub(crate) fn rollback_prepared(db: &DbInner, xid: &[u8]) -> Result<()> {
     let shared = &db.transactions;
     let entry = shared.prepared.take(xid)?;
     if let Err(error) = prepared::remove(db.file_system.as_ref(), &db.dir, entry.number) {
-        shared.prepared.restore(xid, entry);
+        shared.prepared.insert(xid, entry);
         return Err(error);
     }
     shared.history.lock().remove_guard(entry.number);
