@@ -423,7 +423,8 @@ impl Operation for GroupWrite {
 /// A pessimistic READ COMMITTED transaction over distinct plain keys: puts and deletes, some
 /// undone by a rollback to a savepoint, then a commit (journaled like a batch: it must be
 /// atomic and, once acknowledged, survive a kill) or, one time in eight, a rollback (which
-/// must leave nothing). Lock waits are short: a timeout or a deadlock against another thread's
+/// must leave nothing). One time in four it spills every write (a one-byte write memory
+/// limit), so its commit installs tables at one sequence number. Lock waits are short: a timeout or a deadlock against another thread's
 /// transaction rolls this one back, which is no failure.
 struct TransactionWrite;
 
@@ -445,6 +446,7 @@ impl Operation for TransactionWrite {
         let undo_after_savepoint = context.rng.gen_bool(0.5);
         let roll_back = context.rng.gen_range(0..8) == 0;
         let sync = context.rng.gen_range(0..1000) < context.shared.sync_per_thousand;
+        let spill = context.rng.gen_range(0..4) == 0;
         let guard = context.db()?;
         let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
         let _families = context.lock_families(planned.iter().map(|&(index, _)| space.family_of(index)))?;
@@ -452,6 +454,7 @@ impl Operation for TransactionWrite {
             isolation: IsolationLevel::ReadCommitted,
             lock_timeout: Some(std::time::Duration::from_millis(50)),
             sync,
+            write_memory_limit_bytes: if spill { 1 } else { TransactionOptions::default().write_memory_limit_bytes },
             ..TransactionOptions::default()
         };
         let transaction = db.begin(&options).map_err(|error| Failure(format!("begin failed: {error}")))?;

@@ -64,3 +64,22 @@ fn the_column_family_workload_creates_drops_renames_and_recreates() {
     }
     assert!(reused, "no name is reused: {kinds:?}");
 }
+
+#[test]
+fn the_spilled_transaction_workload_spills_across_column_families() {
+    let workloads = power_loss::canonical_workloads(1);
+    let workload =
+        workloads.iter().find(|workload| workload.name == "spilled-transactions").expect("the workload exists");
+    let spanning = workload
+        .steps
+        .iter()
+        .filter(|step| match step {
+            Step::Transaction { write, spill: true, .. } => {
+                write.iter().any(|operation| operation.family == 0)
+                    && write.iter().any(|operation| operation.family == 1)
+            }
+            _ => false,
+        })
+        .count();
+    assert!(spanning >= 2, "only {spanning} spilled transactions span both column families");
+}

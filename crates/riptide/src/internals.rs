@@ -125,12 +125,16 @@ pub mod decode {
         }
     }
 
-    /// Decodes a version edit (one manifest record) and returns its canonical re-encoding, so
-    /// that a caller can check that decoding the re-encoding gives the same bytes again.
+    /// Decodes one manifest record (a version edit, or a group of them) and returns its
+    /// canonical re-encoding, so that a caller can check that decoding the re-encoding gives the
+    /// same bytes again.
     pub fn version_edit(data: &[u8]) -> Result<Vec<u8>> {
-        let edit = VersionEdit::decode(data, Path::new("/fuzz/MANIFEST-000001"), 0)?;
+        let edits = VersionEdit::decode_record(data, Path::new("/fuzz/MANIFEST-000001"), 0)?;
         let mut canonical = Vec::new();
-        edit.encode(&mut canonical);
+        match edits.as_slice() {
+            [edit] => edit.encode(&mut canonical),
+            group => VersionEdit::encode_group(group, &mut canonical),
+        }
         Ok(canonical)
     }
 

@@ -327,28 +327,29 @@ fn deadlocks_among_many_transactions_always_resolve() {
 }
 
 #[test]
-fn writes_past_the_batch_limit_are_refused_and_the_transaction_goes_on() {
-    // A transaction commits as one batch, so until write sets spill its writes are bounded by
-    // max_batch_size_bytes: the write that would pass it fails at once (not the whole
-    // transaction at commit, after it built a batch as large as its writes).
+fn writes_past_the_batch_limit_spill_instead_of_failing() {
+    // The story: before write sets spilled, a transaction committed as one batch, and the write
+    // that would take it past max_batch_size_bytes failed. The write memory limit is now capped
+    // by the batch limit, so a transaction that would outgrow one batch spills and commits
+    // through tables instead (tests/huge_transactions.rs has the rest).
     let memory = MemFileSystem::new();
-    let options = riptide::Options { max_batch_size_bytes: 4096, ..small_options(Arc::new(memory.clone())) };
+    let options = riptide::Options {
+        max_batch_size_bytes: 4096,
+        max_value_size_bytes: 1024,
+        ..small_options(Arc::new(memory.clone()))
+    };
     let db = Db::open("/txn", options).unwrap();
     let transaction = db.begin(&TransactionOptions::default()).unwrap();
     let value = [b'v'; 100];
-    let mut written = 0;
-    let refused = loop {
-        match transaction.put(format!("key{written:04}").as_bytes(), &value) {
-            Ok(()) => written += 1,
-            Err(error) => break error,
-        }
-    };
-    assert!(matches!(refused, Error::InvalidArgument(_)), "{refused}");
-    assert!(written > 30, "{written} writes fit in 4 KiB");
-    // Rewriting a key already written does not grow the batch.
-    transaction.put(b"key0000", &value).unwrap();
+    for index in 0..200 {
+        transaction.put(format!("key{index:04}").as_bytes(), &value).unwrap();
+    }
+    assert!(transaction.spilled_bytes() > 0, "20 KB of writes under a 4 KiB batch limit did not spill");
+    // A value past max_value_size_bytes is still refused, and the transaction goes on.
+    let huge = vec![0u8; 1025];
+    assert!(matches!(transaction.put(b"huge", &huge), Err(Error::InvalidArgument(_))));
     transaction.commit().unwrap();
-    assert_eq!(dump(&db, &ReadOptions::default()).len(), written);
+    assert_eq!(dump(&db, &ReadOptions::default()).len(), 200);
 }
 
 #[test]

@@ -50,7 +50,9 @@ pub fn options(settings: &EngineSettings) -> Result<Options> {
 
 /// The options of every transaction of a run in `mode`: REPEATABLE READ (snapshot isolation,
 /// as RocksDB's transactions with a snapshot set), the common lock timeout, deadlock detection,
-/// no lock limit, and commits synced only when the run syncs its writes.
+/// no lock limit and no lock escalation (RocksDB's TransactionDB has none; a transaction of the
+/// workload locks a handful of keys anyway), and commits synced only when the run syncs its
+/// writes.
 pub fn transaction_options(mode: TransactionMode, sync: bool) -> TransactionOptions {
     TransactionOptions {
         isolation: IsolationLevel::RepeatableRead,
@@ -61,7 +63,10 @@ pub fn transaction_options(mode: TransactionMode, sync: bool) -> TransactionOpti
         lock_timeout: Some(TRANSACTION_LOCK_TIMEOUT),
         deadlock_detection: true,
         max_lock_count: None,
+        lock_escalation_threshold: None,
         sync,
+        // A transaction of the workload writes four keys: it never comes near spilling.
+        write_memory_limit_bytes: TransactionOptions::default().write_memory_limit_bytes,
     }
 }
 

@@ -64,8 +64,12 @@ fn run_step(
             }
             db.write_opt(batch, &WriteOptions { sync: *sync })
         }
-        Step::Transaction { write, sync } => {
-            let transaction = db.begin(&TransactionOptions { sync: *sync, ..TransactionOptions::default() })?;
+        Step::Transaction { write, sync, spill } => {
+            let mut transaction_options = TransactionOptions { sync: *sync, ..TransactionOptions::default() };
+            if *spill {
+                transaction_options.write_memory_limit_bytes = 1;
+            }
+            let transaction = db.begin(&transaction_options)?;
             apply_to_transaction(&transaction, handles, write)?;
             transaction.commit()
         }
@@ -129,6 +133,10 @@ fn without_missing_families(step: &Step, missing: &BTreeSet<FamilyIndex>) -> Opt
         Step::Write { write, sync } => {
             let write: Write = write.iter().filter(|operation| !missing.contains(&operation.family)).cloned().collect();
             (!write.is_empty()).then_some(Step::Write { write, sync: *sync })
+        }
+        Step::Transaction { write, sync, spill } => {
+            let write: Write = write.iter().filter(|operation| !missing.contains(&operation.family)).cloned().collect();
+            (!write.is_empty()).then_some(Step::Transaction { write, sync: *sync, spill: *spill })
         }
         Step::DropFamily { family } | Step::RenameFamily { family, .. } if missing.contains(family) => None,
         other => Some(other.clone()),
@@ -225,6 +233,8 @@ pub(crate) fn run_script(
         // A prepared transaction's commit is synced, and a sync covers every earlier write.
         if let Step::Write { sync: true, .. }
         | Step::Transaction { sync: true, .. }
+        // A spilled commit is durable when it returns (its manifest record is synced).
+        | Step::Transaction { spill: true, .. }
         | Step::CommitPrepared { .. }
         | Step::Flush
         | Step::CompactAll = step

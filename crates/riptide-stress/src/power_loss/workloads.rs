@@ -1,7 +1,7 @@
 //! The canonical workloads of the power-loss sweep, generated from a seed: put+sync, flush,
 //! compaction, manifest switch, the column family lifecycle (create, drop, rename and
 //! re-create under an old name, between unsynced and synced batches that span families),
-//! transaction commits, and two-phase commit (prepare, commit and roll back prepared
+//! transaction commits (also of transactions that spill), and two-phase commit (prepare, commit and roll back prepared
 //! transactions, one left undecided).
 //!
 //! Concurrency contract: plain data, built on one thread.
@@ -49,6 +49,9 @@ pub enum Step {
         write: Write,
         /// Whether its commit is synced.
         sync: bool,
+        /// Whether it spills every write (a write memory limit of one byte), so that it
+        /// commits through tables in one manifest record, durable when it returns.
+        spill: bool,
     },
     /// A transaction that makes the write's operations and is prepared under `xid`.
     Prepare {
@@ -159,6 +162,27 @@ fn random_operation(
 /// column family.
 fn random_write(rng: &mut SmallRng, step: usize, keys: u64, max_operations: usize, max_value_bytes: usize) -> Write {
     (0..rng.gen_range(1..=max_operations)).map(|_| random_operation(rng, &[0], step, keys, max_value_bytes)).collect()
+}
+
+/// Transactions that spill their writes and commit through tables (across two column
+/// families, one recorded manifest group), between unsynced plain writes, ordinary
+/// transactions and flushes.
+fn spilled_transactions(rng: &mut SmallRng) -> Vec<Step> {
+    let mut steps = vec![Step::CreateFamily { family: 1, name: "spilled".into(), memtable_size_bytes: 4096 }];
+    for _ in 0..12 {
+        let step = steps.len();
+        let operations = rng.gen_range(1..=6);
+        let write: Write = (0..operations).map(|_| random_operation(rng, &[0, 1], step, 40, 200)).collect();
+        match rng.gen_range(0..4) {
+            0 => steps.push(Step::Write { write, sync: false }),
+            1 => steps.push(Step::Transaction { write, sync: false, spill: false }),
+            _ => steps.push(Step::Transaction { write, sync: false, spill: true }),
+        }
+        if step % 9 == 8 {
+            steps.push(Step::Flush);
+        }
+    }
+    steps
 }
 
 /// Prepares transactions (each on keys of its own, as prepared transactions hold their locks)
@@ -319,7 +343,7 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
     for step in 0..30 {
         let write = random_write(&mut rng, step, 30, 4, 200);
         if rng.gen_bool(0.7) {
-            transactions.push(Step::Transaction { write, sync: rng.gen_bool(0.3) });
+            transactions.push(Step::Transaction { write, sync: rng.gen_bool(0.3), spill: false });
         } else {
             transactions.push(Step::Write { write, sync: false });
         }
@@ -328,6 +352,7 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
         }
     }
     let two_phase = two_phase_commit(&mut rng);
+    let spilled = spilled_transactions(&mut rng);
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -340,5 +365,6 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
         Workload { name: "column-families", options: small_options(), steps: lifecycle },
         Workload { name: "transactions", options: small_options(), steps: transactions },
         Workload { name: "two-phase-commit", options: small_options(), steps: two_phase },
+        Workload { name: "spilled-transactions", options: small_options(), steps: spilled },
     ]
 }

@@ -6,6 +6,8 @@
 //! - `NNNNNN.log`: a write-ahead log (see `docs/format/wal.md`).
 //! - `NNNNNN.sst`: a sorted table (see `docs/format/sstable.md`).
 //! - `NNNNNN.dbtmp`: a temporary file (the next `CURRENT` before its rename).
+//! - `NNNNNN.spill`: a run of a transaction's writes spilled out of memory (`txn/spill.rs`);
+//!   private to the process that wrote it, so `Db::open` removes every one.
 //!
 //! All numbers come from one counter (the manifest's next file number), so a number names at
 //! most one file of any kind over the life of a database (invariant I7).
@@ -23,6 +25,7 @@ pub(crate) enum FileKind {
     Temp(u64),
     /// A prepared transaction (two-phase commit, `txn/prepared.rs`).
     Prepared(u64),
+    Spill(u64),
 }
 
 pub(crate) const CURRENT_FILE_NAME: &str = "CURRENT";
@@ -42,6 +45,14 @@ pub(crate) fn manifest_file_name(number: u64) -> String {
 
 pub(crate) fn temp_file_name(number: u64) -> String {
     format!("{number:06}.dbtmp")
+}
+
+pub(crate) fn spill_file_name(number: u64) -> String {
+    format!("{number:06}.spill")
+}
+
+pub(crate) fn spill_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(spill_file_name(number))
 }
 
 pub(crate) fn log_path(dir: &Path, number: u64) -> PathBuf {
@@ -81,6 +92,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
         "sst" => Some(FileKind::Table(number)),
         "dbtmp" => Some(FileKind::Temp(number)),
         "txn" => Some(FileKind::Prepared(number)),
+        "spill" => Some(FileKind::Spill(number)),
         _ => None,
     }
 }
@@ -96,6 +108,7 @@ mod tests {
         assert_eq!(parse_file_name(&manifest_file_name(3)), Some(FileKind::Manifest(3)));
         assert_eq!(parse_file_name(&crate::txn::prepared::prepared_file_name(12)), Some(FileKind::Prepared(12)));
         assert_eq!(parse_file_name(&temp_file_name(9)), Some(FileKind::Temp(9)));
+        assert_eq!(parse_file_name(&spill_file_name(11)), Some(FileKind::Spill(11)));
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
         assert_eq!(parse_file_name("LOCK"), Some(FileKind::Lock));
     }

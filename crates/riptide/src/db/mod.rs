@@ -22,6 +22,7 @@ mod iter;
 mod memory;
 mod open;
 pub(crate) mod read;
+pub(crate) mod spilled_commit;
 mod stats;
 pub(crate) mod table_cache;
 pub(crate) mod write;

@@ -133,6 +133,8 @@ pub(crate) fn open_with_column_families(
         match parse_file_name(name) {
             Some(FileKind::Prepared(number)) => prepared_numbers.push(number),
             Some(FileKind::Log(number)) if number < min_log_number => older_logs.push(number),
+            // Removed below, but its number stays used until then (I7).
+            Some(FileKind::Spill(number)) => versions.mark_file_number_used(number),
             _ => {}
         }
     }
@@ -329,6 +331,8 @@ pub(crate) fn open_with_column_families(
     for record in recovered_prepared {
         crate::txn::two_phase::recover(&inner, record)?;
     }
+    // Only once all of them hold their locks again (see the function).
+    crate::txn::two_phase::escalate_recovered(&inner);
     let mut threads = Vec::new();
     let spawn = |name: String, body: Box<dyn FnOnce() + Send>| {
         std::thread::Builder::new().name(name).spawn(body).map_err(|e| Error::io("start background thread", e))
@@ -516,7 +520,8 @@ fn delete_obsolete_files(
             Some(FileKind::Log(number)) => number < live_log_number,
             Some(FileKind::Table(number)) => !live_tables.contains(&number),
             Some(FileKind::Manifest(number)) => number != versions.manifest_number(),
-            Some(FileKind::Temp(_)) => true,
+            // Spilled runs of transactions that died with the process that wrote them.
+            Some(FileKind::Temp(_)) | Some(FileKind::Spill(_)) => true,
             // Decided ones were removed before; the others are undecided transactions.
             Some(FileKind::Prepared(_)) => false,
             Some(FileKind::Current) | Some(FileKind::Lock) | None => false,

@@ -249,7 +249,16 @@ pub struct TransactionStats {
     pub deadlocks: u64,
     /// Lock requests that timed out.
     pub lock_timeouts: u64,
-    /// Locks held now.
+    /// Lock escalations: a transaction past its `lock_escalation_threshold` row locks in a
+    /// column family took the family whole and released its row locks there.
+    pub lock_escalations: u64,
+    /// Escalations refused because another transaction held or waited for a lock in the
+    /// family (the transaction kept its row locks and tried again later).
+    pub lock_escalations_refused: u64,
+    /// Lock requests that waited for another transaction's column-family lock (also counted in
+    /// `lock_waits`).
+    pub column_family_lock_waits: u64,
+    /// Locks held now (a column family held whole counts as one).
     pub locks_held: usize,
     /// Approximate memory of the lock tables.
     pub lock_memory_bytes: usize,
@@ -361,7 +370,8 @@ impl fmt::Display for Stats {
         writeln!(
             f,
             "transactions: {} begun, {} open, {} committed, {} rolled back, {} conflicts; locks: {} held ({:.2} MiB), \
-             {} waits ({:.3} s), {} deadlocks, {} timeouts; history {:.2} MiB",
+             {} waits ({:.3} s, {} on column families), {} deadlocks, {} timeouts, {} escalations ({} refused); \
+             history {:.2} MiB",
             transactions.begun,
             transactions.open,
             transactions.committed,
@@ -371,8 +381,11 @@ impl fmt::Display for Stats {
             transactions.lock_memory_bytes as f64 / MIB,
             transactions.lock_waits,
             transactions.lock_wait_micros as f64 / 1e6,
+            transactions.column_family_lock_waits,
             transactions.deadlocks,
             transactions.lock_timeouts,
+            transactions.lock_escalations,
+            transactions.lock_escalations_refused,
             transactions.history_memory_bytes as f64 / MIB
         )?;
         writeln!(
@@ -532,6 +545,9 @@ fn transaction_stats(inner: &DbInner) -> TransactionStats {
         lock_wait_micros: locks.wait_micros.load(Ordering::Relaxed),
         deadlocks: locks.deadlocks.load(Ordering::Relaxed),
         lock_timeouts: locks.timeouts.load(Ordering::Relaxed),
+        lock_escalations: locks.escalations.load(Ordering::Relaxed),
+        lock_escalations_refused: locks.escalations_refused.load(Ordering::Relaxed),
+        column_family_lock_waits: locks.column_family_waits.load(Ordering::Relaxed),
         locks_held: shared.locks.lock_count(),
         lock_memory_bytes: shared.locks.memory_bytes(),
         history_memory_bytes: shared.history.memory_bytes(),

@@ -186,7 +186,7 @@ fn referenced_column_families(batch: &WriteBatch) -> Vec<u32> {
 }
 
 /// `InvalidArgument` naming the first of `ids` that is not a live column family.
-fn check_column_families_live(inner: &DbInner, ids: &[u32]) -> Result<()> {
+pub(crate) fn check_column_families_live(inner: &DbInner, ids: &[u32]) -> Result<()> {
     if ids.is_empty() {
         return Ok(());
     }
@@ -341,7 +341,7 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
     Ok(())
 }
 
-fn append_to_wal(
+pub(crate) fn append_to_wal(
     inner: &DbInner,
     wal: &mut WalState,
     batches: &[parking_lot::MutexGuard<'_, WriteBatch>],
@@ -697,7 +697,7 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
 /// Runs `action` while holding write leadership, so that no write group is between the WAL
 /// and the memtables meanwhile (flush, dropping a column family). The token used to queue is
 /// never absorbed into a write group.
-fn with_write_leadership<T>(inner: &DbInner, action: impl FnOnce() -> T) -> T {
+pub(crate) fn with_write_leadership<T>(inner: &DbInner, action: impl FnOnce() -> T) -> T {
     inner.write_queue.with_leadership(PendingWrite::token(), action)
 }
 

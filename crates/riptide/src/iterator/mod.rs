@@ -43,23 +43,29 @@ pub(crate) trait InternalIterator: Send {
 
 /// An iterator over an in-memory sorted vector of entries; used by tests across the crate and
 /// as the iterator of small immutable collections.
-#[cfg(test)]
-#[derive(Debug, Default)]
+/// An iterator over entries held in a vector, sorted by internal key in `order`: the
+/// transaction's in-memory writes (`txn::own_cursor`) and tests.
+#[derive(Debug)]
 pub(crate) struct VecIterator {
     entries: Vec<(Vec<u8>, Vec<u8>)>,
     position: Option<usize>,
+    order: crate::comparator::KeyComparator,
 }
 
-#[cfg(test)]
 impl VecIterator {
-    /// Creates an iterator; `entries` must already be sorted by internal key.
+    /// Creates an iterator in bytewise order; `entries` must already be sorted by internal key.
+    #[cfg(test)]
     pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>) -> VecIterator {
-        debug_assert!(entries.windows(2).all(|w| crate::key::compare_internal_keys(&w[0].0, &w[1].0).is_lt()));
-        VecIterator { entries, position: None }
+        VecIterator::with_order(entries, crate::comparator::KeyComparator::Bytewise)
+    }
+
+    /// Creates an iterator over `entries`, sorted by internal key in `order`.
+    pub(crate) fn with_order(entries: Vec<(Vec<u8>, Vec<u8>)>, order: crate::comparator::KeyComparator) -> VecIterator {
+        debug_assert!(entries.windows(2).all(|w| order.compare_internal_keys(&w[0].0, &w[1].0).is_lt()));
+        VecIterator { entries, position: None, order }
     }
 }
 
-#[cfg(test)]
 impl InternalIterator for VecIterator {
     fn valid(&self) -> bool {
         self.position.is_some()
@@ -71,7 +77,8 @@ impl InternalIterator for VecIterator {
         self.position = self.entries.len().checked_sub(1);
     }
     fn seek(&mut self, target: &[u8]) {
-        let index = self.entries.partition_point(|(key, _)| crate::key::compare_internal_keys(key, target).is_lt());
+        let order = &self.order;
+        let index = self.entries.partition_point(|(key, _)| order.compare_internal_keys(key, target).is_lt());
         self.position = (index < self.entries.len()).then_some(index);
     }
     fn next(&mut self) {

@@ -280,25 +280,67 @@ impl HistoryState {
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Result<()> {
         for (column_family, key) in &validation.written {
-            for guard in self.guards.values() {
-                let in_range = || {
-                    guard.ranges.iter().any(|range| {
-                        range.column_family == *column_family
-                            && order_of(*column_family).is_some_and(|order| range.contains(key, &order))
-                    })
-                };
-                if guard.keys.contains(&(*column_family, key.clone())) || in_range() {
-                    return Err(Error::Conflict(format!(
-                        "transaction {}: key {} of column family {column_family} is protected by prepared \
-                         transaction {} until it commits or rolls back",
-                        validation.transaction,
-                        super::describe_key(key),
-                        super::describe_key(&guard.xid),
-                    )));
-                }
+            self.check_guards(validation.transaction, *column_family, key, order_of)?;
+        }
+        Ok(())
+    }
+
+    /// Fails when a prepared transaction's guard covers `key` of `column_family`.
+    fn check_guards(
+        &self,
+        transaction: u64,
+        column_family: u32,
+        key: &[u8],
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Result<()> {
+        for guard in self.guards.values() {
+            let in_range = || {
+                guard.ranges.iter().any(|range| {
+                    range.column_family == column_family
+                        && order_of(column_family).is_some_and(|order| range.contains(key, &order))
+                })
+            };
+            if guard.keys.contains(&(column_family, key.to_vec())) || in_range() {
+                return Err(Error::Conflict(format!(
+                    "transaction {transaction}: key {} of column family {column_family} is protected by prepared \
+                     transaction {} until it commits or rolls back",
+                    super::describe_key(key),
+                    super::describe_key(&guard.xid),
+                )));
             }
         }
         Ok(())
+    }
+
+    /// Checks one key a spilled transaction writes, as `validate` checks `validation.written`
+    /// (the spilled commit streams its keys instead of listing them; `validate` has checked the
+    /// rest of `validation` already, the trimmed history included).
+    pub(crate) fn validate_written_key(
+        &self,
+        validation: &Validation,
+        column_family: u32,
+        key: &[u8],
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Result<()> {
+        if let Some(snapshot) = validation.snapshot {
+            if let Some(sequence) = self.write_after(column_family, key, snapshot) {
+                return Err(written_after_snapshot(validation.transaction, column_family, key, sequence, snapshot));
+            }
+        }
+        if !self.guards.is_empty() {
+            self.check_guards(validation.transaction, column_family, key, order_of)?;
+        }
+        Ok(())
+    }
+
+    /// A commit at `sequence` whose keys are not listed (a spilled transaction's): every open
+    /// transaction with an older snapshot must fail its validation, as after a trim through
+    /// `sequence`.
+    pub(crate) fn committed_unlisted(&mut self, sequence: u64) {
+        if self.recording() {
+            self.trimmed_through = self.trimmed_through.max(sequence);
+        }
+        self.skipped_through(sequence);
     }
 
     /// Protects what prepared transaction `number` wrote and read (see `Validation`).

@@ -1,7 +1,8 @@
 //! The transaction iterator: the database merged with the transaction's own writes.
 //!
-//! Two sorted sources: a [`DbIterator`] at the transaction's snapshot, and a copy of the write
-//! set's entries of one column family within the bounds (taken when the iterator is created).
+//! Two sorted sources: a [`DbIterator`] at the transaction's snapshot, and a cursor over the
+//! write set's entries of one column family within the bounds (`own_cursor`: the in-memory
+//! ones copied when the iterator is created, the spilled ones read from their runs).
 //! At equal keys the transaction's entry wins; its deletes hide the key. Both directions work;
 //! a change of direction re-seeks both sources to the current key.
 //!
@@ -16,7 +17,7 @@
 use std::cmp::Ordering;
 use std::ops::Bound;
 
-use super::write_set::Written;
+use super::own_cursor::OwnCursor;
 use super::Transaction;
 use crate::comparator::KeyComparator;
 use crate::db::DbIterator;
@@ -48,9 +49,7 @@ struct ReadRange {
 pub struct TransactionIterator<'a> {
     transaction: &'a Transaction,
     database: DbIterator,
-    own: Vec<(Vec<u8>, Written)>,
-    /// Index of the transaction's candidate entry; may be -1 or `own.len()` (none).
-    own_position: isize,
+    own: OwnCursor,
     order: KeyComparator,
     forward: bool,
     current: Option<Source>,
@@ -66,7 +65,7 @@ impl<'a> TransactionIterator<'a> {
     pub(super) fn new(
         transaction: &'a Transaction,
         database: DbIterator,
-        own: Vec<(Vec<u8>, Written)>,
+        own: OwnCursor,
         order: KeyComparator,
         options: ReadOptions,
         range_slot: Option<(u32, usize)>,
@@ -75,7 +74,6 @@ impl<'a> TransactionIterator<'a> {
             transaction,
             database,
             own,
-            own_position: 0,
             order,
             forward: true,
             current: None,
@@ -101,7 +99,7 @@ impl<'a> TransactionIterator<'a> {
     /// The current key. Panics when not [`valid`](Self::valid).
     pub fn key(&self) -> &[u8] {
         match self.current {
-            Some(Source::Own | Source::Both) => &self.own[self.own_position as usize].0,
+            Some(Source::Own | Source::Both) => self.own.current().map_or(&[][..], |(key, _)| key),
             Some(Source::Database) => self.database.key(),
             None => panic!("TransactionIterator::key called while not valid"),
         }
@@ -110,7 +108,9 @@ impl<'a> TransactionIterator<'a> {
     /// The current value. Panics when not [`valid`](Self::valid).
     pub fn value(&self) -> &[u8] {
         match self.current {
-            Some(Source::Own | Source::Both) => self.own[self.own_position as usize].1.as_deref().unwrap_or_default(),
+            Some(Source::Own | Source::Both) => {
+                self.own.current().and_then(|(_, written)| written.as_deref()).unwrap_or_default()
+            }
             Some(Source::Database) => self.database.value(),
             None => panic!("TransactionIterator::value called while not valid"),
         }
@@ -118,6 +118,7 @@ impl<'a> TransactionIterator<'a> {
 
     /// An I/O or corruption error that ended iteration early, if any.
     pub fn status(&self) -> Result<()> {
+        self.own.status()?;
         self.database.status()
     }
 
@@ -139,7 +140,7 @@ impl<'a> TransactionIterator<'a> {
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
         self.database.seek_to_last();
-        self.own_position = self.own.len() as isize - 1;
+        self.own.seek_to_last();
         self.forward = false;
         self.settle_backward();
         let high = self.upper_bound.clone().map_or(Bound::Unbounded, Bound::Excluded);
@@ -162,10 +163,10 @@ impl<'a> TransactionIterator<'a> {
             self.position_at(&key);
         }
         match self.current {
-            Some(Source::Own) => self.own_position += 1,
+            Some(Source::Own) => self.own.next(),
             Some(Source::Database) => self.database.next(),
             Some(Source::Both) => {
-                self.own_position += 1;
+                self.own.next();
                 self.database.next();
             }
             None => {}
@@ -182,10 +183,10 @@ impl<'a> TransactionIterator<'a> {
             self.position_at_or_before(&key);
         }
         match self.current {
-            Some(Source::Own) => self.own_position -= 1,
+            Some(Source::Own) => self.own.prev(),
             Some(Source::Database) => self.database.prev(),
             Some(Source::Both) => {
-                self.own_position -= 1;
+                self.own.prev();
                 self.database.prev();
             }
             None => {}
@@ -196,30 +197,23 @@ impl<'a> TransactionIterator<'a> {
 
     fn position_first(&mut self) {
         self.database.seek_to_first();
-        self.own_position = 0;
+        self.own.seek_to_first();
         self.forward = true;
         self.settle_forward();
     }
 
     fn position_at(&mut self, target: &[u8]) {
         self.database.seek(target);
-        let order = &self.order;
-        self.own_position = self.own.partition_point(|(key, _)| order.compare_user_keys(key, target).is_lt()) as isize;
+        self.own.seek(target);
         self.forward = true;
         self.settle_forward();
     }
 
     fn position_at_or_before(&mut self, target: &[u8]) {
         self.database.seek_for_prev(target);
-        let order = &self.order;
-        self.own_position =
-            self.own.partition_point(|(key, _)| order.compare_user_keys(key, target).is_le()) as isize - 1;
+        self.own.seek_for_prev(target);
         self.forward = false;
         self.settle_backward();
-    }
-
-    fn own_candidate(&self) -> Option<&(Vec<u8>, Written)> {
-        usize::try_from(self.own_position).ok().and_then(|position| self.own.get(position))
     }
 
     /// Picks the smaller of the two candidates, skipping the transaction's deletes.
@@ -231,12 +225,12 @@ impl<'a> TransactionIterator<'a> {
                 return;
             };
             let deleted =
-                source != Source::Database && self.own_candidate().is_some_and(|(_, written)| written.is_none());
+                source != Source::Database && self.own.current().is_some_and(|(_, written)| written.is_none());
             if !deleted {
                 self.current = Some(source);
                 return;
             }
-            self.own_position += 1;
+            self.own.next();
             if source == Source::Both {
                 self.database.next();
             }
@@ -251,12 +245,12 @@ impl<'a> TransactionIterator<'a> {
                 return;
             };
             let deleted =
-                source != Source::Database && self.own_candidate().is_some_and(|(_, written)| written.is_none());
+                source != Source::Database && self.own.current().is_some_and(|(_, written)| written.is_none());
             if !deleted {
                 self.current = Some(source);
                 return;
             }
-            self.own_position -= 1;
+            self.own.prev();
             if source == Source::Both {
                 self.database.prev();
             }
@@ -266,7 +260,7 @@ impl<'a> TransactionIterator<'a> {
     /// The source whose candidate comes first in the direction given by `first` (`Less`:
     /// forward).
     fn pick(&self, first: Ordering) -> Option<Source> {
-        let own = self.own_candidate().map(|(key, _)| key.as_slice());
+        let own = self.own.current().map(|(key, _)| key);
         let database = self.database.valid().then(|| self.database.key());
         match (own, database) {
             (None, None) => None,

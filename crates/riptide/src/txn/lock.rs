@@ -1,5 +1,6 @@
 //! The lock manager of pessimistic transactions: shared and exclusive locks on (column family,
-//! key), FIFO wait queues, lock-wait timeouts and deadlock detection.
+//! key), FIFO wait queues, lock-wait timeouts, deadlock detection, and lock escalation from row
+//! locks to one lock on a whole column family.
 //!
 //! Locks live in sharded hash tables (a key's shard is chosen by its hash), each shard behind
 //! its own mutex, so transactions that lock different keys rarely meet. A lock has holders (one
@@ -23,20 +24,49 @@
 //! the waiter itself it gives up at once with [`Error::Deadlock`]; otherwise the victim is
 //! marked and woken, and gives up when it sees the mark.
 //!
+//! Escalation: a transaction with many row locks in one column family may trade them for one
+//! exclusive lock on the whole family ([`LockManager::escalate`]), which bounds the memory of a
+//! huge transaction. Each shard keeps, per column family, the number of holder and waiter
+//! entries of its row locks in that family (its claims), the family's owner while one
+//! transaction holds it whole (a mark set and removed in every shard at once), and the
+//! transactions waiting for that owner on keys of this shard. Escalation takes every shard
+//! mutex (in index order) and succeeds only if the claims of all shards plus the waiters for the
+//! family add up to the escalating transaction's own row locks there, that is, if nobody else
+//! holds or waits for anything in the family; it then marks the family in every shard, lets the
+//! mutexes go, and only then releases its row locks there, so its keys stay locked throughout.
+//! A refusal changes nothing (the caller tries again later). A request looks at its shard's mark
+//! before it touches a row lock: the owner's own requests are granted at once, with no row lock;
+//! anyone else's (shared or exclusive) waits for the owner, exactly like a row-lock wait (the
+//! same slot, deadline and victim marks; its wait-for edge goes to the owner), registered in its
+//! key's shard; the owner's release removes the marks under every shard mutex and bumps every
+//! registered waiter. Race freedom rests on one mutex per decision: a row grant or queueing and
+//! its claim happen under its shard's mutex, in the same critical section as the look at the
+//! mark, and escalation holds every shard mutex while it sums the claims and sets the marks. So a
+//! grant is ordered either before the escalation (its claim is counted: refused) or after it
+//! (it sees the mark: it waits); there is no third order.
+//!
 //! Concurrency contract: every method may be called from any thread; one transaction calls
-//! them from one thread at a time. Lock order: a shard mutex, then the wait-for graph's mutex,
-//! then wait slots' mutexes (leaves: nothing is taken while one is held).
+//! them from one thread at a time. Lock order: a transaction's state mutex (its caller holds
+//! it through [`LockManager::record_new_row_lock`], which may escalate), then shard mutexes
+//! (one, or all of them in index order, as escalation and the release of a column family do;
+//! never a second one otherwise), then the registry of escalated families, the wait-for graph's
+//! mutex, and last wait slots' mutexes (leaves: nothing is taken while one is held).
 //!
 //! Invariants: a lock's holders are compatible (at most one exclusive holder, and then no
 //! other); a transaction appears at most once among a lock's holders and at most once among
-//! its waiters; an empty lock (no holders, no waiters) is removed from its shard.
+//! its waiters; an empty lock (no holders, no waiters) is removed from its shard, and so is a
+//! shard's record of a column family that has no claims, owner or waiters. A column family held
+//! whole is marked, with one owner, in every shard or in none; while it is marked no other
+//! transaction holds or waits for a row lock in it, and once `escalate` returned neither does
+//! its owner (I31).
 
 use std::collections::{HashMap, HashSet, VecDeque};
 // The counters are statistics, not synchronisation: plain `std` atomics even under loom.
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
 
-// Modelled with loom (`loom_models` below): the shards, the wait-for graph and the wait slots.
+// Modelled with loom (`loom_models` below): the shards, the wait-for graph, the registry of
+// escalated families and the wait slots.
 use crate::sync::{Arc, Condvar, Mutex};
 
 use crate::error::{Error, Result};
@@ -44,12 +74,24 @@ use crate::error::{Error, Result};
 /// Identifies a transaction: ids grow with the order transactions began.
 pub(crate) type TransactionId = u64;
 
-/// Number of lock table shards.
+/// Number of lock table shards. Two under loom: escalation takes every shard mutex, and the
+/// models must be able to explore the interleavings of all of them.
+#[cfg(not(loom))]
 const SHARD_COUNT: usize = 64;
+#[cfg(loom)]
+const SHARD_COUNT: usize = 2;
 
 /// Approximate memory of one lock entry besides its key: the hash table slot, the holder and
 /// waiter vectors. Used for the memory the lock manager reports.
 const LOCK_OVERHEAD_BYTES: usize = 96;
+
+/// Approximate memory of a column-family lock: its record in every shard.
+const COLUMN_FAMILY_LOCK_BYTES: usize = SHARD_COUNT * 64;
+
+/// A shard's lock table at least this large (in slots) is shrunk when a release leaves it less
+/// than a quarter full: a huge transaction's locks should give their memory back when they go,
+/// and small tables are not worth rehashing.
+const SHRINK_FROM_CAPACITY: usize = 1024;
 
 /// Shared (read) or exclusive (write).
 #[derive(Clone, Copy, Debug, PartialEq, Eq, PartialOrd, Ord)]
@@ -62,6 +104,13 @@ impl LockMode {
     fn compatible(self, other: LockMode) -> bool {
         self == LockMode::Shared && other == LockMode::Shared
     }
+
+    fn name(self) -> &'static str {
+        match self {
+            LockMode::Shared => "shared",
+            LockMode::Exclusive => "exclusive",
+        }
+    }
 }
 
 /// What a granted request changed.
@@ -73,6 +122,9 @@ pub(crate) enum Granted {
     AlreadyHeld,
     /// It held the lock shared and now holds it exclusive.
     Upgraded,
+    /// It holds the key's column family whole (lock escalation): no row lock was taken, and
+    /// there is nothing to release.
+    Covered,
 }
 
 /// The key a lock protects: a column family id and a user key.
@@ -175,8 +227,140 @@ impl Lock {
     }
 }
 
+/// What one shard knows of one column family.
+#[derive(Default)]
+struct ShardFamily {
+    /// Holder and waiter entries of this shard's row locks in the family (a shared holder
+    /// queued for its upgrade counts twice).
+    row_claims: usize,
+    /// The transaction that holds the family whole (the same in every shard).
+    owner: Option<TransactionId>,
+    /// Transactions waiting, for keys of this shard, until the family is let go. They leave
+    /// the list themselves when they wake (and still count against an escalation until then,
+    /// so that a new owner cannot slip in ahead of them).
+    waiters: Vec<(TransactionId, Arc<WaitSlot>)>,
+}
+
+/// A shard's records of the column families it has row locks, waiters or marks of.
+#[derive(Default)]
+struct ShardFamilies(HashMap<u32, ShardFamily>);
+
+impl ShardFamilies {
+    fn owner(&self, column_family: u32) -> Option<TransactionId> {
+        self.0.get(&column_family).and_then(|family| family.owner)
+    }
+
+    fn add_claim(&mut self, column_family: u32) {
+        self.0.entry(column_family).or_default().row_claims += 1;
+    }
+
+    fn drop_claim(&mut self, column_family: u32) {
+        match self.0.get_mut(&column_family) {
+            Some(family) if family.row_claims > 0 => family.row_claims -= 1,
+            _ => debug_assert!(false, "a row lock's holder or waiter is claimed in its shard"),
+        }
+        self.settle(column_family);
+    }
+
+    fn add_waiter(&mut self, column_family: u32, transaction: TransactionId, slot: &Arc<WaitSlot>) {
+        self.0.entry(column_family).or_default().waiters.push((transaction, Arc::clone(slot)));
+    }
+
+    fn remove_waiter(&mut self, column_family: u32, transaction: TransactionId) {
+        if let Some(family) = self.0.get_mut(&column_family) {
+            family.waiters.retain(|(waiter, _)| *waiter != transaction);
+        }
+        self.settle(column_family);
+    }
+
+    /// Forgets a family the shard no longer has anything of.
+    fn settle(&mut self, column_family: u32) {
+        let unused = self
+            .0
+            .get(&column_family)
+            .is_some_and(|family| family.row_claims == 0 && family.owner.is_none() && family.waiters.is_empty());
+        if unused {
+            self.0.remove(&column_family);
+        }
+    }
+}
+
+/// A shard's row locks and column-family records, under the shard's mutex.
+#[derive(Default)]
+struct ShardTable {
+    locks: HashMap<LockKey, Lock>,
+    families: ShardFamilies,
+}
+
+/// What became of a row-lock request that did not wait.
+enum RowRequest {
+    Granted(Granted),
+    /// Queued: the caller waits in the queue.
+    Queued,
+}
+
+impl ShardTable {
+    /// Asks for the row lock on `key` (whose family nobody holds whole): grants it when it can,
+    /// else queues the request (an upgrade first, since it holds the lock the others wait for).
+    /// A new holder or waiter is claimed in the family.
+    fn request_row(
+        &mut self,
+        transaction: TransactionId,
+        slot: &Arc<WaitSlot>,
+        key: &LockKey,
+        mode: LockMode,
+    ) -> RowRequest {
+        let lock = self.locks.entry(key.clone()).or_default();
+        let held = lock.held_mode(transaction);
+        if held.is_some_and(|held| held >= mode) {
+            return RowRequest::Granted(Granted::AlreadyHeld);
+        }
+        if lock.waiters.is_empty() && lock.grantable(transaction, mode, 0) {
+            let granted = lock.grant(transaction, mode);
+            if granted == Granted::New {
+                self.families.add_claim(key.0);
+            }
+            return RowRequest::Granted(granted);
+        }
+        let waiter = Waiter { transaction, mode, slot: Arc::clone(slot) };
+        if held.is_some() {
+            lock.waiters.push_front(waiter);
+        } else {
+            lock.waiters.push_back(waiter);
+        }
+        self.families.add_claim(key.0);
+        RowRequest::Queued
+    }
+
+    /// Removes `transaction` from the holders of `key` and wakes the lock's waiters. False if
+    /// it did not hold it.
+    fn release_row(&mut self, transaction: TransactionId, key: &LockKey) -> bool {
+        let Some(lock) = self.locks.get_mut(key) else {
+            return false;
+        };
+        let before = lock.holders.len();
+        lock.holders.retain(|(holder, _)| *holder != transaction);
+        let released = lock.holders.len() < before;
+        if released {
+            self.families.drop_claim(key.0);
+        }
+        lock.wake_waiters();
+        if lock.holders.is_empty() && lock.waiters.is_empty() {
+            self.locks.remove(key);
+        }
+        released
+    }
+
+    /// Gives memory back after a large release (see [`SHRINK_FROM_CAPACITY`]).
+    fn shrink_if_sparse(&mut self) {
+        if self.locks.capacity() >= SHRINK_FROM_CAPACITY && self.locks.len() * 4 < self.locks.capacity() {
+            self.locks.shrink_to(self.locks.len() * 2);
+        }
+    }
+}
+
 struct Shard {
-    locks: Mutex<HashMap<LockKey, Lock>>,
+    table: Mutex<ShardTable>,
 }
 
 /// Who waits for whom, and the victims chosen but not yet gone.
@@ -212,6 +396,13 @@ impl WaitForGraph {
     }
 }
 
+/// What a waiter waits for, for its error message.
+#[derive(Clone, Copy)]
+enum WaitingFor {
+    Row(LockMode),
+    ColumnFamily { column_family: u32, owner: TransactionId },
+}
+
 /// Counters the lock manager keeps for `Db::stats`. A deadlock is counted when its victim
 /// fails (a victim granted its lock before it saw the mark breaks the cycle by itself).
 #[derive(Debug, Default)]
@@ -220,12 +411,21 @@ pub(crate) struct LockCounters {
     pub(crate) wait_micros: AtomicU64,
     pub(crate) deadlocks: AtomicU64,
     pub(crate) timeouts: AtomicU64,
+    /// Escalations that took a column family whole.
+    pub(crate) escalations: AtomicU64,
+    /// Escalations refused because another transaction held or waited for a lock there.
+    pub(crate) escalations_refused: AtomicU64,
+    /// Requests that waited for another transaction's column-family lock (also in `waits`).
+    pub(crate) column_family_waits: AtomicU64,
 }
 
 /// The lock tables; see the module documentation.
 pub(crate) struct LockManager {
     shards: Box<[Shard]>,
     graph: Mutex<WaitForGraph>,
+    /// The column families each transaction holds whole, for their release (the handle of a
+    /// prepared transaction is gone by then, but its id lives on in the prepared registry).
+    escalated: Mutex<HashMap<TransactionId, Vec<u32>>>,
     lock_count: AtomicUsize,
     memory_bytes: AtomicUsize,
     pub(crate) counters: LockCounters,
@@ -239,6 +439,37 @@ pub(crate) struct WaitPolicy {
     pub(crate) detect_deadlocks: bool,
 }
 
+/// A transaction's account of its locks in one column family.
+#[derive(Debug, Default)]
+struct FamilyAccount {
+    /// Row locks it holds there.
+    row_locks: usize,
+    /// It holds the family whole: its requests there are covered.
+    whole: bool,
+    /// The row-lock count from which it tries to escalate again after a refusal.
+    retry_at_row_locks: usize,
+}
+
+/// A transaction's account of its locks per column family, kept in its state next to the set
+/// of its row locks: how many row locks it holds in each family, which families it holds whole,
+/// and when it tries to escalate next. Maintained by [`LockManager::record_new_row_lock`].
+#[derive(Debug, Default)]
+pub(crate) struct ColumnFamilyLocks {
+    families: HashMap<u32, FamilyAccount>,
+}
+
+impl ColumnFamilyLocks {
+    /// True when the transaction holds `column_family` whole.
+    pub(crate) fn holds_whole(&self, column_family: u32) -> bool {
+        self.families.get(&column_family).is_some_and(|family| family.whole)
+    }
+
+    /// True when it holds some column family whole (its end must release it).
+    pub(crate) fn holds_any_whole(&self) -> bool {
+        self.families.values().any(|family| family.whole)
+    }
+}
+
 impl Default for LockManager {
     fn default() -> LockManager {
         LockManager::new()
@@ -247,22 +478,27 @@ impl Default for LockManager {
 
 impl LockManager {
     pub(crate) fn new() -> LockManager {
-        let shards = (0..SHARD_COUNT).map(|_| Shard { locks: Mutex::new(HashMap::new()) }).collect();
+        let shards = (0..SHARD_COUNT).map(|_| Shard { table: Mutex::new(ShardTable::default()) }).collect();
         LockManager {
             shards,
             graph: Mutex::new(WaitForGraph::default()),
+            escalated: Mutex::new(HashMap::new()),
             lock_count: AtomicUsize::new(0),
             memory_bytes: AtomicUsize::new(0),
             counters: LockCounters::default(),
         }
     }
 
-    fn shard(&self, key: &LockKey) -> &Shard {
+    fn shard_index(&self, key: &LockKey) -> usize {
         let hash = xxhash_rust::xxh3::xxh3_64_with_seed(&key.1, u64::from(key.0));
-        &self.shards[(hash % SHARD_COUNT as u64) as usize]
+        (hash % SHARD_COUNT as u64) as usize
     }
 
-    /// Locks held now, by all transactions.
+    fn shard(&self, key: &LockKey) -> &Shard {
+        &self.shards[self.shard_index(key)]
+    }
+
+    /// Locks held now, by all transactions (a column family held whole counts as one).
     pub(crate) fn lock_count(&self) -> usize {
         self.lock_count.load(Ordering::Relaxed)
     }
@@ -272,7 +508,8 @@ impl LockManager {
         self.memory_bytes.load(Ordering::Relaxed)
     }
 
-    /// Takes `key` in `mode` for `transaction`, waiting as `policy` allows. On
+    /// Takes `key` in `mode` for `transaction`, waiting as `policy` allows (for the key's
+    /// holders, or for the transaction holding its column family whole). On
     /// [`Error::LockTimeout`] and [`Error::Deadlock`] nothing changed: the transaction holds what
     /// it held before.
     pub(crate) fn acquire(
@@ -284,31 +521,39 @@ impl LockManager {
         policy: WaitPolicy,
     ) -> Result<Granted> {
         let shard = self.shard(key);
-        let mut locks = shard.locks.lock();
-        let lock = locks.entry(key.clone()).or_default();
-        let held = lock.held_mode(transaction);
-        if held.is_some_and(|held| held >= mode) {
-            return Ok(Granted::AlreadyHeld);
-        }
-        if lock.waiters.is_empty() && lock.grantable(transaction, mode, 0) {
-            let granted = lock.grant(transaction, mode);
-            if granted == Granted::New {
-                self.note_new_lock(key);
+        let mut table = shard.table.lock();
+        // The mark first: nothing of a family held whole may be granted to anyone else, and its
+        // owner needs no row lock.
+        if let Some(owner) = table.families.owner(key.0) {
+            if owner == transaction {
+                return Ok(Granted::Covered);
             }
-            return Ok(granted);
+            table.families.add_waiter(key.0, transaction, slot);
+            drop(table);
+            self.counters.column_family_waits.fetch_add(1, Ordering::Relaxed);
+            return self
+                .timed_wait(policy, |deadline| self.wait_for_family(transaction, slot, key, mode, policy, deadline));
         }
-        // Queue up: an upgrade goes first (it holds the lock the others wait for).
-        let waiter = Waiter { transaction, mode, slot: Arc::clone(slot) };
-        if held.is_some() {
-            lock.waiters.push_front(waiter);
-        } else {
-            lock.waiters.push_back(waiter);
+        match table.request_row(transaction, slot, key, mode) {
+            RowRequest::Granted(granted) => {
+                if granted == Granted::New {
+                    self.note_new_lock(key);
+                }
+                Ok(granted)
+            }
+            RowRequest::Queued => {
+                drop(table);
+                self.timed_wait(policy, |deadline| self.wait_in_queue(transaction, slot, key, mode, policy, deadline))
+            }
         }
-        drop(locks);
+    }
+
+    /// Runs a wait with the deadline `policy` sets from now, counting it and its time.
+    fn timed_wait(&self, policy: WaitPolicy, wait: impl FnOnce(Option<Instant>) -> Result<Granted>) -> Result<Granted> {
         self.counters.waits.fetch_add(1, Ordering::Relaxed);
         let started = Instant::now();
         let deadline = policy.timeout.map(|timeout| started + timeout);
-        let outcome = self.wait_in_queue(transaction, slot, key, mode, policy, deadline);
+        let outcome = wait(deadline);
         self.counters.wait_micros.fetch_add(started.elapsed().as_micros() as u64, Ordering::Relaxed);
         outcome
     }
@@ -327,8 +572,11 @@ impl LockManager {
             // Read the counter before checking, so that a change after the check wakes us.
             let seen = slot.current();
             {
-                let mut locks = shard.locks.lock();
-                let Some(lock) = locks.get_mut(key) else {
+                let mut table = shard.table.lock();
+                // A queued waiter is claimed, so nobody can have escalated its family (I31).
+                debug_assert!(table.families.owner(key.0).is_none(), "a row waiter's column family was escalated");
+                let table = &mut *table;
+                let Some(lock) = table.locks.get_mut(key) else {
                     debug_assert!(false, "a lock with a waiter is never removed");
                     return Err(Error::invalid("internal error: lock vanished while waited for"));
                 };
@@ -341,52 +589,131 @@ impl LockManager {
                     let granted = lock.grant(transaction, mode);
                     // Waiters behind may be grantable too (shared after shared).
                     lock.wake_waiters();
-                    drop(locks);
-                    // A victim mark that came too late (the lock was granted first) is void:
-                    // whatever cycle it was meant to break is gone, since this waiter no longer
-                    // waits.
-                    let mut graph = self.graph.lock();
-                    graph.edges.remove(&transaction);
-                    graph.victims.remove(&transaction);
-                    drop(graph);
+                    // A new holder takes over the waiter's claim; an upgrade's holder entry was
+                    // claimed already.
+                    if granted == Granted::Upgraded {
+                        table.families.drop_claim(key.0);
+                    }
                     if granted == Granted::New {
                         self.note_new_lock(key);
                     }
+                    // A victim mark that came too late (the lock was granted first) is void:
+                    // whatever cycle it was meant to break is gone, since this waiter no longer
+                    // waits.
+                    self.end_wait(transaction);
                     return Ok(granted);
                 }
-                let failure = if self.take_victim_mark(transaction) {
-                    self.counters.deadlocks.fetch_add(1, Ordering::Relaxed);
-                    Some(Error::Deadlock(format!(
-                        "transaction {transaction} was chosen as the victim of a deadlock while waiting for a lock"
-                    )))
-                } else if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
-                    self.counters.timeouts.fetch_add(1, Ordering::Relaxed);
-                    Some(Error::LockTimeout(format!(
-                        "transaction {transaction} waited {:?} for a {} lock",
-                        policy.timeout.unwrap_or_default(),
-                        if mode == LockMode::Exclusive { "exclusive" } else { "shared" }
-                    )))
-                } else if policy.detect_deadlocks {
-                    let blockers = lock.blockers(transaction, mode, position);
-                    self.detect_deadlock(transaction, slot, blockers)
-                } else {
-                    None
-                };
+                let failure = self.wait_failure(transaction, slot, policy, deadline, WaitingFor::Row(mode), || {
+                    lock.blockers(transaction, mode, position)
+                });
                 if let Some(error) = failure {
                     lock.waiters.remove(position);
                     lock.wake_waiters();
                     if lock.holders.is_empty() && lock.waiters.is_empty() {
-                        locks.remove(key);
+                        table.locks.remove(key);
                     }
-                    drop(locks);
-                    let mut graph = self.graph.lock();
-                    graph.edges.remove(&transaction);
-                    graph.victims.remove(&transaction);
+                    table.families.drop_claim(key.0);
+                    self.end_wait(transaction);
                     return Err(error);
                 }
             }
             slot.wait(seen, deadline);
         }
+    }
+
+    /// Waits until nobody else holds the column family of `key` whole, then asks for the row
+    /// lock (and waits in its queue if it must), within the same deadline. The caller registered
+    /// the transaction among the family's waiters in the key's shard.
+    fn wait_for_family(
+        &self,
+        transaction: TransactionId,
+        slot: &Arc<WaitSlot>,
+        key: &LockKey,
+        mode: LockMode,
+        policy: WaitPolicy,
+        deadline: Option<Instant>,
+    ) -> Result<Granted> {
+        let shard = self.shard(key);
+        loop {
+            // Read the counter before checking, so that a release after the check wakes us.
+            let seen = slot.current();
+            {
+                let mut table = shard.table.lock();
+                let Some(owner) = table.families.owner(key.0) else {
+                    // Let go: leave the family's waiters and ask for the row lock in this same
+                    // critical section, as a fresh request would. A victim mark that came
+                    // meanwhile is void: the wait it was meant to end is over.
+                    table.families.remove_waiter(key.0, transaction);
+                    self.end_wait(transaction);
+                    return match table.request_row(transaction, slot, key, mode) {
+                        RowRequest::Granted(granted) => {
+                            if granted == Granted::New {
+                                self.note_new_lock(key);
+                            }
+                            Ok(granted)
+                        }
+                        RowRequest::Queued => {
+                            drop(table);
+                            self.wait_in_queue(transaction, slot, key, mode, policy, deadline)
+                        }
+                    };
+                };
+                debug_assert_ne!(owner, transaction, "a transaction never waits for its own column-family lock");
+                let waiting_for = WaitingFor::ColumnFamily { column_family: key.0, owner };
+                if let Some(error) = self.wait_failure(transaction, slot, policy, deadline, waiting_for, || vec![owner])
+                {
+                    table.families.remove_waiter(key.0, transaction);
+                    drop(table);
+                    self.end_wait(transaction);
+                    return Err(error);
+                }
+            }
+            slot.wait(seen, deadline);
+        }
+    }
+
+    /// Why a waiter must give up now, if it must: it was chosen as a deadlock victim, its
+    /// deadline passed, or (with detection) waiting for `blockers` closes a cycle of which it is
+    /// the youngest member. Called under the mutex of the shard it waits in.
+    fn wait_failure(
+        &self,
+        transaction: TransactionId,
+        slot: &Arc<WaitSlot>,
+        policy: WaitPolicy,
+        deadline: Option<Instant>,
+        waiting_for: WaitingFor,
+        blockers: impl FnOnce() -> Vec<TransactionId>,
+    ) -> Option<Error> {
+        if self.take_victim_mark(transaction) {
+            self.counters.deadlocks.fetch_add(1, Ordering::Relaxed);
+            return Some(Error::Deadlock(format!(
+                "transaction {transaction} was chosen as the victim of a deadlock while waiting for a lock"
+            )));
+        }
+        if deadline.is_some_and(|deadline| Instant::now() >= deadline) {
+            self.counters.timeouts.fetch_add(1, Ordering::Relaxed);
+            let waited = policy.timeout.unwrap_or_default();
+            return Some(Error::LockTimeout(match waiting_for {
+                WaitingFor::Row(mode) => {
+                    format!("transaction {transaction} waited {waited:?} for a {} lock", mode.name())
+                }
+                WaitingFor::ColumnFamily { column_family, owner } => format!(
+                    "transaction {transaction} waited {waited:?} for column family {column_family}, which transaction \
+                     {owner} holds whole (lock escalation)"
+                ),
+            }));
+        }
+        if policy.detect_deadlocks {
+            return self.detect_deadlock(transaction, slot, blockers());
+        }
+        None
+    }
+
+    /// Forgets a wait that ended: its wait-for edges and any victim mark.
+    fn end_wait(&self, transaction: TransactionId) {
+        let mut graph = self.graph.lock();
+        graph.edges.remove(&transaction);
+        graph.victims.remove(&transaction);
     }
 
     fn take_victim_mark(&self, transaction: TransactionId) -> bool {
@@ -429,41 +756,188 @@ impl LockManager {
         self.memory_bytes.fetch_add(key.1.len() + LOCK_OVERHEAD_BYTES, Ordering::Relaxed);
     }
 
+    fn note_released_lock(&self, key: &LockKey) {
+        self.lock_count.fetch_sub(1, Ordering::Relaxed);
+        self.memory_bytes.fetch_sub(key.1.len() + LOCK_OVERHEAD_BYTES, Ordering::Relaxed);
+    }
+
     /// Releases `transaction`'s lock on `key` (which it holds) and wakes the lock's waiters.
     pub(crate) fn release(&self, transaction: TransactionId, key: &LockKey) {
-        let shard = self.shard(key);
-        let mut locks = shard.locks.lock();
-        let Some(lock) = locks.get_mut(key) else {
-            debug_assert!(false, "released a lock that is not held");
+        let released = self.shard(key).table.lock().release_row(transaction, key);
+        debug_assert!(released, "released a lock that is not held");
+        if released {
+            self.note_released_lock(key);
+        }
+    }
+
+    /// Releases `transaction`'s row locks on `keys` (which it holds), taking each shard's mutex
+    /// once for all its keys, and shrinks shard tables that the release left mostly empty.
+    pub(crate) fn release_all(&self, transaction: TransactionId, keys: impl IntoIterator<Item = LockKey>) {
+        let mut by_shard: Vec<(usize, LockKey)> = keys.into_iter().map(|key| (self.shard_index(&key), key)).collect();
+        by_shard.sort_unstable_by_key(|(index, _)| *index);
+        for group in by_shard.chunk_by(|first, second| first.0 == second.0) {
+            let mut table = self.shards[group[0].0].table.lock();
+            for (_, key) in group {
+                let released = table.release_row(transaction, key);
+                debug_assert!(released, "released a lock that is not held");
+                if released {
+                    self.note_released_lock(key);
+                }
+            }
+            table.shrink_if_sparse();
+        }
+    }
+
+    /// Records `key`, just granted to `transaction` as a new row lock, in the transaction's own
+    /// accounts (`rows`, its row locks, and `families`), and escalates when that makes it due:
+    /// past `threshold` row locks in the key's column family, and after a refusal once
+    /// `threshold` more were taken there. On success the family's row locks leave `rows` (and
+    /// the lock tables) and its later requests there are covered. The caller holds the
+    /// transaction's state mutex, so that nothing else reads or releases `rows` meanwhile.
+    pub(crate) fn record_new_row_lock(
+        &self,
+        transaction: TransactionId,
+        key: LockKey,
+        threshold: Option<usize>,
+        rows: &mut HashSet<LockKey>,
+        families: &mut ColumnFamilyLocks,
+    ) {
+        let column_family = key.0;
+        let inserted = rows.insert(key);
+        debug_assert!(inserted, "a new row lock is not in the transaction's set yet");
+        let family = families.families.entry(column_family).or_default();
+        family.row_locks += 1;
+        let Some(threshold) = threshold else {
             return;
         };
-        let before = lock.holders.len();
-        lock.holders.retain(|(holder, _)| *holder != transaction);
-        debug_assert_eq!(lock.holders.len() + 1, before, "released a lock that is not held");
-        if lock.holders.len() < before {
-            self.lock_count.fetch_sub(1, Ordering::Relaxed);
-            self.memory_bytes.fetch_sub(key.1.len() + LOCK_OVERHEAD_BYTES, Ordering::Relaxed);
+        if family.row_locks <= threshold || family.row_locks < family.retry_at_row_locks {
+            return;
         }
-        lock.wake_waiters();
-        if lock.holders.is_empty() && lock.waiters.is_empty() {
-            locks.remove(key);
+        let row_locks = family.row_locks;
+        let escalated = self.escalate(transaction, column_family, row_locks, || {
+            // The set is rebuilt rather than emptied in place: `retain` keeps the capacity, and
+            // giving the memory back is the point.
+            let (taken, kept): (HashSet<LockKey>, HashSet<LockKey>) =
+                std::mem::take(rows).into_iter().partition(|(key_family, _)| *key_family == column_family);
+            *rows = kept;
+            taken
+        });
+        if escalated {
+            family.whole = true;
+            family.row_locks = 0;
+        } else {
+            family.retry_at_row_locks = row_locks + threshold.max(1);
+        }
+    }
+
+    /// Takes `column_family` whole for `transaction`, which holds `row_locks` row locks there,
+    /// if nobody else holds or waits for any lock in it; then releases the row locks `rows`
+    /// returns (the transaction's own in the family, now covered). Returns whether it did; a
+    /// refusal changes nothing. See the module documentation for why no grant can race it.
+    pub(crate) fn escalate<Rows: IntoIterator<Item = LockKey>>(
+        &self,
+        transaction: TransactionId,
+        column_family: u32,
+        row_locks: usize,
+        rows: impl FnOnce() -> Rows,
+    ) -> bool {
+        {
+            // Every shard mutex, in index order (the only other place that takes more than one,
+            // `release_column_families`, takes them in the same order).
+            let mut tables: Vec<_> = self.shards.iter().map(|shard| shard.table.lock()).collect();
+            let mut claims = 0;
+            for table in &tables {
+                if let Some(family) = table.families.0.get(&column_family) {
+                    if family.owner.is_some() {
+                        // Held whole already: by another transaction that cannot be while this
+                        // one holds row locks there (I31), and by this one its account would
+                        // have said.
+                        debug_assert!(false, "escalating a column family that is held whole");
+                        return false;
+                    }
+                    claims += family.row_claims + family.waiters.len();
+                }
+            }
+            if claims != row_locks {
+                debug_assert!(claims > row_locks, "a transaction's own row locks are all claimed");
+                self.counters.escalations_refused.fetch_add(1, Ordering::Relaxed);
+                return false;
+            }
+            for table in &mut tables {
+                table.families.0.entry(column_family).or_default().owner = Some(transaction);
+            }
+            self.escalated.lock().entry(transaction).or_default().push(column_family);
+        }
+        self.lock_count.fetch_add(1, Ordering::Relaxed);
+        self.memory_bytes.fetch_add(COLUMN_FAMILY_LOCK_BYTES, Ordering::Relaxed);
+        self.counters.escalations.fetch_add(1, Ordering::Relaxed);
+        // Only now, with the family marked, do the row locks go: their keys are never free.
+        let mut released = 0;
+        self.release_all(
+            transaction,
+            rows().into_iter().inspect(|key| {
+                debug_assert_eq!(key.0, column_family, "escalation releases row locks of its own family only");
+                released += 1;
+            }),
+        );
+        debug_assert_eq!(released, row_locks, "escalation releases exactly the row locks it counted");
+        true
+    }
+
+    /// Releases the column families `transaction` holds whole and wakes whoever waits for
+    /// them. Its row locks are released apart ([`LockManager::release_all`]).
+    pub(crate) fn release_column_families(&self, transaction: TransactionId) {
+        let Some(families) = self.escalated.lock().remove(&transaction) else {
+            return;
+        };
+        for column_family in families {
+            // Every shard mutex, in index order, so that the mark is in every shard or in none.
+            let mut tables: Vec<_> = self.shards.iter().map(|shard| shard.table.lock()).collect();
+            for table in &mut tables {
+                match table.families.0.get_mut(&column_family) {
+                    Some(family) if family.owner == Some(transaction) => {
+                        family.owner = None;
+                        for (_, slot) in &family.waiters {
+                            slot.bump();
+                        }
+                    }
+                    _ => debug_assert!(false, "a column family held whole is marked in every shard"),
+                }
+                table.families.settle(column_family);
+            }
+            drop(tables);
+            self.lock_count.fetch_sub(1, Ordering::Relaxed);
+            self.memory_bytes.fetch_sub(COLUMN_FAMILY_LOCK_BYTES, Ordering::Relaxed);
         }
     }
 
     /// The mode in which `transaction` holds `key`, if it does (tests).
     #[cfg(all(test, not(loom)))]
     pub(crate) fn held_mode(&self, transaction: TransactionId, key: &LockKey) -> Option<LockMode> {
-        self.shard(key).locks.lock().get(key).and_then(|lock| lock.held_mode(transaction))
+        self.shard(key).table.lock().locks.get(key).and_then(|lock| lock.held_mode(transaction))
+    }
+
+    /// True when no lock, waiter or column-family record is left in any shard (tests).
+    #[cfg(test)]
+    fn is_empty(&self) -> bool {
+        self.shards.iter().all(|shard| {
+            let table = shard.table.lock();
+            table.locks.is_empty() && table.families.0.is_empty()
+        }) && self.escalated.lock().is_empty()
     }
 }
 
 #[cfg(all(test, loom))]
 mod loom_models {
-    //! The lock manager under loom: no lost wake-up when a holder releases, and a deadlock
-    //! between two transactions always broken, exactly once, in every interleaving of the
-    //! waits, the cycle search, the victim's marking and its wake-up.
+    //! The lock manager under loom: no lost wake-up when a holder releases, a deadlock between
+    //! two transactions always broken, exactly once, in every interleaving of the waits, the
+    //! cycle search, the victim's marking and its wake-up; an escalation racing a row-lock
+    //! request in its column family never lets both hold, and leaves no gap on the escalating
+    //! transaction's own keys; and a waiter for a column family held whole is woken when it is
+    //! let go.
     use super::*;
     use crate::sync::model;
+    use loom::sync::atomic::AtomicUsize as ModelAtomicUsize;
     use loom::thread;
 
     fn key(name: &str) -> LockKey {
@@ -526,6 +1000,92 @@ mod loom_models {
             assert_eq!(manager.lock_count(), 0);
         });
     }
+
+    /// Transaction 1 holds row lock "a" in column family 0 and escalates while transaction 2
+    /// asks for `wanted` in the family. Each counts the time it holds something that excludes
+    /// the other in a counter that must never reach 2: the requester from its grant to its
+    /// release; the escalator while it holds the family whole, and, when the requester wants
+    /// "a", from the start (its row lock, then the family lock with no gap between them). The
+    /// requester waits forever when it must, so a lost wake-up at the family's release is a
+    /// loom deadlock too.
+    fn escalation_races_a_request(wanted: &'static str) {
+        model(4, move || {
+            let manager = Arc::new(LockManager::new());
+            let excluded_from_start = wanted == "a";
+            let holding = Arc::new(ModelAtomicUsize::new(usize::from(excluded_from_start)));
+            let slot = Arc::new(WaitSlot::default());
+            manager.acquire(1, &slot, &key("a"), LockMode::Exclusive, forever()).unwrap();
+            let escalator = {
+                let (manager, holding) = (Arc::clone(&manager), Arc::clone(&holding));
+                thread::spawn(move || {
+                    let escalated = manager.escalate(1, 0, 1, || vec![key("a")]);
+                    if escalated && !excluded_from_start {
+                        assert_eq!(holding.fetch_add(1, Ordering::SeqCst), 0, "escalated while a row was granted");
+                    }
+                    if escalated || excluded_from_start {
+                        holding.fetch_sub(1, Ordering::SeqCst);
+                    }
+                    if escalated {
+                        manager.release_column_families(1);
+                    } else {
+                        manager.release(1, &key("a"));
+                    }
+                    escalated
+                })
+            };
+            let requester = {
+                let (manager, holding) = (Arc::clone(&manager), Arc::clone(&holding));
+                thread::spawn(move || {
+                    let slot = Arc::new(WaitSlot::default());
+                    let granted = manager.acquire(2, &slot, &key(wanted), LockMode::Exclusive, forever()).unwrap();
+                    assert_eq!(granted, Granted::New);
+                    assert_eq!(holding.fetch_add(1, Ordering::SeqCst), 0, "granted what transaction 1 held");
+                    holding.fetch_sub(1, Ordering::SeqCst);
+                    manager.release(2, &key(wanted));
+                })
+            };
+            let escalated = escalator.join().unwrap();
+            requester.join().unwrap();
+            let counters = &manager.counters;
+            assert_eq!(counters.escalations.load(Ordering::Relaxed), u64::from(escalated));
+            assert_eq!(counters.escalations_refused.load(Ordering::Relaxed), u64::from(!escalated));
+            assert_eq!((manager.lock_count(), manager.memory_bytes()), (0, 0));
+            assert!(manager.is_empty());
+        });
+    }
+
+    #[test]
+    fn an_escalation_racing_a_grant_never_lets_both_hold() {
+        escalation_races_a_request("b");
+    }
+
+    #[test]
+    fn an_escalating_transactions_own_key_is_never_free() {
+        escalation_races_a_request("a");
+    }
+
+    #[test]
+    fn a_release_of_a_column_family_wakes_its_waiter() {
+        model(4, || {
+            let manager = Arc::new(LockManager::new());
+            let slot = Arc::new(WaitSlot::default());
+            manager.acquire(1, &slot, &key("a"), LockMode::Exclusive, forever()).unwrap();
+            assert!(manager.escalate(1, 0, 1, || vec![key("a")]));
+            let waiter = {
+                let manager = Arc::clone(&manager);
+                thread::spawn(move || {
+                    let slot = Arc::new(WaitSlot::default());
+                    manager.acquire(2, &slot, &key("b"), LockMode::Shared, forever())
+                })
+            };
+            manager.release_column_families(1);
+            // A lost wake-up leaves the waiter asleep forever: loom reports the deadlock.
+            assert_eq!(waiter.join().unwrap().unwrap(), Granted::New);
+            manager.release(2, &key("b"));
+            assert_eq!((manager.lock_count(), manager.memory_bytes()), (0, 0));
+            assert!(manager.is_empty());
+        });
+    }
 }
 
 #[cfg(all(test, not(loom)))]
@@ -538,12 +1098,49 @@ mod tests {
         (0, name.as_bytes().to_vec())
     }
 
+    fn key_in(column_family: u32, name: &str) -> LockKey {
+        (column_family, name.as_bytes().to_vec())
+    }
+
     fn forever() -> WaitPolicy {
         WaitPolicy { timeout: None, detect_deadlocks: true }
     }
 
+    fn no_wait() -> WaitPolicy {
+        WaitPolicy { timeout: Some(Duration::ZERO), detect_deadlocks: true }
+    }
+
     fn slot() -> Arc<WaitSlot> {
         Arc::new(WaitSlot::default())
+    }
+
+    /// Waits until `count` lock requests have had to wait (each waiter is counted once it is
+    /// queued or registered, before it sleeps).
+    fn wait_for_waits(manager: &LockManager, count: u64) {
+        while manager.counters.waits.load(Ordering::Relaxed) < count {
+            thread::yield_now();
+        }
+    }
+
+    /// A transaction's own accounts, as its state keeps them.
+    #[derive(Default)]
+    struct Accounts {
+        rows: HashSet<LockKey>,
+        families: ColumnFamilyLocks,
+    }
+
+    impl Accounts {
+        /// Locks `key` exclusively for `transaction` as `Transaction::lock_key` does.
+        fn lock(&mut self, manager: &LockManager, transaction: TransactionId, key: LockKey, threshold: Option<usize>) {
+            let granted = manager.acquire(transaction, &slot(), &key, LockMode::Exclusive, no_wait()).unwrap();
+            if granted == Granted::New {
+                manager.record_new_row_lock(transaction, key, threshold, &mut self.rows, &mut self.families);
+            }
+        }
+
+        fn rows_in(&self, column_family: u32) -> usize {
+            self.rows.iter().filter(|(family, _)| *family == column_family).count()
+        }
     }
 
     #[test]
@@ -552,18 +1149,20 @@ mod tests {
         let (a, b) = (slot(), slot());
         assert_eq!(manager.acquire(1, &a, &key("k"), LockMode::Shared, forever()).unwrap(), Granted::New);
         assert_eq!(manager.acquire(2, &b, &key("k"), LockMode::Shared, forever()).unwrap(), Granted::New);
-        let no_wait = WaitPolicy { timeout: Some(Duration::ZERO), detect_deadlocks: true };
-        assert!(matches!(manager.acquire(2, &b, &key("k"), LockMode::Exclusive, no_wait), Err(Error::LockTimeout(_))));
+        assert!(matches!(
+            manager.acquire(2, &b, &key("k"), LockMode::Exclusive, no_wait()),
+            Err(Error::LockTimeout(_))
+        ));
         // The failed upgrade left the shared lock in place.
         assert_eq!(manager.held_mode(2, &key("k")), Some(LockMode::Shared));
         manager.release(1, &key("k"));
-        assert_eq!(manager.acquire(2, &b, &key("k"), LockMode::Exclusive, no_wait).unwrap(), Granted::Upgraded);
-        assert_eq!(manager.acquire(2, &b, &key("k"), LockMode::Shared, no_wait).unwrap(), Granted::AlreadyHeld);
+        assert_eq!(manager.acquire(2, &b, &key("k"), LockMode::Exclusive, no_wait()).unwrap(), Granted::Upgraded);
+        assert_eq!(manager.acquire(2, &b, &key("k"), LockMode::Shared, no_wait()).unwrap(), Granted::AlreadyHeld);
         assert_eq!(manager.lock_count(), 1);
         manager.release(2, &key("k"));
         assert_eq!(manager.lock_count(), 0);
         assert_eq!(manager.memory_bytes(), 0);
-        assert!(manager.shards.iter().all(|shard| shard.locks.lock().is_empty()));
+        assert!(manager.is_empty());
     }
 
     #[test]
@@ -580,9 +1179,7 @@ mod tests {
             })
         };
         // The waiter is queued (counted) before the holder lets go.
-        while manager.counters.waits.load(Ordering::Relaxed) == 0 {
-            thread::yield_now();
-        }
+        wait_for_waits(&manager, 1);
         assert!(receiver.try_recv().is_err(), "granted while the holder still held the lock");
         manager.release(1, &key("k"));
         assert_eq!(waiter.join().unwrap().unwrap(), Granted::New);
@@ -600,9 +1197,7 @@ mod tests {
             let manager = Arc::clone(&manager);
             thread::spawn(move || manager.acquire(1, &old, &key("b"), LockMode::Exclusive, forever()))
         };
-        while manager.counters.waits.load(Ordering::Relaxed) == 0 {
-            thread::yield_now();
-        }
+        wait_for_waits(&manager, 1);
         let young_result = manager.acquire(2, &young, &key("a"), LockMode::Exclusive, forever());
         match young_result {
             Err(Error::Deadlock(_)) => {}
@@ -627,9 +1222,7 @@ mod tests {
             let manager = Arc::clone(&manager);
             thread::spawn(move || manager.acquire(2, &young, &key("a"), LockMode::Exclusive, forever()))
         };
-        while manager.counters.waits.load(Ordering::Relaxed) == 0 {
-            thread::yield_now();
-        }
+        wait_for_waits(&manager, 1);
         let old_waiter = {
             let manager = Arc::clone(&manager);
             let old = Arc::clone(&old);
@@ -650,12 +1243,9 @@ mod tests {
             let manager = Arc::clone(&manager);
             thread::spawn(move || manager.acquire(2, &slot(), &key("k"), LockMode::Exclusive, forever()))
         };
-        while manager.counters.waits.load(Ordering::Relaxed) == 0 {
-            thread::yield_now();
-        }
-        let no_wait = WaitPolicy { timeout: Some(Duration::ZERO), detect_deadlocks: true };
+        wait_for_waits(&manager, 1);
         assert!(matches!(
-            manager.acquire(3, &slot(), &key("k"), LockMode::Shared, no_wait),
+            manager.acquire(3, &slot(), &key("k"), LockMode::Shared, no_wait()),
             Err(Error::LockTimeout(_))
         ));
         manager.release(1, &key("k"));
@@ -674,5 +1264,178 @@ mod tests {
         let mut cycle = graph.cycle_through(2).unwrap();
         cycle.sort_unstable();
         assert_eq!(cycle, vec![2, 3, 4]);
+    }
+
+    #[test]
+    fn escalation_trades_row_locks_for_the_column_family() {
+        let manager = LockManager::new();
+        let mut owner = Accounts::default();
+        owner.lock(&manager, 1, key_in(1, "elsewhere"), Some(5));
+        for index in 0..5 {
+            owner.lock(&manager, 1, key_in(0, &format!("row{index}")), Some(5));
+        }
+        // At the threshold: still row locks.
+        assert_eq!((owner.rows_in(0), manager.lock_count()), (5, 6));
+        assert!(!owner.families.holds_whole(0));
+        owner.lock(&manager, 1, key_in(0, "row5"), Some(5));
+        // Past it: the family whole, its row locks gone from both accounts, the other family's
+        // kept.
+        assert!(owner.families.holds_whole(0) && owner.families.holds_any_whole());
+        assert_eq!(owner.rows_in(0), 0);
+        assert_eq!(owner.rows.len(), 1);
+        assert_eq!(manager.lock_count(), 2);
+        assert_eq!(manager.memory_bytes(), COLUMN_FAMILY_LOCK_BYTES + LOCK_OVERHEAD_BYTES + "elsewhere".len());
+        assert_eq!(manager.held_mode(1, &key_in(0, "row0")), None);
+        assert_eq!(manager.counters.escalations.load(Ordering::Relaxed), 1);
+        // Its own requests there are covered, in any mode, with nothing to record.
+        for name in ["row0", "new"] {
+            for mode in [LockMode::Shared, LockMode::Exclusive] {
+                assert_eq!(manager.acquire(1, &slot(), &key_in(0, name), mode, no_wait()).unwrap(), Granted::Covered);
+            }
+        }
+        assert_eq!(manager.lock_count(), 2);
+        // Anyone else's wait for it, shared or exclusive, on old keys and new ones; the other
+        // family is free.
+        let other = slot();
+        for (name, mode) in [("row0", LockMode::Exclusive), ("new", LockMode::Shared)] {
+            let error = manager.acquire(2, &other, &key_in(0, name), mode, no_wait()).unwrap_err();
+            assert!(matches!(&error, Error::LockTimeout(message) if message.contains("holds whole")), "{error}");
+        }
+        assert_eq!(manager.counters.column_family_waits.load(Ordering::Relaxed), 2);
+        assert_eq!(
+            manager.acquire(2, &other, &key_in(1, "free"), LockMode::Exclusive, no_wait()).unwrap(),
+            Granted::New
+        );
+        // Let go: the others are served, and nothing is left behind.
+        manager.release_column_families(1);
+        manager.release_all(1, std::mem::take(&mut owner.rows));
+        assert_eq!(
+            manager.acquire(2, &other, &key_in(0, "row0"), LockMode::Exclusive, no_wait()).unwrap(),
+            Granted::New
+        );
+        manager.release_all(2, [key_in(0, "row0"), key_in(1, "free")]);
+        assert_eq!((manager.lock_count(), manager.memory_bytes()), (0, 0));
+        assert!(manager.is_empty());
+    }
+
+    #[test]
+    fn escalation_is_refused_while_another_holds_a_lock_there_and_tried_again_later() {
+        let manager = LockManager::new();
+        let other = slot();
+        manager.acquire(2, &other, &key_in(0, "theirs"), LockMode::Shared, no_wait()).unwrap();
+        let mut owner = Accounts::default();
+        for index in 0..4 {
+            owner.lock(&manager, 1, key_in(0, &format!("row{index}")), Some(3));
+        }
+        // Refused at 4: the row locks stay, and stay exclusive.
+        assert!(!owner.families.holds_whole(0));
+        assert_eq!(owner.rows_in(0), 4);
+        assert_eq!(manager.counters.escalations_refused.load(Ordering::Relaxed), 1);
+        assert!(matches!(
+            manager.acquire(2, &other, &key_in(0, "row0"), LockMode::Shared, no_wait()),
+            Err(Error::LockTimeout(_))
+        ));
+        manager.release(2, &key_in(0, "theirs"));
+        // Not tried again before three more row locks (at 7), then granted.
+        for index in 4..6 {
+            owner.lock(&manager, 1, key_in(0, &format!("row{index}")), Some(3));
+        }
+        assert_eq!(manager.counters.escalations_refused.load(Ordering::Relaxed), 1);
+        assert_eq!((owner.rows_in(0), manager.lock_count()), (6, 6));
+        owner.lock(&manager, 1, key_in(0, "row6"), Some(3));
+        assert!(owner.families.holds_whole(0));
+        assert_eq!((owner.rows.len(), manager.lock_count()), (0, 1));
+        manager.release_column_families(1);
+        assert!(manager.is_empty());
+    }
+
+    #[test]
+    fn escalation_is_refused_while_another_waits_for_a_lock_there() {
+        let manager = Arc::new(LockManager::new());
+        let mut owner = Accounts::default();
+        owner.lock(&manager, 1, key("a"), None);
+        let waiter = {
+            let manager = Arc::clone(&manager);
+            thread::spawn(move || manager.acquire(2, &slot(), &key("a"), LockMode::Exclusive, forever()))
+        };
+        wait_for_waits(&manager, 1);
+        // A waiter is a claim in the family: taking it whole would leave the waiter queued on a
+        // row nobody may be granted.
+        assert!(!manager.escalate(1, 0, 1, || vec![key("a")]));
+        assert_eq!(manager.held_mode(1, &key("a")), Some(LockMode::Exclusive));
+        manager.release_all(1, std::mem::take(&mut owner.rows));
+        assert_eq!(waiter.join().unwrap().unwrap(), Granted::New);
+        manager.release(2, &key("a"));
+        assert!(manager.is_empty());
+    }
+
+    #[test]
+    fn without_a_threshold_nothing_escalates() {
+        let manager = LockManager::new();
+        let mut owner = Accounts::default();
+        for index in 0..100 {
+            owner.lock(&manager, 1, key(&format!("row{index}")), None);
+        }
+        assert_eq!((owner.rows.len(), manager.lock_count()), (100, 100));
+        assert_eq!(manager.counters.escalations.load(Ordering::Relaxed), 0);
+        manager.release_all(1, std::mem::take(&mut owner.rows));
+        assert!(manager.is_empty());
+    }
+
+    #[test]
+    fn a_waiter_for_a_column_family_is_granted_when_it_is_let_go() {
+        let manager = Arc::new(LockManager::new());
+        let mut owner = Accounts::default();
+        owner.lock(&manager, 1, key("a"), Some(0));
+        assert!(owner.families.holds_whole(0));
+        let waiter = {
+            let manager = Arc::clone(&manager);
+            thread::spawn(move || manager.acquire(2, &slot(), &key("a"), LockMode::Exclusive, forever()))
+        };
+        wait_for_waits(&manager, 1);
+        assert_eq!(manager.counters.column_family_waits.load(Ordering::Relaxed), 1);
+        manager.release_column_families(1);
+        assert_eq!(waiter.join().unwrap().unwrap(), Granted::New);
+        manager.release(2, &key("a"));
+        assert!(manager.is_empty());
+    }
+
+    #[test]
+    fn a_deadlock_through_a_column_family_picks_the_youngest_either_way() {
+        for young_waits_first in [false, true] {
+            // The old transaction holds family 0 whole; the young one holds a row of family 1.
+            // Each then asks for what the other holds.
+            let manager = Arc::new(LockManager::new());
+            let (old, young) = (slot(), slot());
+            let mut old_accounts = Accounts::default();
+            old_accounts.lock(&manager, 1, key_in(0, "a"), Some(0));
+            manager.acquire(2, &young, &key_in(1, "b"), LockMode::Exclusive, forever()).unwrap();
+            let old_waits = |manager: &Arc<LockManager>| {
+                let manager = Arc::clone(manager);
+                let old = Arc::clone(&old);
+                thread::spawn(move || manager.acquire(1, &old, &key_in(1, "b"), LockMode::Exclusive, forever()))
+            };
+            let (old_waiter, young_result) = if young_waits_first {
+                let young_waiter = {
+                    let (manager, young) = (Arc::clone(&manager), Arc::clone(&young));
+                    thread::spawn(move || manager.acquire(2, &young, &key_in(0, "x"), LockMode::Shared, forever()))
+                };
+                wait_for_waits(&manager, 1);
+                // The old one closes the cycle and must wake the young one, asleep on the family.
+                let old_waiter = old_waits(&manager);
+                (old_waiter, young_waiter.join().unwrap())
+            } else {
+                let old_waiter = old_waits(&manager);
+                wait_for_waits(&manager, 1);
+                (old_waiter, manager.acquire(2, &young, &key_in(0, "x"), LockMode::Shared, forever()))
+            };
+            assert!(matches!(young_result, Err(Error::Deadlock(_))), "{young_result:?}");
+            manager.release(2, &key_in(1, "b"));
+            assert_eq!(old_waiter.join().unwrap().unwrap(), Granted::New);
+            assert_eq!(manager.counters.deadlocks.load(Ordering::Relaxed), 1);
+            manager.release(1, &key_in(1, "b"));
+            manager.release_column_families(1);
+            assert!(manager.is_empty());
+        }
     }
 }

@@ -28,9 +28,11 @@
 pub(crate) mod history;
 mod iter;
 pub(crate) mod lock;
+pub(crate) mod own_cursor;
 pub(crate) mod prepared;
+pub(crate) mod spill;
 pub(crate) mod two_phase;
-mod write_set;
+pub(crate) mod write_set;
 
 use std::collections::HashSet;
 use std::fmt;
@@ -105,12 +107,28 @@ pub struct TransactionOptions {
     /// a cycle with [`Error::Deadlock`]). Without it, deadlocks end only by lock timeouts.
     /// Default on.
     pub deadlock_detection: bool,
-    /// The most locks the transaction may hold; a request past it fails with [`Error::Busy`]
-    /// (the transaction stays usable). `None`: no limit. Default `None`.
+    /// The most row locks the transaction may hold; a request past it fails with
+    /// [`Error::Busy`] (the transaction stays usable). Keys covered by a column-family lock
+    /// (lock escalation) do not count. `None`: no limit. Default `None`.
     pub max_lock_count: Option<usize>,
+    /// Lock escalation (pessimistic mode): once the transaction holds more than this many row
+    /// locks in one column family, it tries to take the whole family with one exclusive lock and
+    /// release its row locks there, which bounds the lock memory of huge transactions. While it
+    /// holds the family, every lock request of other transactions on any key of it, shared or
+    /// exclusive, waits for its end (with the usual timeout and deadlock detection). The attempt
+    /// is refused while another transaction holds or waits for a lock in the family; the row
+    /// locks are then kept and the attempt is made again after as many new ones. `None`: never.
+    /// Default `Some(100_000)` (about 11 MiB of row locks with 16-byte keys).
+    pub lock_escalation_threshold: Option<usize>,
     /// Sync the commit's WAL record before `commit` returns (as `WriteOptions::sync`). Default
     /// off: the commit survives a process crash, and power loss once synced.
     pub sync: bool,
+    /// The most memory the transaction's writes may hold; past it they are spilled to private
+    /// files in the database directory (`NNNNNN.spill`) and the commit installs them as tables
+    /// instead of writing one batch, so a transaction may write far more than fits in memory
+    /// (see `docs/transactions.md`, "Huge transactions"). Capped at
+    /// `Options::max_batch_size_bytes`. Default 32 MiB.
+    pub write_memory_limit_bytes: usize,
 }
 
 impl Default for TransactionOptions {
@@ -121,7 +139,9 @@ impl Default for TransactionOptions {
             lock_timeout: Some(Duration::from_secs(1)),
             deadlock_detection: true,
             max_lock_count: None,
+            lock_escalation_threshold: Some(100_000),
             sync: false,
+            write_memory_limit_bytes: 32 << 20,
         }
     }
 }
@@ -175,6 +195,9 @@ pub(crate) fn describe_key(key: &[u8]) -> String {
     }
 }
 
+/// Approximate bytes of one read key besides its bytes (hash table slot, allocation).
+const READ_KEY_OVERHEAD_BYTES: usize = 48;
+
 /// Adds an empty read range (nothing read yet; an iterator widens it as it moves) and returns
 /// its slot.
 fn push_empty_range(reads: &mut ReadSet, column_family: u32) -> usize {
@@ -191,13 +214,18 @@ struct ReadSet {
     keys: HashSet<(u32, Vec<u8>)>,
     /// Ranges scanned under SERIALIZABLE (iterators update theirs in place as they move).
     ranges: Vec<KeyRange>,
+    /// Approximate bytes of `keys`.
+    keys_bytes: usize,
 }
 
 struct State {
     writes: WriteSet,
     reads: ReadSet,
-    /// Keys this transaction holds locks on.
+    /// Keys this transaction holds row locks on (not those a column-family lock covers).
     locks: HashSet<LockKey>,
+    /// Its row locks counted per column family, and the families it holds whole (lock
+    /// escalation), kept with `locks` by `LockManager::record_new_row_lock`.
+    column_family_locks: lock::ColumnFamilyLocks,
     /// Set by `prepare`: the transaction now lives in the prepared registry under this xid.
     prepared_xid: Option<Vec<u8>>,
     finished: bool,
@@ -264,6 +292,7 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
             writes: WriteSet::default(),
             reads: ReadSet::default(),
             locks: HashSet::new(),
+            column_family_locks: lock::ColumnFamilyLocks::default(),
             prepared_xid: None,
             finished: false,
         }),
@@ -364,11 +393,11 @@ impl Transaction {
         {
             let mut state = self.state.lock();
             self.check_active(&state)?;
-            if let Some(written) = state.writes.get(family.id, key) {
-                return Ok(written.clone());
+            if let Some(written) = state.writes.get(family.id, key)? {
+                return Ok(written);
             }
             if self.serializable() {
-                state.reads.keys.insert((family.id, key.to_vec()));
+                self.note_read(&mut state, family.id, key);
             }
         }
         crate::db::read::get(&self.db, &family, key, &self.read_options())
@@ -395,11 +424,11 @@ impl Transaction {
         self.lock_key(family.id, key)?;
         {
             let mut state = self.state.lock();
-            if let Some(written) = state.writes.get(family.id, key) {
-                return Ok(written.clone());
+            if let Some(written) = state.writes.get(family.id, key)? {
+                return Ok(written);
             }
             if validates(self.options.isolation) {
-                state.reads.keys.insert((family.id, key.to_vec()));
+                self.note_read(&mut state, family.id, key);
             }
         }
         crate::db::read::get(&self.db, &family, key, &self.read_options())
@@ -449,28 +478,20 @@ impl Transaction {
                 )));
             }
         }
-        {
-            // A transaction commits as one batch, so its writes are bounded by the batch limit
-            // (spilling larger write sets is not built yet): refuse the write that would pass it
-            // now rather than the whole transaction at commit.
-            let state = self.state.lock();
-            self.check_active(&state)?;
-            let written = value.map(<[u8]>::to_vec);
-            let added = write_set::record_bytes(family.id, key, &written);
-            let replaced =
-                state.writes.get(family.id, key).map_or(0, |old| write_set::record_bytes(family.id, key, old));
-            let limit = self.db.options.max_batch_size_bytes;
-            if state.writes.batch_size_bytes() + added - replaced > limit {
-                return Err(Error::invalid(format!(
-                    "transaction {} would write more than max_batch_size_bytes ({limit}) in all: a transaction \
-                     commits as one batch (spilling larger transactions is not supported yet)",
-                    self.id
-                )));
-            }
-        }
+        self.check_active(&self.state.lock())?;
         self.lock_key(family.id, key)?;
         let mut state = self.state.lock();
         self.check_active(&state)?;
+        let added_bytes = key.len() + value.map_or(0, <[u8]>::len) + write_set::ENTRY_OVERHEAD_BYTES;
+        if state.writes.memory_bytes() > 0
+            && state.writes.memory_bytes() + added_bytes > self.write_memory_limit_bytes()
+        {
+            // The write would pass the limit: the writes in memory move to spilled runs first.
+            // Should that fail, this write is not made (the layers spilled so far stay so).
+            let db = &self.db;
+            let options_of = |id: u32| db.column_family_handles.read().get(&id).map(|family| family.options());
+            state.writes.spill(db, &options_of)?;
+        }
         state.writes.write(family.id, &family.comparator, key, value.map(<[u8]>::to_vec));
         Ok(())
     }
@@ -485,9 +506,12 @@ impl Transaction {
         {
             let state = self.state.lock();
             if let Some(limit) = self.options.max_lock_count {
-                if state.locks.len() >= limit && !state.locks.contains(&lock_key) {
+                // A key of a column family held whole is covered without a row lock, so it
+                // never counts against the limit.
+                let covered = state.column_family_locks.holds_whole(column_family);
+                if !covered && state.locks.len() >= limit && !state.locks.contains(&lock_key) {
                     return Err(Error::Busy(format!(
-                        "transaction {} holds {} locks, its max_lock_count",
+                        "transaction {} holds {} row locks, its max_lock_count",
                         self.id,
                         state.locks.len()
                     )));
@@ -500,12 +524,23 @@ impl Transaction {
         let granted = locks.acquire(self.id, &self.slot, &lock_key, LockMode::Exclusive, policy)?;
         if granted == Granted::New {
             let mut state = self.state.lock();
-            if state.finished {
-                // Ended by another thread while this one waited: let the lock go again.
+            if state.finished || state.prepared_xid.is_some() {
+                // Ended (or prepared, which hands the locks over) by another thread while this
+                // one waited: let the lock go again, or nobody would release it.
                 locks.release(self.id, &lock_key);
                 return Err(Error::invalid(format!("transaction {} has already ended", self.id)));
             }
-            state.locks.insert(lock_key.clone());
+            // Escalation, when due, happens here under the state mutex: the set of row locks
+            // and the lock tables then change together, and `finish` cannot release a row lock
+            // that escalation releases too.
+            let state = &mut *state;
+            locks.record_new_row_lock(
+                self.id,
+                lock_key,
+                self.options.lock_escalation_threshold,
+                &mut state.locks,
+                &mut state.column_family_locks,
+            );
         }
         if let Some(snapshot) = &self.snapshot {
             let history = self.db.transactions.history.lock();
@@ -546,8 +581,9 @@ impl Transaction {
         let (own, range_slot) = {
             let mut state = self.state.lock();
             self.check_active(&state)?;
-            let own = state.writes.entries_in(
+            let own = state.writes.cursor(
                 family.id,
+                &family.comparator,
                 read_options.lower_bound.as_deref(),
                 read_options.upper_bound.as_deref(),
             );
@@ -616,9 +652,21 @@ impl Transaction {
         self.state.lock().writes.len()
     }
 
-    /// Approximate memory of the transaction's writes (and savepoint records).
+    /// Approximate memory of the transaction's writes: the in-memory ones (bounded by
+    /// `TransactionOptions::write_memory_limit_bytes`) and the readers of the spilled ones.
     pub fn write_memory_bytes(&self) -> usize {
-        self.state.lock().writes.memory_bytes()
+        self.state.lock().writes.total_memory_bytes()
+    }
+
+    /// Bytes of the transaction's writes spilled to files so far.
+    pub fn spilled_bytes(&self) -> u64 {
+        self.state.lock().writes.spilled_bytes()
+    }
+
+    /// The in-memory limit of the write set: the option, but never past the batch limit, so a
+    /// write set that did not spill always commits as one batch.
+    fn write_memory_limit_bytes(&self) -> usize {
+        self.options.write_memory_limit_bytes.min(self.db.options.max_batch_size_bytes)
     }
 
     /// Commits: validates (REPEATABLE READ, SERIALIZABLE) and writes every change as one atomic
@@ -647,6 +695,25 @@ impl Transaction {
                 self.finish(true);
                 return Ok(None);
             }
+            if state.writes.spilled() {
+                let mut families = Vec::new();
+                for id in state.writes.column_families() {
+                    let order = self
+                        .db
+                        .column_family_order(id)
+                        .ok_or_else(|| Error::invalid(format!("column family {id} was dropped")))?;
+                    families.push((id, state.writes.cursor(id, &order, None, None)));
+                }
+                let request =
+                    crate::db::spilled_commit::SpilledCommit { families, validation: self.validation(&state) };
+                drop(state);
+                let result = crate::db::spilled_commit::commit(self.db.as_ref(), request);
+                if matches!(result, Err(Error::Conflict(_))) {
+                    self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
+                }
+                self.finish(result.is_ok());
+                return result.map(Some);
+            }
             let batch = state.writes.to_batch();
             let validation = self.validation(&state);
             (batch, validation)
@@ -658,6 +725,43 @@ impl Transaction {
         }
         self.finish(result.is_ok());
         result.map(Some)
+    }
+
+    /// Adds `key` to the keys whose later writes by others fail the commit. Past a quarter of
+    /// `write_memory_limit_bytes` the keys are coarsened: each column family's become one range
+    /// from its smallest to its largest (in the family's order), which covers them and bounds
+    /// the read set of a huge transaction, at the price of conflicts with writes between them.
+    fn note_read(&self, state: &mut State, column_family: u32, key: &[u8]) {
+        if state.reads.keys.insert((column_family, key.to_vec())) {
+            state.reads.keys_bytes += key.len() + READ_KEY_OVERHEAD_BYTES;
+        }
+        if state.reads.keys_bytes <= self.write_memory_limit_bytes() / 4 {
+            return;
+        }
+        let mut spans: std::collections::BTreeMap<u32, (Vec<u8>, Vec<u8>)> = std::collections::BTreeMap::new();
+        for (family, key) in std::mem::take(&mut state.reads.keys) {
+            let Some(order) = self.db.column_family_order(family) else { continue };
+            match spans.get_mut(&family) {
+                None => {
+                    spans.insert(family, (key.clone(), key));
+                }
+                Some((low, high)) => {
+                    if order.compare_user_keys(&key, low).is_lt() {
+                        *low = key;
+                    } else if order.compare_user_keys(&key, high).is_gt() {
+                        *high = key;
+                    }
+                }
+            }
+        }
+        for (family, (low, high)) in spans {
+            state.reads.ranges.push(KeyRange {
+                column_family: family,
+                start: Bound::Included(low),
+                end: Bound::Included(high),
+            });
+        }
+        state.reads.keys_bytes = 0;
     }
 
     /// What the commit (or prepare) checks: written keys always (against prepared
@@ -672,7 +776,8 @@ impl Transaction {
         Validation {
             transaction: self.id,
             snapshot: self.snapshot.as_ref().map(Snapshot::sequence),
-            written: state.writes.keys(),
+            // A spilled commit checks its written keys as it writes them.
+            written: if state.writes.spilled() { Vec::new() } else { state.writes.keys() },
             read,
             ranges,
             commits_prepared: None,
@@ -695,6 +800,13 @@ impl Transaction {
         let request = {
             let state = self.state.lock();
             self.check_active(&state)?;
+            if state.writes.spilled() {
+                return Err(Error::invalid(format!(
+                    "transaction {} spilled its writes to disk (past write_memory_limit_bytes); preparing a \
+                     spilled transaction for two-phase commit is not supported yet",
+                    self.id
+                )));
+            }
             let validation = self.validation(&state);
             two_phase::PrepareRequest {
                 owner: self.id,
@@ -746,7 +858,7 @@ impl Transaction {
 
     /// Ends the transaction once: releases its locks and its place in the commit history.
     fn finish(&self, committed: bool) {
-        let locks = {
+        let (locks, holds_column_families) = {
             let mut state = self.state.lock();
             if state.finished {
                 return;
@@ -758,11 +870,13 @@ impl Transaction {
             }
             state.writes = WriteSet::default();
             state.reads = ReadSet::default();
-            std::mem::take(&mut state.locks)
+            let column_family_locks = std::mem::take(&mut state.column_family_locks);
+            (std::mem::take(&mut state.locks), column_family_locks.holds_any_whole())
         };
         let shared = &self.db.transactions;
-        for key in &locks {
-            shared.locks.release(self.id, key);
+        shared.locks.release_all(self.id, locks);
+        if holds_column_families {
+            shared.locks.release_column_families(self.id);
         }
         if let Some(snapshot) = &self.snapshot {
             shared.history.tracking_ended(snapshot.sequence(), self.db.visible_sequence.load(Ordering::Acquire));

@@ -240,15 +240,51 @@ pub(crate) fn rollback_prepared(db: &DbInner, xid: &[u8]) -> Result<()> {
 /// Releases what a decided transaction held.
 fn end(db: &DbInner, entry: PreparedEntry, committed: bool) {
     let shared = &db.transactions;
-    for key in &entry.locks {
-        shared.locks.release(entry.owner, key);
-    }
+    shared.locks.release_all(entry.owner, entry.locks);
+    // The column families it held whole (lock escalation) are registered under its id.
+    shared.locks.release_column_families(entry.owner);
     if let Some(snapshot) = &entry.snapshot {
         shared.history.tracking_ended(snapshot.sequence(), db.visible_sequence.load(Ordering::Acquire));
     }
     let counter = if committed { &shared.counters.committed } else { &shared.counters.rolled_back };
     counter.fetch_add(1, Ordering::Relaxed);
     shared.counters.open.fetch_sub(1, Ordering::Relaxed);
+}
+
+/// Escalates the locks of the prepared transactions recovered at open as a transaction with
+/// the default options would: one that holds more than the default
+/// `TransactionOptions::lock_escalation_threshold` row locks in a column family takes the
+/// family whole, unless another one holds locks there too. Called once every recovered
+/// transaction holds its row locks again: escalating one earlier would make the recovery of a
+/// later one with a key in that family fail, since recovery does not wait for locks.
+pub(crate) fn escalate_recovered(db: &DbInner) {
+    let Some(threshold) = super::TransactionOptions::default().lock_escalation_threshold else {
+        return;
+    };
+    let shared = &db.transactions;
+    for xid in shared.prepared.xids() {
+        // Out of the registry while its locks change, so that no other lock is held meanwhile
+        // (at open nobody else can decide it).
+        let Ok(mut entry) = shared.prepared.take(&xid) else {
+            continue;
+        };
+        let mut row_locks: BTreeMap<u32, usize> = BTreeMap::new();
+        for (family, _) in &entry.locks {
+            *row_locks.entry(*family).or_insert(0) += 1;
+        }
+        for (family, count) in row_locks {
+            if count > threshold {
+                let locks = &mut entry.locks;
+                shared.locks.escalate(entry.owner, family, count, || {
+                    let (taken, kept): (Vec<LockKey>, Vec<LockKey>) =
+                        std::mem::take(locks).into_iter().partition(|(key_family, _)| *key_family == family);
+                    *locks = kept;
+                    taken
+                });
+            }
+        }
+        shared.prepared.insert(&xid, entry);
+    }
 }
 
 /// Re-establishes a prepared transaction found at open: a fresh owner id, its written keys

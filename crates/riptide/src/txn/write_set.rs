@@ -1,27 +1,45 @@
-//! A transaction's own writes, in each column family's key order, with the undo records that
-//! savepoints roll back.
+//! A transaction's own writes, in each column family's key order, as a stack of layers.
 //!
-//! Writes stay here until commit turns them into one write batch (one WAL record, so the
-//! commit is atomic across column families, I14). Reads of the transaction look here first
-//! (read-your-own-writes), and its iterators merge a copy of one family's entries with the
-//! database. The last write of a key wins: a put after a delete is a put, a delete after a put
-//! a delete.
+//! Writes go to the newest layer, an in-memory map per column family, where the last write of a
+//! key wins (a put after a delete is a put, a delete after a put a delete). Reads of the
+//! transaction look through the layers newest first (read-your-own-writes); iterators and the
+//! commit merge them (`own_cursor`).
 //!
-//! Savepoints: while at least one savepoint is open, every change records the key's previous
-//! state; rolling back to the newest savepoint replays those records backwards. Without an open
-//! savepoint nothing is recorded, so plain transactions pay nothing for the feature.
+//! Savepoints: a savepoint marks the top of the stack, and the next write opens a new layer
+//! above the mark. Rolling back to the savepoint drops the layers above it, spilled runs
+//! included; releasing it merges the layer above into the one below when both are in memory.
+//! So a savepoint costs nothing until the next write, and rolling back needs no undo records
+//! (which a statement of ten million rows under MariaDB's statement savepoint would have to
+//! keep).
+//!
+//! Spilling: past the transaction's memory limit, every in-memory layer is written out as
+//! sorted runs (`spill`), one per column family, and its memory freed. A transaction that never
+//! spilled commits as one write batch (`to_batch`); one that spilled commits through
+//! `db/spilled_commit.rs`.
 //!
 //! Concurrency contract: none of its own; the transaction keeps it behind its mutex.
+//!
+//! Invariants: layer ids grow from the bottom of the stack to the top; every savepoint mark is
+//! at most the number of layers; a spilled layer is never written to again.
 
 use std::cmp::Ordering;
 use std::collections::{BTreeMap, HashMap};
 use std::ops::Bound;
+use std::sync::Arc;
 
+use super::own_cursor::OwnCursor;
+use super::spill::{layer_entry_key, write_run, SpilledRun};
 use crate::batch::WriteBatch;
 use crate::comparator::KeyComparator;
+use crate::db::DbInner;
+use crate::error::Result;
+use crate::iterator::{InternalIterator, VecIterator};
+use crate::key::{lookup_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::options::ColumnFamilyOptions;
+use crate::sstable::BlockReadOptions;
 
-/// Approximate bytes of one entry besides its key and value (map node, undo bookkeeping).
-const ENTRY_OVERHEAD_BYTES: usize = 64;
+/// Approximate bytes of one entry besides its key and value (map node, allocations).
+pub(crate) const ENTRY_OVERHEAD_BYTES: usize = 64;
 
 /// A user key ordered by its column family's comparator.
 #[derive(Clone, Debug)]
@@ -53,38 +71,37 @@ impl Ord for OrderedKey {
 /// The value a transaction wrote: `Some` for a put, `None` for a delete.
 pub(crate) type Written = Option<Vec<u8>>;
 
-struct Undo {
-    column_family: u32,
-    key: OrderedKey,
-    /// The entry before the change (`None`: the key was not in the write set).
-    previous: Option<Written>,
-}
-
 struct Family {
     order: KeyComparator,
     entries: BTreeMap<OrderedKey, Written>,
 }
 
+enum Contents {
+    Memory(HashMap<u32, Family>),
+    /// One run per column family.
+    Spilled(HashMap<u32, Arc<SpilledRun>>),
+}
+
+struct Layer {
+    id: u64,
+    contents: Contents,
+}
+
 /// The write set; see the module documentation.
 #[derive(Default)]
 pub(crate) struct WriteSet {
-    families: HashMap<u32, Family>,
-    undo: Vec<Undo>,
-    /// Length of `undo` at each open savepoint, oldest first.
+    /// Oldest first.
+    layers: Vec<Layer>,
+    /// Number of layers at each open savepoint, oldest first.
     savepoints: Vec<usize>,
+    next_layer_id: u64,
+    /// Bytes of the in-memory layers.
     memory_bytes: usize,
+    /// Bytes of the spilled runs' readers (index and filter).
+    run_memory_bytes: usize,
+    /// Entries written: distinct keys in memory, plus every entry of every run (a key spilled
+    /// in several layers counts in each).
     entry_count: usize,
-    /// Encoded size of the records of the current entries: the commit batch's size, less its
-    /// header.
-    record_bytes: usize,
-}
-
-/// The encoded size of one batch record (see `docs/format/write_batch.md`).
-pub(crate) fn record_bytes(column_family: u32, key: &[u8], written: &Written) -> usize {
-    let family_bytes = if column_family == 0 { 0 } else { crate::coding::varint_length(u64::from(column_family)) };
-    let value_bytes =
-        written.as_ref().map_or(0, |value| crate::coding::varint_length(value.len() as u64) + value.len());
-    1 + family_bytes + crate::coding::varint_length(key.len() as u64) + key.len() + value_bytes
 }
 
 fn entry_bytes(key: &[u8], written: &Written) -> usize {
@@ -92,84 +109,153 @@ fn entry_bytes(key: &[u8], written: &Written) -> usize {
 }
 
 impl WriteSet {
+    /// The layer new writes go to: the top one if it is in memory and above the newest
+    /// savepoint, else a new one.
+    fn writable_layer(&mut self) -> &mut HashMap<u32, Family> {
+        let floor = self.savepoints.last().copied().unwrap_or(0);
+        let reusable = self.layers.len() > floor
+            && matches!(self.layers.last(), Some(Layer { contents: Contents::Memory(_), .. }));
+        if !reusable {
+            self.next_layer_id += 1;
+            self.layers.push(Layer { id: self.next_layer_id, contents: Contents::Memory(HashMap::new()) });
+        }
+        match self.layers.last_mut() {
+            Some(Layer { contents: Contents::Memory(families), .. }) => families,
+            _ => unreachable!("the top layer was just made an in-memory one"),
+        }
+    }
+
     /// Records a put (`Some`) or delete (`None`) of `key` in `column_family`.
     pub(crate) fn write(&mut self, column_family: u32, order: &KeyComparator, key: &[u8], written: Written) {
-        let family = self
-            .families
-            .entry(column_family)
-            .or_insert_with(|| Family { order: order.clone(), entries: BTreeMap::new() });
+        let added = entry_bytes(key, &written);
+        let families = self.writable_layer();
+        let family =
+            families.entry(column_family).or_insert_with(|| Family { order: order.clone(), entries: BTreeMap::new() });
         let ordered = OrderedKey { key: key.to_vec(), order: family.order.clone() };
-        self.memory_bytes += entry_bytes(key, &written);
-        self.record_bytes += record_bytes(column_family, key, &written);
-        let previous = family.entries.insert(ordered.clone(), written);
+        let previous = family.entries.insert(ordered, written);
+        self.memory_bytes += added;
         match &previous {
             None => self.entry_count += 1,
-            Some(old) => self.record_bytes -= record_bytes(column_family, key, old),
-        }
-        if self.savepoints.is_empty() {
-            if let Some(old) = &previous {
-                self.memory_bytes -= entry_bytes(key, old);
-            }
-        } else {
-            // The replaced entry's bytes now belong to its undo record.
-            self.undo.push(Undo { column_family, key: ordered, previous });
+            Some(old) => self.memory_bytes -= entry_bytes(key, old),
         }
     }
 
     /// The transaction's own write of `key`, if it made one: `Some(Some(value))` for a put,
-    /// `Some(None)` for a delete.
-    pub(crate) fn get(&self, column_family: u32, key: &[u8]) -> Option<&Written> {
-        let family = self.families.get(&column_family)?;
-        family.entries.get(&OrderedKey { key: key.to_vec(), order: family.order.clone() })
-    }
-
-    /// The entries of `column_family` within the bounds (inclusive lower, exclusive upper, in
-    /// the family's order), in order: what an iterator merges.
-    pub(crate) fn entries_in(
-        &self,
-        column_family: u32,
-        lower_bound: Option<&[u8]>,
-        upper_bound: Option<&[u8]>,
-    ) -> Vec<(Vec<u8>, Written)> {
-        let Some(family) = self.families.get(&column_family) else { return Vec::new() };
-        let bound = |key: Option<&[u8]>, included: bool| match key {
-            None => Bound::Unbounded,
-            Some(key) => {
-                let ordered = OrderedKey { key: key.to_vec(), order: family.order.clone() };
-                if included {
-                    Bound::Included(ordered)
-                } else {
-                    Bound::Excluded(ordered)
+    /// `Some(None)` for a delete. Reads spilled runs, hence the `Result`.
+    pub(crate) fn get(&self, column_family: u32, key: &[u8]) -> Result<Option<Written>> {
+        let mut lookup: Option<Vec<u8>> = None;
+        for layer in self.layers.iter().rev() {
+            match &layer.contents {
+                Contents::Memory(families) => {
+                    let Some(family) = families.get(&column_family) else { continue };
+                    let ordered = OrderedKey { key: key.to_vec(), order: family.order.clone() };
+                    if let Some(written) = family.entries.get(&ordered) {
+                        return Ok(Some(written.clone()));
+                    }
+                }
+                Contents::Spilled(runs) => {
+                    let Some(run) = runs.get(&column_family) else { continue };
+                    let lookup = lookup.get_or_insert_with(|| lookup_key(key, MAX_SEQUENCE_NUMBER));
+                    let options = BlockReadOptions { verify_checksums: true, fill_cache: false };
+                    let Some((internal_key, value)) = run.table.get(lookup, options)? else { continue };
+                    return Ok(Some(match parse_internal_key(&internal_key).map(|parsed| parsed.kind) {
+                        Some(ValueKind::Delete) => None,
+                        _ => Some(value),
+                    }));
                 }
             }
-        };
-        let lower = bound(lower_bound, true);
-        let upper = bound(upper_bound, false);
-        if let (Bound::Included(lower), Bound::Excluded(upper)) = (&lower, &upper) {
-            if lower >= upper {
-                return Vec::new();
-            }
         }
-        family.entries.range((lower, upper)).map(|(key, written)| (key.key.clone(), written.clone())).collect()
+        Ok(None)
     }
 
-    /// Every (column family, key) written, for validation and for locks.
+    /// A cursor over the writes of `column_family` within the bounds (inclusive lower,
+    /// exclusive upper, in the family's `order`): what an iterator merges and a spilled commit
+    /// writes. It copies the in-memory entries within the bounds.
+    pub(crate) fn cursor(
+        &self,
+        column_family: u32,
+        order: &KeyComparator,
+        lower_bound: Option<&[u8]>,
+        upper_bound: Option<&[u8]>,
+    ) -> OwnCursor {
+        let mut layers: Vec<Box<dyn InternalIterator>> = Vec::new();
+        for layer in &self.layers {
+            match &layer.contents {
+                Contents::Memory(families) => {
+                    let Some(family) = families.get(&column_family) else { continue };
+                    let entries: Vec<(Vec<u8>, Vec<u8>)> = in_bounds(family, lower_bound, upper_bound)
+                        .into_iter()
+                        .map(|(key, written)| {
+                            (layer_entry_key(&key.key, layer.id, written), written.clone().unwrap_or_default())
+                        })
+                        .collect();
+                    layers.push(Box::new(VecIterator::with_order(entries, order.clone())));
+                }
+                Contents::Spilled(runs) => {
+                    if let Some(run) = runs.get(&column_family) {
+                        let options = BlockReadOptions { verify_checksums: true, fill_cache: false };
+                        layers.push(Box::new(run.table.iter(options)));
+                    }
+                }
+            }
+        }
+        OwnCursor::new(layers, order.clone(), lower_bound.map(<[u8]>::to_vec), upper_bound.map(<[u8]>::to_vec))
+    }
+
+    /// The column families written to, sorted.
+    pub(crate) fn column_families(&self) -> Vec<u32> {
+        let mut ids: Vec<u32> = self
+            .layers
+            .iter()
+            .flat_map(|layer| match &layer.contents {
+                Contents::Memory(families) => families.keys().copied().collect::<Vec<_>>(),
+                Contents::Spilled(runs) => runs.keys().copied().collect(),
+            })
+            .collect();
+        ids.sort_unstable();
+        ids.dedup();
+        ids
+    }
+
+    /// True once a layer was spilled (and not rolled back): the commit then goes through
+    /// `db/spilled_commit.rs`, and `keys` and `to_batch` may not be used.
+    pub(crate) fn spilled(&self) -> bool {
+        self.layers.iter().any(|layer| matches!(layer.contents, Contents::Spilled(_)))
+    }
+
+    /// The in-memory layers merged, newest write of each key winning: (column family, order,
+    /// entries in order). Only for a write set that has not spilled.
+    fn merged_in_memory(&self) -> Vec<(u32, BTreeMap<OrderedKey, &Written>)> {
+        debug_assert!(!self.spilled(), "a spilled write set commits through its runs");
+        let mut merged: BTreeMap<u32, BTreeMap<OrderedKey, &Written>> = BTreeMap::new();
+        for layer in &self.layers {
+            let Contents::Memory(families) = &layer.contents else { continue };
+            for (&id, family) in families {
+                let entries = merged.entry(id).or_default();
+                for (key, written) in &family.entries {
+                    entries.insert(key.clone(), written);
+                }
+            }
+        }
+        merged.into_iter().collect()
+    }
+
+    /// Every (column family, key) written, for validation and for locks. Only for a write set
+    /// that has not spilled.
     pub(crate) fn keys(&self) -> Vec<(u32, Vec<u8>)> {
         let mut keys = Vec::with_capacity(self.entry_count);
-        for (&column_family, family) in &self.families {
-            keys.extend(family.entries.keys().map(|key| (column_family, key.key.clone())));
+        for (id, entries) in self.merged_in_memory() {
+            keys.extend(entries.into_keys().map(|key| (id, key.key)));
         }
         keys
     }
 
     /// The write batch that commits the set: the default column family first, then by id, each
-    /// family's keys in its order.
+    /// family's keys in its order. Only for a write set that has not spilled.
     pub(crate) fn to_batch(&self) -> WriteBatch {
-        let mut ids: Vec<u32> = self.families.keys().copied().collect();
-        ids.sort_unstable();
         let mut batch = WriteBatch::new();
-        for id in ids {
-            for (key, written) in &self.families[&id].entries {
+        for (id, entries) in self.merged_in_memory() {
+            for (key, written) in entries {
                 match written {
                     Some(value) => batch.put_in(id, &key.key, value),
                     None => batch.delete_in(id, &key.key),
@@ -179,7 +265,7 @@ impl WriteSet {
         batch
     }
 
-    /// Number of keys written.
+    /// Number of keys written (see `entry_count`).
     pub(crate) fn len(&self) -> usize {
         self.entry_count
     }
@@ -188,46 +274,83 @@ impl WriteSet {
         self.entry_count == 0
     }
 
-    /// The encoded size of the batch `to_batch` would build.
-    pub(crate) fn batch_size_bytes(&self) -> usize {
-        crate::batch::BATCH_HEADER_SIZE_BYTES + self.record_bytes
-    }
-
-    /// Approximate memory held, savepoint records included.
+    /// Memory held by the in-memory layers: what the transaction's limit bounds.
     pub(crate) fn memory_bytes(&self) -> usize {
         self.memory_bytes
     }
 
-    /// Opens a savepoint.
-    pub(crate) fn savepoint(&mut self) {
-        self.savepoints.push(self.undo.len());
+    /// Memory held in all: the in-memory layers and the spilled runs' readers.
+    pub(crate) fn total_memory_bytes(&self) -> usize {
+        self.memory_bytes + self.run_memory_bytes
     }
 
-    /// Undoes every write since the newest savepoint and closes it. False when none is open.
+    /// Bytes of the spilled runs' files.
+    pub(crate) fn spilled_bytes(&self) -> u64 {
+        self.layers
+            .iter()
+            .map(|layer| match &layer.contents {
+                Contents::Memory(_) => 0,
+                Contents::Spilled(runs) => runs.values().map(|run| run.file_size_bytes).sum(),
+            })
+            .sum()
+    }
+
+    /// Writes every in-memory layer out as runs (one per column family) and frees its memory.
+    /// `options_of` gives a column family's options (`None`: dropped; its entries are
+    /// dropped too, since the commit would fail on the family anyway). On error the layers
+    /// not yet spilled stay in memory and the set is unchanged otherwise.
+    pub(crate) fn spill(
+        &mut self,
+        db: &DbInner,
+        options_of: &dyn Fn(u32) -> Option<Arc<ColumnFamilyOptions>>,
+    ) -> Result<()> {
+        for index in 0..self.layers.len() {
+            let layer = &self.layers[index];
+            let Contents::Memory(families) = &layer.contents else { continue };
+            let mut runs = HashMap::new();
+            let mut freed = 0;
+            let mut run_memory = 0;
+            for (&id, family) in families {
+                freed += family.entries.iter().map(|(key, written)| entry_bytes(&key.key, written)).sum::<usize>();
+                let Some(options) = options_of(id) else { continue };
+                if family.entries.is_empty() {
+                    continue;
+                }
+                let run = write_run(db, &options, layer.id, family.entries.iter())?;
+                run_memory += run.memory_bytes();
+                runs.insert(id, Arc::new(run));
+            }
+            self.layers[index].contents = Contents::Spilled(runs);
+            self.memory_bytes -= freed;
+            self.run_memory_bytes += run_memory;
+        }
+        Ok(())
+    }
+
+    /// Opens a savepoint.
+    pub(crate) fn savepoint(&mut self) {
+        self.savepoints.push(self.layers.len());
+    }
+
+    /// Drops every write since the newest savepoint (spilled runs included) and closes it.
+    /// False when none is open.
     pub(crate) fn rollback_to_savepoint(&mut self) -> bool {
         let Some(mark) = self.savepoints.pop() else { return false };
-        while self.undo.len() > mark {
-            let Some(undo) = self.undo.pop() else { break };
-            let Some(family) = self.families.get_mut(&undo.column_family) else { continue };
-            let key_bytes = undo.key.key.len();
-            // The restored entry's bytes move from the undo record back to the map; the entry
-            // it replaces goes.
-            // The entry the undo replaces leaves the batch; the restored one (if any) returns.
-            if let Some(current) = family.entries.get(&undo.key) {
-                self.record_bytes -= record_bytes(undo.column_family, &undo.key.key, current);
-            }
-            if let Some(previous) = &undo.previous {
-                self.record_bytes += record_bytes(undo.column_family, &undo.key.key, previous);
-            }
-            let replaced = match undo.previous {
-                Some(previous) => family.entries.insert(undo.key, previous),
-                None => {
-                    self.entry_count -= 1;
-                    family.entries.remove(&undo.key)
+        for layer in self.layers.drain(mark..) {
+            match layer.contents {
+                Contents::Memory(families) => {
+                    for family in families.values() {
+                        self.entry_count -= family.entries.len();
+                        self.memory_bytes -=
+                            family.entries.iter().map(|(key, written)| entry_bytes(&key.key, written)).sum::<usize>();
+                    }
                 }
-            };
-            if let Some(replaced) = replaced {
-                self.memory_bytes -= key_bytes + replaced.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD_BYTES;
+                Contents::Spilled(runs) => {
+                    for run in runs.values() {
+                        self.entry_count -= run.entry_count as usize;
+                        self.run_memory_bytes -= run.memory_bytes();
+                    }
+                }
             }
         }
         true
@@ -235,26 +358,58 @@ impl WriteSet {
 
     /// Closes the newest savepoint, keeping its writes. False when none is open.
     pub(crate) fn release_savepoint(&mut self) -> bool {
-        if self.savepoints.pop().is_none() {
-            return false;
-        }
-        if self.savepoints.is_empty() {
-            let undo_bytes: usize = self
-                .undo
-                .drain(..)
-                .map(|undo| undo.previous.as_ref().map_or(0, |previous| entry_bytes(&undo.key.key, previous)))
-                .sum();
-            self.memory_bytes -= undo_bytes;
+        let Some(mark) = self.savepoints.pop() else { return false };
+        // The layer just above the mark now belongs to the segment below: merge it into the
+        // segment's top layer when both are in memory, so that statement savepoints do not
+        // pile up layers.
+        let floor = self.savepoints.last().copied().unwrap_or(0);
+        if mark > floor && mark < self.layers.len() {
+            let both_in_memory = matches!(self.layers[mark - 1].contents, Contents::Memory(_))
+                && matches!(self.layers[mark].contents, Contents::Memory(_));
+            if both_in_memory {
+                let upper = self.layers.remove(mark);
+                let Contents::Memory(upper) = upper.contents else { return true };
+                let Contents::Memory(lower) = &mut self.layers[mark - 1].contents else { return true };
+                for (id, family) in upper {
+                    let target = lower
+                        .entry(id)
+                        .or_insert_with(|| Family { order: family.order.clone(), entries: BTreeMap::new() });
+                    for (key, written) in family.entries {
+                        let key_bytes = key.key.len();
+                        if let Some(old) = target.entries.insert(key, written) {
+                            self.entry_count -= 1;
+                            self.memory_bytes -= key_bytes + old.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD_BYTES;
+                        }
+                    }
+                }
+            }
         }
         true
     }
+}
+
+/// The entries of `family` within the bounds (inclusive lower, exclusive upper).
+fn in_bounds<'a>(
+    family: &'a Family,
+    lower_bound: Option<&[u8]>,
+    upper_bound: Option<&[u8]>,
+) -> Vec<(&'a OrderedKey, &'a Written)> {
+    let ordered = |key: &[u8]| OrderedKey { key: key.to_vec(), order: family.order.clone() };
+    let lower = lower_bound.map_or(Bound::Unbounded, |key| Bound::Included(ordered(key)));
+    let upper = upper_bound.map_or(Bound::Unbounded, |key| Bound::Excluded(ordered(key)));
+    if let (Bound::Included(lower), Bound::Excluded(upper)) = (&lower, &upper) {
+        // BTreeMap::range panics on inverted bounds; such a range is empty.
+        if lower >= upper {
+            return Vec::new();
+        }
+    }
+    family.entries.range((lower, upper)).collect()
 }
 
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::comparator::{BytewiseComparator, Comparator};
-    use std::sync::Arc;
 
     fn order() -> KeyComparator {
         KeyComparator::new(&(Arc::new(BytewiseComparator) as Arc<dyn Comparator>))
@@ -265,12 +420,17 @@ mod tests {
     }
 
     fn snapshot(set: &WriteSet) -> Vec<(String, Option<String>)> {
-        set.entries_in(0, None, None)
-            .into_iter()
-            .map(|(key, written)| {
-                (String::from_utf8(key).unwrap(), written.map(|value| String::from_utf8(value).unwrap()))
-            })
-            .collect()
+        let mut cursor = set.cursor(0, &order(), None, None);
+        let mut seen = Vec::new();
+        cursor.seek_to_first();
+        while let Some((key, written)) = cursor.current() {
+            seen.push((
+                String::from_utf8(key.to_vec()).unwrap(),
+                written.as_ref().map(|value| String::from_utf8(value.clone()).unwrap()),
+            ));
+            cursor.next();
+        }
+        seen
     }
 
     #[test]
@@ -280,10 +440,9 @@ mod tests {
         put(&mut set, "a", "2");
         set.write(0, &order(), b"b", None);
         assert_eq!(set.len(), 2);
-        assert_eq!(set.get(0, b"b"), Some(&None));
+        assert_eq!(set.get(0, b"b").unwrap(), Some(None));
         assert_eq!(snapshot(&set), vec![("a".into(), Some("2".into())), ("b".into(), None)]);
         let batch = set.to_batch();
-        assert_eq!(set.batch_size_bytes(), batch.size_bytes());
         let keys: Vec<&[u8]> = batch.iter().map(|entry| entry.key()).collect();
         assert_eq!(keys, vec![b"a".as_slice(), b"b".as_slice()]);
     }
@@ -299,12 +458,13 @@ mod tests {
         set.savepoint();
         set.write(0, &order(), b"a", None);
         put(&mut set, "c", "3");
+        assert_eq!(set.get(0, b"a").unwrap(), Some(None));
         assert!(set.rollback_to_savepoint());
         assert_eq!(snapshot(&set), vec![("a".into(), Some("2".into())), ("b".into(), Some("2".into()))]);
         assert!(set.rollback_to_savepoint());
         assert_eq!(snapshot(&set), vec![("a".into(), Some("1".into()))]);
         assert_eq!(set.len(), 1);
-        assert_eq!(set.batch_size_bytes(), set.to_batch().size_bytes());
+        assert_eq!(set.to_batch().len(), 1);
         assert_eq!(set.memory_bytes(), base_memory);
         assert!(!set.rollback_to_savepoint());
     }
@@ -316,11 +476,28 @@ mod tests {
         put(&mut set, "a", "1");
         set.savepoint();
         put(&mut set, "b", "1");
+        put(&mut set, "a", "2");
         assert!(set.release_savepoint());
+        // The released layer merged into the one below: one layer, two keys.
+        assert_eq!(set.layers.len(), 1);
         assert_eq!(set.len(), 2);
+        assert_eq!(snapshot(&set), vec![("a".into(), Some("2".into())), ("b".into(), Some("1".into()))]);
         assert!(set.rollback_to_savepoint());
         assert!(set.is_empty());
+        assert_eq!(set.memory_bytes(), 0);
         assert!(!set.release_savepoint());
+    }
+
+    #[test]
+    fn statement_savepoints_do_not_pile_up_layers() {
+        let mut set = WriteSet::default();
+        for statement in 0..100 {
+            set.savepoint();
+            put(&mut set, &format!("k{statement}"), "v");
+            assert!(set.release_savepoint());
+        }
+        assert_eq!(set.layers.len(), 1);
+        assert_eq!(set.len(), 100);
     }
 
     #[test]
@@ -329,8 +506,16 @@ mod tests {
         for key in ["a", "b", "c", "d"] {
             put(&mut set, key, "v");
         }
-        let keys: Vec<Vec<u8>> = set.entries_in(0, Some(b"b"), Some(b"d")).into_iter().map(|(key, _)| key).collect();
+        let mut cursor = set.cursor(0, &order(), Some(b"b"), Some(b"d"));
+        let mut keys = Vec::new();
+        cursor.seek_to_first();
+        while let Some((key, _)) = cursor.current() {
+            keys.push(key.to_vec());
+            cursor.next();
+        }
         assert_eq!(keys, vec![b"b".to_vec(), b"c".to_vec()]);
-        assert!(set.entries_in(0, Some(b"d"), Some(b"b")).is_empty());
+        let mut inverted = set.cursor(0, &order(), Some(b"d"), Some(b"b"));
+        inverted.seek_to_first();
+        assert!(inverted.current().is_none());
     }
 }

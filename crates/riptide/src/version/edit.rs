@@ -3,7 +3,7 @@
 //! next file number, last sequence number).
 //!
 //! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
-//! `docs/format/manifest.md`, format version 2). Each edit belongs to one column family (the
+//! `docs/format/manifest.md`, format version 4). Each edit belongs to one column family (the
 //! default one, id 0, when the edit names none): its files and its log number are that column
 //! family's; the file-number, sequence and column-family counters are global. Tags with bit 6 set
 //! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
@@ -65,6 +65,11 @@ const TAG_MAX_COLUMN_FAMILY: u32 = 11;
 /// how the column family's tables are read, so it lacks the safe-to-ignore bit: a reader that
 /// does not know it must not open the database.
 const TAG_COLUMN_FAMILY_COMPARATOR: u32 = 12;
+
+/// Tag: the record is a group of edits that apply together or not at all (varint count, then
+/// each edit length-prefixed); it must be the record's only field. Format version 4. Written
+/// by the commit of a spilled transaction (tables in several column families at once).
+const TAG_EDIT_GROUP: u32 = 13;
 
 /// What the manifest records about one SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -182,6 +187,45 @@ impl VersionEdit {
     /// Decodes an edit from `data`, checking every invariant listed in the module comment.
     /// `offset` is where `data` starts in the manifest at `path`; errors point at the field
     /// that is damaged.
+    /// Encodes `edits` as one group record (see [`TAG_EDIT_GROUP`]).
+    pub(crate) fn encode_group(edits: &[VersionEdit], out: &mut Vec<u8>) {
+        put_varint32(out, TAG_EDIT_GROUP);
+        put_varint64(out, edits.len() as u64);
+        let mut encoded = Vec::new();
+        for edit in edits {
+            encoded.clear();
+            edit.encode(&mut encoded);
+            put_length_prefixed(out, &encoded);
+        }
+    }
+
+    /// Decodes one manifest record: a single edit, or the edits of a group record.
+    pub(crate) fn decode_record(data: &[u8], path: &Path, offset: u64) -> Result<Vec<VersionEdit>> {
+        let is_group = get_varint64(data).is_some_and(|(tag, _)| tag == u64::from(TAG_EDIT_GROUP));
+        if !is_group {
+            return Ok(vec![VersionEdit::decode(data, path, offset)?]);
+        }
+        let corruption = |reason: &str| Error::corruption(path, offset, format!("edit group: {reason}"));
+        let mut position = get_varint64(data).map_or(0, |(_, length)| length);
+        let (count, length) = get_varint64(&data[position..]).ok_or_else(|| corruption("bad count"))?;
+        position += length;
+        if !(2..=u64::from(u32::MAX)).contains(&count) {
+            return Err(corruption("a group holds at least two edits"));
+        }
+        let mut edits = Vec::new();
+        for _ in 0..count {
+            let (member, length) =
+                get_length_prefixed(&data[position..]).ok_or_else(|| corruption("truncated member"))?;
+            let member_offset = offset + (position + length - member.len()) as u64;
+            edits.push(VersionEdit::decode(member, path, member_offset)?);
+            position += length;
+        }
+        if position != data.len() {
+            return Err(corruption("bytes after the last member"));
+        }
+        Ok(edits)
+    }
+
     pub(crate) fn decode(data: &[u8], path: &Path, offset: u64) -> Result<VersionEdit> {
         let mut decoder = Decoder { data, position: 0, path, base_offset: offset };
         let mut edit = VersionEdit::default();
@@ -434,6 +478,38 @@ mod tests {
             new_files: vec![(0, file(3))],
             ..VersionEdit::default()
         }
+    }
+
+    #[test]
+    fn groups_round_trip_and_damaged_groups_are_corruption() {
+        let group = vec![
+            full_edit(),
+            VersionEdit { column_family: 3, new_files: vec![(0, file(9))], ..VersionEdit::default() },
+        ];
+        let mut record = Vec::new();
+        VersionEdit::encode_group(&group, &mut record);
+        assert_eq!(VersionEdit::decode_record(&record, &path(), 0).unwrap(), group);
+        // A single edit is a record of its own.
+        assert_eq!(VersionEdit::decode_record(&encode(&full_edit()), &path(), 0).unwrap(), vec![full_edit()]);
+        // Every truncation (but to nothing, which is an empty edit), and a byte added, fail.
+        for length in 1..record.len() {
+            assert!(VersionEdit::decode_record(&record[..length], &path(), 0).is_err(), "length {length}");
+        }
+        let mut longer = record.clone();
+        longer.push(0);
+        assert!(VersionEdit::decode_record(&longer, &path(), 0).is_err());
+        // A group of one, and a group inside a group, are refused.
+        let mut single = Vec::new();
+        VersionEdit::encode_group(&group[..1], &mut single);
+        assert!(VersionEdit::decode_record(&single, &path(), 0).is_err());
+        let mut nested = Vec::new();
+        VersionEdit::encode_group(&group, &mut nested);
+        let mut outer = Vec::new();
+        put_varint32(&mut outer, TAG_EDIT_GROUP);
+        put_varint64(&mut outer, 2);
+        put_length_prefixed(&mut outer, &nested);
+        put_length_prefixed(&mut outer, &encode(&full_edit()));
+        assert!(VersionEdit::decode_record(&outer, &path(), 0).is_err());
     }
 
     #[test]

@@ -154,19 +154,20 @@ impl VersionSet {
         let mut saw_default_log_number = false;
         let mut first_record = true;
         while let Some((offset, record)) = reader.next_record()? {
-            let edit = VersionEdit::decode(record, &path, offset + RECORD_HEADER_SIZE_BYTES as u64)?;
-            if edit.comparator.is_some() {
-                comparator = edit.comparator.clone();
+            for edit in VersionEdit::decode_record(record, &path, offset + RECORD_HEADER_SIZE_BYTES as u64)? {
+                if edit.comparator.is_some() {
+                    comparator = edit.comparator.clone();
+                }
+                next_file_number = edit.next_file_number.or(next_file_number);
+                last_sequence = edit.last_sequence.or(last_sequence);
+                if let Some(max) = edit.max_column_family {
+                    max_column_family = max_column_family.max(max);
+                }
+                saw_default_log_number |= edit.column_family == DEFAULT_COLUMN_FAMILY_ID && edit.log_number.is_some();
+                apply_to_families(&mut families, &edit, first_record)
+                    .map_err(|reason| Error::corruption(&path, offset, reason))?;
+                first_record = false;
             }
-            next_file_number = edit.next_file_number.or(next_file_number);
-            last_sequence = edit.last_sequence.or(last_sequence);
-            if let Some(max) = edit.max_column_family {
-                max_column_family = max_column_family.max(max);
-            }
-            saw_default_log_number |= edit.column_family == DEFAULT_COLUMN_FAMILY_ID && edit.log_number.is_some();
-            apply_to_families(&mut families, &edit, first_record)
-                .map_err(|reason| Error::corruption(&path, offset, reason))?;
-            first_record = false;
         }
         let missing = |what: &str| Error::corruption(&path, 0, format!("manifest has no {what}"));
         let comparator = comparator.ok_or_else(|| missing("comparator"))?;
@@ -327,25 +328,7 @@ impl VersionSet {
         let new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit, new_comparator)?) };
         let manifest_too_large = self.manifest.as_ref().is_some_and(|m| m.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES);
         if self.manifest.is_none() || manifest_too_large {
-            // The new manifest's number must be recorded inside it as used.
-            let number = self.new_file_number();
-            edit.next_file_number = Some(self.next_file_number);
-            let snapshot = self.snapshot_edits(&edit, new_version.as_ref());
-            match self.write_new_manifest(number, &snapshot) {
-                Ok(writer) => {
-                    let old_number = self.manifest_number;
-                    self.manifest = Some(writer);
-                    self.manifest_number = number;
-                    if old_number != 0 && old_number != number {
-                        // The old manifest is no longer named by CURRENT.
-                        let _ = self.file_system.remove(&manifest_path(&self.dir, old_number));
-                    }
-                }
-                Err(error) => {
-                    self.manifest = None;
-                    return Err(error);
-                }
-            }
+            self.start_new_manifest(&mut edit, new_version.as_ref())?;
         } else {
             edit.next_file_number = Some(self.next_file_number);
             let mut record = Vec::new();
@@ -360,6 +343,88 @@ impl VersionSet {
             }
         }
         self.install(new_version, &edit);
+        Ok(())
+    }
+
+    /// Starts a new manifest holding the state after `edit` (whose new version of its column
+    /// family is `new_version`) and points `CURRENT` at it.
+    fn start_new_manifest(&mut self, edit: &mut VersionEdit, new_version: Option<&Version>) -> Result<()> {
+        // The new manifest's number must be recorded inside it as used.
+        let number = self.new_file_number();
+        edit.next_file_number = Some(self.next_file_number);
+        let snapshot = self.snapshot_edits(edit, new_version);
+        match self.write_new_manifest(number, &snapshot) {
+            Ok(writer) => {
+                let old_number = self.manifest_number;
+                self.manifest = Some(writer);
+                self.manifest_number = number;
+                if old_number != 0 && old_number != number {
+                    // The old manifest is no longer named by CURRENT.
+                    let _ = self.file_system.remove(&manifest_path(&self.dir, old_number));
+                }
+                Ok(())
+            }
+            Err(error) => {
+                self.manifest = None;
+                Err(error)
+            }
+        }
+    }
+
+    /// Records `edits` (each of a different, existing column family; no column family
+    /// creations, drops or renames) in one manifest record, so that a crash keeps all of them
+    /// or none, and installs the resulting versions. Used by the commit of a spilled
+    /// transaction, whose tables in several column families must appear together.
+    pub(crate) fn log_and_apply_group(&mut self, mut edits: Vec<VersionEdit>) -> Result<()> {
+        let mut seen = std::collections::HashSet::new();
+        for edit in &edits {
+            let structural = edit.add_column_family.is_some()
+                || edit.drop_column_family
+                || edit.rename_column_family.is_some()
+                || edit.column_family_comparator.is_some();
+            if structural || !seen.insert(edit.column_family) {
+                return Err(Error::invalid(
+                    "internal error: an edit group changes files of distinct column families only",
+                ));
+            }
+            if !self.column_families.contains_key(&edit.column_family) {
+                return Err(Error::invalid(format!("column family {} does not exist", edit.column_family)));
+            }
+        }
+        if edits.len() <= 1 {
+            return match edits.pop() {
+                Some(edit) => self.log_and_apply(edit),
+                None => Ok(()),
+            };
+        }
+        let mut versions = Vec::with_capacity(edits.len());
+        for edit in &mut edits {
+            edit.last_sequence = Some(self.last_sequence);
+            versions.push(self.apply(edit, None)?);
+        }
+        let manifest_too_large = self.manifest.as_ref().is_some_and(|m| m.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES);
+        if self.manifest.is_none() || manifest_too_large {
+            // A fresh manifest holding the state before the group; the group follows it.
+            let mut unchanged = VersionEdit { last_sequence: Some(self.last_sequence), ..VersionEdit::default() };
+            let current = Arc::clone(&self.current(DEFAULT_COLUMN_FAMILY_ID));
+            self.start_new_manifest(&mut unchanged, Some(&current))?;
+        }
+        for edit in &mut edits {
+            edit.next_file_number = Some(self.next_file_number);
+        }
+        let mut record = Vec::new();
+        VersionEdit::encode_group(&edits, &mut record);
+        let written = match self.manifest.as_mut() {
+            Some(writer) => writer.add_record(&record).and_then(|()| writer.sync()),
+            None => Err(Error::Closed("manifest is not open".to_string())),
+        };
+        if let Err(error) = written {
+            self.manifest = None;
+            return Err(error);
+        }
+        for (edit, version) in edits.iter().zip(versions) {
+            self.install(Some(version), edit);
+        }
         Ok(())
     }
 
