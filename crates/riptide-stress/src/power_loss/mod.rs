@@ -43,6 +43,19 @@ fn with_file_system(options: &Options, file_system: Arc<dyn FileSystem>) -> Opti
     Options { file_system, ..options.clone() }
 }
 
+/// Why a step failed.
+struct StepFailure {
+    /// A transaction failed before its commit (a write that spilled to a private file failed):
+    /// it wrote nothing, by contract, so it leaves the history.
+    before_commit: bool,
+}
+
+impl From<riptide::Error> for StepFailure {
+    fn from(_: riptide::Error) -> StepFailure {
+        StepFailure { before_commit: false }
+    }
+}
+
 /// Runs one step on `db`; `Err` once the file system refuses. `handles` maps the live
 /// families to their handles.
 fn run_step(
@@ -50,9 +63,9 @@ fn run_step(
     options: &Options,
     handles: &mut BTreeMap<FamilyIndex, ColumnFamily>,
     step: &Step,
-) -> riptide::Result<()> {
+) -> Result<(), StepFailure> {
     let handle = |family: &FamilyIndex| handles.get(family).cloned().expect("the script names a live family");
-    match step {
+    let result = match step {
         Step::Write { write, sync } => {
             let mut batch = WriteBatch::new();
             for operation in write {
@@ -70,7 +83,9 @@ fn run_step(
                 transaction_options.write_memory_limit_bytes = 1;
             }
             let transaction = db.begin(&transaction_options)?;
-            apply_to_transaction(&transaction, handles, write)?;
+            if apply_to_transaction(&transaction, handles, write).is_err() {
+                return Err(StepFailure { before_commit: true });
+            }
             transaction.commit()
         }
         Step::Prepare { write, xid } => {
@@ -96,7 +111,8 @@ fn run_step(
         }
         Step::RenameFamily { family, name } => db.rename_column_family(&handle(family), name),
         Step::Reopen => unreachable!("reopen replaces the database; run_script handles it"),
-    }
+    };
+    result.map_err(StepFailure::from)
 }
 
 /// Makes a write's operations in `transaction`.
@@ -210,7 +226,11 @@ pub(crate) fn run_script(
             step if step.is_lifecycle() => history.lifecycle.push(step.clone()),
             _ => {}
         }
-        if run_step(&db, &options, &mut handles, &step).is_err() {
+        if let Err(failure) = run_step(&db, &options, &mut handles, &step) {
+            if failure.before_commit {
+                history.writes.pop();
+                return (history, Some(db));
+            }
             if !step.is_lifecycle() {
                 return (history, Some(db));
             }

@@ -59,7 +59,18 @@ pub(crate) struct SpilledCommit {
 pub(crate) fn commit(inner: &DbInner, request: SpilledCommit) -> Result<u64> {
     let ids: Vec<u32> = request.families.iter().map(|(id, _)| *id).collect();
     check_column_families_live(inner, &ids)?;
-    with_write_leadership(inner, || commit_as_leader(inner, request, &ids))
+    let result = with_write_leadership(inner, || commit_as_leader(inner, request, &ids));
+    if let Err(error) = &result {
+        // A failed write or sync of the commit's tables, of the WAL or of the directory stops
+        // every later write until a reopen, as a failed flush does (I10): after a failed sync
+        // the engine cannot know what is durable. A conflict or a dropped column family is no
+        // such failure.
+        if error.is_io() || matches!(error, Error::Corruption { .. }) {
+            let mut state = inner.state.lock();
+            inner.set_background_error(&mut state, error.duplicate());
+        }
+    }
+    result
 }
 
 fn commit_as_leader(inner: &DbInner, request: SpilledCommit, ids: &[u32]) -> Result<u64> {

@@ -1,12 +1,17 @@
 //! Transactions: [`Transaction`], begun with [`crate::Db::begin`].
 //!
 //! A transaction buffers its writes in a write set (`write_set`) and commits them as one write
-//! batch, so a commit is atomic across column families and across a crash (I14). Reads look in
+//! batch, so a commit is atomic across column families and across a crash (I14). Past
+//! `TransactionOptions::write_memory_limit_bytes` the write set spills to private files
+//! (`spill`), and the commit installs tables at one sequence number in one manifest record
+//! instead (`db/spilled_commit.rs`, I30); past a quarter of it the keys read are coarsened into
+//! ranges (`note_read`). Reads look in
 //! the write set first, then in the database: at the transaction's snapshot under REPEATABLE
 //! READ and SERIALIZABLE, at the latest committed state under READ COMMITTED.
 //!
 //! Two concurrency modes: pessimistic transactions lock every key they write (and every key
-//! read with `get_for_update`) in the lock manager (`lock`) and hold the locks until they end;
+//! read with `get_for_update`) in the lock manager (`lock`) and hold the locks until they end
+//! (past `lock_escalation_threshold` row locks in a column family, one lock on the family);
 //! optimistic ones take no locks. Both are validated at commit against the commit history
 //! (`history`): under REPEATABLE READ a transaction fails with [`Error::Conflict`] when a key it
 //! wrote or read for update was written by someone else after its snapshot (first committer
