@@ -223,6 +223,9 @@ struct Shared<'a> {
     families: Vec<ColumnFamily>,
     config: &'a WorkloadConfig,
     options: TransactionOptions,
+    /// `options` with a one-byte write memory limit: every write spills, and the commit installs
+    /// tables at one sequence number (`db/spilled_commit.rs`). One free transaction in eight.
+    spilling_options: TransactionOptions,
     /// Every thread has begun its synchronized transaction.
     begun: Barrier,
     /// Every thread has ended its synchronized transaction.
@@ -335,6 +338,14 @@ pub fn run(config: &WorkloadConfig, path: &Path) -> Result<History, String> {
             deadlock_detection: config.deadlock_detection,
             ..TransactionOptions::default()
         },
+        spilling_options: TransactionOptions {
+            isolation: config.isolation,
+            mode: config.mode,
+            lock_timeout: config.lock_timeout,
+            deadlock_detection: config.deadlock_detection,
+            write_memory_limit_bytes: 1,
+            ..TransactionOptions::default()
+        },
         begun: Barrier::new(threads),
         ended: Barrier::new(threads),
         next_element: AtomicU64::new(1),
@@ -368,8 +379,9 @@ fn worker(shared: &Shared<'_>, thread: usize) -> Vec<TransactionRecord> {
         if config.shape == Shape::Mixed {
             for _ in 0..rng.gen_range(0..=2) {
                 let plan = plan_mixed(&mut rng, config);
+                let spill = rng.gen_range(0..8) == 0;
                 if !shared.stopped() {
-                    records.extend(run_transaction(shared, thread, plan));
+                    records.extend(run_transaction(shared, thread, plan, spill));
                 }
             }
         }
@@ -397,9 +409,10 @@ fn worker(shared: &Shared<'_>, thread: usize) -> Vec<TransactionRecord> {
     records
 }
 
-/// Begins and runs a free transaction.
-fn run_transaction(shared: &Shared<'_>, thread: usize, plan: Plan) -> Option<TransactionRecord> {
-    match shared.db.begin(&shared.options) {
+/// Begins and runs a free transaction, spilling its writes if `spill`.
+fn run_transaction(shared: &Shared<'_>, thread: usize, plan: Plan, spill: bool) -> Option<TransactionRecord> {
+    let options = if spill { &shared.spilling_options } else { &shared.options };
+    match shared.db.begin(options) {
         Ok(transaction) => finish_transaction(shared, thread, transaction, plan),
         Err(error) => {
             shared.fail(format!("thread {thread}: begin: {error}"));

@@ -652,7 +652,8 @@ impl Transaction {
         Ok(())
     }
 
-    /// Number of keys written so far.
+    /// Number of keys written so far (a key written again after its earlier write was spilled
+    /// counts again).
     pub fn write_count(&self) -> usize {
         self.state.lock().writes.len()
     }
