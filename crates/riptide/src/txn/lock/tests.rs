@@ -336,3 +336,28 @@ fn a_deadlock_through_a_column_family_picks_the_youngest_either_way() {
         assert!(manager.is_empty());
     }
 }
+
+#[test]
+fn a_free_lock_goes_to_an_exclusive_newcomer_before_woken_waiters_but_never_to_a_shared_one() {
+    // The state right after a release: no holder, one waiter woken but not yet running.
+    let key = key("hot");
+    let table_with_waiter = || {
+        let mut table = ShardTable::default();
+        let mut lock = Lock::default();
+        lock.waiters.push_back(Waiter { transaction: 1, mode: LockMode::Exclusive, slot: slot() });
+        table.locks.insert(key.clone(), lock);
+        table.families.add_claim(key.0);
+        table
+    };
+    let mut table = table_with_waiter();
+    assert!(matches!(table.request_row(2, &slot(), &key, LockMode::Exclusive), RowRequest::Granted(Granted::New)));
+    // The waiter now finds a holder and waits on.
+    let lock = &table.locks[&key];
+    assert!(!lock.grantable(1, LockMode::Exclusive, 0));
+    let mut table = table_with_waiter();
+    assert!(matches!(table.request_row(3, &slot(), &key, LockMode::Shared), RowRequest::Queued));
+    // A lock with a holder is no free lock: an exclusive newcomer queues behind the waiter.
+    let mut table = table_with_waiter();
+    table.locks.get_mut(&key).unwrap().holders.push((4, LockMode::Shared));
+    assert!(matches!(table.request_row(5, &slot(), &key, LockMode::Exclusive), RowRequest::Queued));
+}
