@@ -547,6 +547,15 @@ impl Transaction {
                 &mut state.column_family_locks,
             );
         }
+        if granted == Granted::AlreadyHeld {
+            // A key read for update was checked against the history when it was locked, and
+            // nobody else can have written it since: skip the history's mutex, which every
+            // transaction's locks and commits share (the write of a read-modify-write).
+            let state = self.state.lock();
+            if state.reads.keys.contains(&(column_family, key.to_vec())) {
+                return Ok(());
+            }
+        }
         if let Some(snapshot) = &self.snapshot {
             let history = self.db.transactions.history.lock();
             if let Some(sequence) = history.write_after(column_family, key, snapshot.sequence()) {
