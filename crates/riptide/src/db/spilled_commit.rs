@@ -30,21 +30,22 @@
 //! Concurrency contract: runs on the committing transaction's thread under write leadership;
 //! takes the state mutex, the history mutex and the WAL mutex one at a time, never two at once.
 
-use std::sync::atomic::Ordering;
-use std::time::Duration;
-
 use super::compaction::meta_from_properties;
 use super::filename::table_path;
-use super::write::{append_to_wal, check_column_families_live, make_room_for_write, sync_wal, with_write_leadership};
+use super::write::{
+    append_to_wal, check_column_families_live, make_room_for_write, sync_wal, wait_until_flushed, with_write_leadership,
+};
 use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::key::{append_internal_key, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::key::{append_internal_key, MAX_SEQUENCE_NUMBER};
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::txn::history::Validation;
 use crate::txn::own_cursor::OwnCursor;
 use crate::txn::prepared::MARKER_COLUMN_FAMILY_ID;
+use crate::txn::spill::kind_of;
 use crate::version::edit::{FileMetadata, VersionEdit};
+use std::sync::atomic::Ordering;
 
 /// What a spilled transaction commits: a cursor over its writes per column family, and what
 /// its reads must be validated against (`validation.written` is empty: the written keys are
@@ -109,16 +110,7 @@ fn commit_as_leader(inner: &DbInner, request: SpilledCommit, ids: &[u32]) -> Res
 fn flush_memtables(inner: &DbInner, ids: &[u32]) -> Result<()> {
     let mut state = inner.state.lock();
     make_room_for_write(inner, &mut state, ids, true)?;
-    loop {
-        inner.check_not_stopped(&state)?;
-        let flushed =
-            ids.iter().all(|id| state.column_families.get(id).is_none_or(|family| family.immutables.is_empty()));
-        if flushed {
-            return Ok(());
-        }
-        inner.work_available.notify_all();
-        inner.background_done.wait_for(&mut state, Duration::from_millis(100));
-    }
+    wait_until_flushed(inner, &mut state, ids)
 }
 
 /// Writes column family `id`'s merged writes as one table at `sequence`, checking each key.
@@ -148,8 +140,7 @@ fn write_table(
         while let Some((key, written)) = cursor.current() {
             inner.transactions.history.lock().validate_written_key(validation, id, key, &order_of)?;
             internal_key.clear();
-            let kind = if written.is_some() { ValueKind::Put } else { ValueKind::Delete };
-            append_internal_key(&mut internal_key, key, sequence, kind);
+            append_internal_key(&mut internal_key, key, sequence, kind_of(written));
             builder.add(&internal_key, written.as_deref().unwrap_or_default())?;
             cursor.next();
         }

@@ -710,18 +710,31 @@ pub(crate) fn flush(inner: &DbInner) -> Result<()> {
         make_room_for_write(inner, &mut state, &ids, true)
     })?;
     let mut state = inner.state.lock();
+    let ids: Vec<u32> = state.column_families.keys().copied().collect();
+    wait_until_flushed(inner, &mut state, &ids)
+}
+
+/// Waits until the column families `ids` (those still live) have no immutable memtable left,
+/// or a background error or a close stops the wait.
+pub(crate) fn wait_until_flushed(
+    inner: &DbInner,
+    state: &mut parking_lot::MutexGuard<'_, DbState>,
+    ids: &[u32],
+) -> Result<()> {
     loop {
         if let Some(error) = &state.background_error {
             return Err(error.duplicate());
         }
-        if state.column_families.values().all(|family| family.immutables.is_empty()) {
+        let flushed =
+            ids.iter().all(|id| state.column_families.get(id).is_none_or(|family| family.immutables.is_empty()));
+        if flushed {
             return Ok(());
         }
         if inner.shutting_down.load(Ordering::Acquire) {
             return Err(Error::Closed("the database is closing".to_string()));
         }
         inner.work_available.notify_all();
-        inner.background_done.wait_for(&mut state, Duration::from_millis(100));
+        inner.background_done.wait_for(state, Duration::from_millis(100));
     }
 }
 

@@ -255,9 +255,7 @@ impl HistoryState {
             )));
         }
         for (column_family, key) in validation.written.iter().chain(&validation.read) {
-            if let Some(sequence) = self.write_after(*column_family, key, snapshot) {
-                return Err(written_after_snapshot(validation.transaction, *column_family, key, sequence, snapshot));
-            }
+            self.check_unwritten_since(validation.transaction, *column_family, key, snapshot)?;
         }
         for range in &validation.ranges {
             let Some(order) = order_of(range.column_family) else { continue };
@@ -283,6 +281,14 @@ impl HistoryState {
             self.check_guards(validation.transaction, *column_family, key, order_of)?;
         }
         Ok(())
+    }
+
+    /// Fails with [`Error::Conflict`] when a recorded write to `key` lies above `snapshot`.
+    fn check_unwritten_since(&self, transaction: u64, column_family: u32, key: &[u8], snapshot: u64) -> Result<()> {
+        match self.write_after(column_family, key, snapshot) {
+            Some(sequence) => Err(written_after_snapshot(transaction, column_family, key, sequence, snapshot)),
+            None => Ok(()),
+        }
     }
 
     /// Fails when a prepared transaction's guard covers `key` of `column_family`.
@@ -323,9 +329,7 @@ impl HistoryState {
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Result<()> {
         if let Some(snapshot) = validation.snapshot {
-            if let Some(sequence) = self.write_after(column_family, key, snapshot) {
-                return Err(written_after_snapshot(validation.transaction, column_family, key, sequence, snapshot));
-            }
+            self.check_unwritten_since(validation.transaction, column_family, key, snapshot)?;
         }
         if !self.guards.is_empty() {
             self.check_guards(validation.transaction, column_family, key, order_of)?;

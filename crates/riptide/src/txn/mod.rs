@@ -487,7 +487,7 @@ impl Transaction {
         self.lock_key(family.id, key)?;
         let mut state = self.state.lock();
         self.check_active(&state)?;
-        let added_bytes = key.len() + value.map_or(0, <[u8]>::len) + write_set::ENTRY_OVERHEAD_BYTES;
+        let added_bytes = write_set::entry_size_bytes(key.len(), value.map_or(0, <[u8]>::len));
         if state.writes.memory_bytes() > 0
             && state.writes.memory_bytes() + added_bytes > self.write_memory_limit_bytes()
         {
@@ -699,7 +699,12 @@ impl Transaction {
         if let Some(xid) = self.take_prepared_xid()? {
             return two_phase::commit_prepared(&self.db, &xid).map(Some);
         }
-        let (batch, validation) = {
+        /// What the commit writes: one batch, or (spilled) tables from cursors over the layers.
+        enum Commit {
+            Batch(crate::WriteBatch, Validation),
+            Spilled(crate::db::spilled_commit::SpilledCommit),
+        }
+        let commit = {
             let state = self.state.lock();
             self.check_active(&state)?;
             if state.writes.is_empty() {
@@ -719,22 +724,21 @@ impl Transaction {
                         .ok_or_else(|| Error::invalid(format!("column family {id} was dropped")))?;
                     families.push((id, state.writes.cursor(id, &order, None, None)));
                 }
-                let request =
-                    crate::db::spilled_commit::SpilledCommit { families, validation: self.validation(&state) };
-                drop(state);
-                let result = crate::db::spilled_commit::commit(self.db.as_ref(), request);
-                if matches!(result, Err(Error::Conflict(_))) {
-                    self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
-                }
-                self.finish(result.is_ok());
-                return result.map(Some);
+                Commit::Spilled(crate::db::spilled_commit::SpilledCommit {
+                    families,
+                    validation: self.validation(&state),
+                })
+            } else {
+                Commit::Batch(state.writes.to_batch(), self.validation(&state))
             }
-            let batch = state.writes.to_batch();
-            let validation = self.validation(&state);
-            (batch, validation)
         };
-        let write_options = WriteOptions { sync: self.options.sync };
-        let result = crate::db::write::write_transaction(&self.db, batch, &write_options, validation);
+        let result = match commit {
+            Commit::Batch(batch, validation) => {
+                let write_options = WriteOptions { sync: self.options.sync };
+                crate::db::write::write_transaction(&self.db, batch, &write_options, validation)
+            }
+            Commit::Spilled(request) => crate::db::spilled_commit::commit(self.db.as_ref(), request),
+        };
         if matches!(result, Err(Error::Conflict(_))) {
             self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
         }

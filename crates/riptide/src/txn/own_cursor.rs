@@ -128,10 +128,15 @@ impl OwnCursor {
         self.load_backward();
     }
 
+    /// True when `merged` is on an entry of `key`.
+    fn on_key(&self, key: &[u8]) -> bool {
+        self.merged.valid() && self.order.compare_user_keys(user_key(self.merged.key()), key) == Ordering::Equal
+    }
+
     /// Positions `merged` on the first entry of the first key after `key`.
     fn skip_past(&mut self, key: &[u8]) {
         self.merged.seek(&lookup_key(key, MAX_SEQUENCE_NUMBER));
-        while self.merged.valid() && self.order.compare_user_keys(user_key(self.merged.key()), key) == Ordering::Equal {
+        while self.on_key(key) {
             self.merged.next();
         }
     }
@@ -165,8 +170,7 @@ impl OwnCursor {
             }
         }
         let written = entry_written(self.merged.key(), self.merged.value());
-        while self.merged.valid() && self.order.compare_user_keys(user_key(self.merged.key()), &key) == Ordering::Equal
-        {
+        while self.on_key(&key) {
             self.merged.next();
         }
         self.current = Some((key, written));
@@ -187,8 +191,7 @@ impl OwnCursor {
             }
         }
         let mut written = None;
-        while self.merged.valid() && self.order.compare_user_keys(user_key(self.merged.key()), &key) == Ordering::Equal
-        {
+        while self.on_key(&key) {
             written = Some(entry_written(self.merged.key(), self.merged.value()));
             self.merged.prev();
         }

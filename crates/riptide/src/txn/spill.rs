@@ -67,8 +67,7 @@ pub(crate) fn write_run<'a>(
         let mut internal_key = Vec::new();
         for (key, written) in entries {
             internal_key.clear();
-            let kind = if written.is_some() { ValueKind::Put } else { ValueKind::Delete };
-            crate::key::append_internal_key(&mut internal_key, &key.key, layer_id, kind);
+            crate::key::append_internal_key(&mut internal_key, &key.key, layer_id, kind_of(written));
             builder.add(&internal_key, written.as_deref().unwrap_or_default())?;
         }
         let properties = builder.finish()?;
@@ -89,6 +88,14 @@ pub(crate) fn write_run<'a>(
 
 /// The internal key of an in-memory entry of layer `layer_id`, as a run would store it.
 pub(crate) fn layer_entry_key(key: &[u8], layer_id: u64, written: &Written) -> Vec<u8> {
-    let kind = if written.is_some() { ValueKind::Put } else { ValueKind::Delete };
-    make_internal_key(key, layer_id, kind)
+    make_internal_key(key, layer_id, kind_of(written))
+}
+
+/// The kind of entry that stores `written`: a put, or a tombstone for a delete.
+pub(crate) fn kind_of(written: &Written) -> ValueKind {
+    if written.is_some() {
+        ValueKind::Put
+    } else {
+        ValueKind::Delete
+    }
 }

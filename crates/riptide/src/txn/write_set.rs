@@ -39,7 +39,7 @@ use crate::options::ColumnFamilyOptions;
 use crate::sstable::BlockReadOptions;
 
 /// Approximate bytes of one entry besides its key and value (map node, allocations).
-pub(crate) const ENTRY_OVERHEAD_BYTES: usize = 64;
+const ENTRY_OVERHEAD_BYTES: usize = 64;
 
 /// A user key ordered by its column family's comparator.
 #[derive(Clone, Debug)]
@@ -104,8 +104,21 @@ pub(crate) struct WriteSet {
     entry_count: usize,
 }
 
+/// Memory an entry with a key of `key_bytes` and a value of `value_bytes` holds in an
+/// in-memory layer.
+pub(crate) fn entry_size_bytes(key_bytes: usize, value_bytes: usize) -> usize {
+    key_bytes + value_bytes + ENTRY_OVERHEAD_BYTES
+}
+
 fn entry_bytes(key: &[u8], written: &Written) -> usize {
-    key.len() + written.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD_BYTES
+    entry_size_bytes(key.len(), written.as_ref().map_or(0, Vec::len))
+}
+
+impl Family {
+    /// Memory the family's entries hold.
+    fn memory_bytes(&self) -> usize {
+        self.entries.iter().map(|(key, written)| entry_bytes(&key.key, written)).sum()
+    }
 }
 
 impl WriteSet {
@@ -223,10 +236,22 @@ impl WriteSet {
         self.layers.iter().any(|layer| matches!(layer.contents, Contents::Spilled(_)))
     }
 
-    /// The in-memory layers merged, newest write of each key winning: (column family, order,
-    /// entries in order). Only for a write set that has not spilled.
-    fn merged_in_memory(&self) -> Vec<(u32, BTreeMap<OrderedKey, &Written>)> {
+    /// Visits the in-memory layers merged, newest write of each key winning: column families
+    /// by id, each one's keys in its order. Only for a write set that has not spilled. A single
+    /// layer (every transaction without savepoints) is visited in place; several are merged into
+    /// a map first.
+    fn for_each_merged(&self, mut visit: impl FnMut(u32, &[u8], &Written)) {
         debug_assert!(!self.spilled(), "a spilled write set commits through its runs");
+        if let [Layer { contents: Contents::Memory(families), .. }] = self.layers.as_slice() {
+            let mut ids: Vec<u32> = families.keys().copied().collect();
+            ids.sort_unstable();
+            for id in ids {
+                for (key, written) in &families[&id].entries {
+                    visit(id, &key.key, written);
+                }
+            }
+            return;
+        }
         let mut merged: BTreeMap<u32, BTreeMap<OrderedKey, &Written>> = BTreeMap::new();
         for layer in &self.layers {
             let Contents::Memory(families) = &layer.contents else { continue };
@@ -237,16 +262,18 @@ impl WriteSet {
                 }
             }
         }
-        merged.into_iter().collect()
+        for (id, entries) in merged {
+            for (key, written) in entries {
+                visit(id, &key.key, written);
+            }
+        }
     }
 
     /// Every (column family, key) written, for validation and for locks. Only for a write set
     /// that has not spilled.
     pub(crate) fn keys(&self) -> Vec<(u32, Vec<u8>)> {
         let mut keys = Vec::with_capacity(self.entry_count);
-        for (id, entries) in self.merged_in_memory() {
-            keys.extend(entries.into_keys().map(|key| (id, key.key)));
-        }
+        self.for_each_merged(|id, key, _| keys.push((id, key.to_vec())));
         keys
     }
 
@@ -254,14 +281,10 @@ impl WriteSet {
     /// family's keys in its order. Only for a write set that has not spilled.
     pub(crate) fn to_batch(&self) -> WriteBatch {
         let mut batch = WriteBatch::new();
-        for (id, entries) in self.merged_in_memory() {
-            for (key, written) in entries {
-                match written {
-                    Some(value) => batch.put_in(id, &key.key, value),
-                    None => batch.delete_in(id, &key.key),
-                }
-            }
-        }
+        self.for_each_merged(|id, key, written| match written {
+            Some(value) => batch.put_in(id, key, value),
+            None => batch.delete_in(id, key),
+        });
         batch
     }
 
@@ -311,7 +334,7 @@ impl WriteSet {
             let mut freed = 0;
             let mut run_memory = 0;
             for (&id, family) in families {
-                freed += family.entries.iter().map(|(key, written)| entry_bytes(&key.key, written)).sum::<usize>();
+                freed += family.memory_bytes();
                 let Some(options) = options_of(id) else { continue };
                 if family.entries.is_empty() {
                     continue;
@@ -341,8 +364,7 @@ impl WriteSet {
                 Contents::Memory(families) => {
                     for family in families.values() {
                         self.entry_count -= family.entries.len();
-                        self.memory_bytes -=
-                            family.entries.iter().map(|(key, written)| entry_bytes(&key.key, written)).sum::<usize>();
+                        self.memory_bytes -= family.memory_bytes();
                     }
                 }
                 Contents::Spilled(runs) => {
@@ -378,7 +400,7 @@ impl WriteSet {
                         let key_bytes = key.key.len();
                         if let Some(old) = target.entries.insert(key, written) {
                             self.entry_count -= 1;
-                            self.memory_bytes -= key_bytes + old.as_ref().map_or(0, Vec::len) + ENTRY_OVERHEAD_BYTES;
+                            self.memory_bytes -= entry_size_bytes(key_bytes, old.as_ref().map_or(0, Vec::len));
                         }
                     }
                 }
@@ -486,6 +508,26 @@ mod tests {
         assert!(set.is_empty());
         assert_eq!(set.memory_bytes(), 0);
         assert!(!set.release_savepoint());
+    }
+
+    #[test]
+    fn the_batch_of_several_layers_holds_each_key_once_with_its_newest_write() {
+        let mut set = WriteSet::default();
+        put(&mut set, "b", "1");
+        put(&mut set, "c", "1");
+        set.savepoint();
+        put(&mut set, "a", "2");
+        set.write(0, &order(), b"b", None);
+        set.savepoint();
+        put(&mut set, "c", "3");
+        assert_eq!(set.layers.len(), 3);
+        let batch = set.to_batch();
+        let entries: Vec<(&[u8], Option<&[u8]>)> = batch
+            .iter()
+            .map(|entry| (entry.key(), (entry.kind() == crate::batch::BatchOp::Put).then(|| entry.value())))
+            .collect();
+        assert_eq!(entries, vec![(b"a".as_slice(), Some(b"2".as_slice())), (b"b", None), (b"c", Some(b"3"))]);
+        assert_eq!(set.keys(), vec![(0, b"a".to_vec()), (0, b"b".to_vec()), (0, b"c".to_vec())]);
     }
 
     #[test]

@@ -326,24 +326,36 @@ impl VersionSet {
         }
         edit.last_sequence = Some(self.last_sequence);
         let new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit, new_comparator)?) };
-        let manifest_too_large = self.manifest.as_ref().is_some_and(|m| m.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES);
-        if self.manifest.is_none() || manifest_too_large {
+        if self.needs_new_manifest() {
             self.start_new_manifest(&mut edit, new_version.as_ref())?;
         } else {
             edit.next_file_number = Some(self.next_file_number);
             let mut record = Vec::new();
             edit.encode(&mut record);
-            let written = match self.manifest.as_mut() {
-                Some(writer) => writer.add_record(&record).and_then(|()| writer.sync()),
-                None => Err(Error::Closed("manifest is not open".to_string())),
-            };
-            if let Err(error) = written {
-                self.manifest = None;
-                return Err(error);
-            }
+            self.append_manifest_record(&record)?;
         }
         self.install(new_version, &edit);
         Ok(())
+    }
+
+    /// True when the next edit must start a new manifest: none is open (the first edit after
+    /// open, or after a failed write), or the current one has reached its roll size.
+    fn needs_new_manifest(&self) -> bool {
+        self.manifest.as_ref().is_none_or(|manifest| manifest.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES)
+    }
+
+    /// Appends `record` to the open manifest and syncs it. On error the manifest is dropped,
+    /// so the next edit starts a fresh one (this one may end in a record of unknown
+    /// durability).
+    fn append_manifest_record(&mut self, record: &[u8]) -> Result<()> {
+        let written = match self.manifest.as_mut() {
+            Some(writer) => writer.add_record(record).and_then(|()| writer.sync()),
+            None => Err(Error::Closed("manifest is not open".to_string())),
+        };
+        if written.is_err() {
+            self.manifest = None;
+        }
+        written
     }
 
     /// Starts a new manifest holding the state after `edit` (whose new version of its column
@@ -402,8 +414,7 @@ impl VersionSet {
             edit.last_sequence = Some(self.last_sequence);
             versions.push(self.apply(edit, None)?);
         }
-        let manifest_too_large = self.manifest.as_ref().is_some_and(|m| m.size_bytes() >= MANIFEST_ROLL_SIZE_BYTES);
-        if self.manifest.is_none() || manifest_too_large {
+        if self.needs_new_manifest() {
             // A fresh manifest holding the state before the group; the group follows it.
             let mut unchanged = VersionEdit { last_sequence: Some(self.last_sequence), ..VersionEdit::default() };
             let current = Arc::clone(&self.current(DEFAULT_COLUMN_FAMILY_ID));
@@ -414,14 +425,7 @@ impl VersionSet {
         }
         let mut record = Vec::new();
         VersionEdit::encode_group(&edits, &mut record);
-        let written = match self.manifest.as_mut() {
-            Some(writer) => writer.add_record(&record).and_then(|()| writer.sync()),
-            None => Err(Error::Closed("manifest is not open".to_string())),
-        };
-        if let Err(error) = written {
-            self.manifest = None;
-            return Err(error);
-        }
+        self.append_manifest_record(&record)?;
         for (edit, version) in edits.iter().zip(versions) {
             self.install(Some(version), edit);
         }
