@@ -302,6 +302,16 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
     ));
     seeds.push((
         "prepared_transaction",
+        "spilled".to_string(),
+        encode::spilled_prepared_transaction(
+            40,
+            b"gtrid.big",
+            &[(0, b"read", false)],
+            &[(1, 0, 33), (1, 3, 34), (2, 0, 39)],
+        ),
+    ));
+    seeds.push((
+        "prepared_transaction",
         "empty".to_string(),
         encode::prepared_transaction(1, b"x", &encode::write_batch(&[]), &[], &[]),
     ));

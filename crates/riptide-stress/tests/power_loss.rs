@@ -82,4 +82,21 @@ fn the_spilled_transaction_workload_spills_across_column_families() {
         })
         .count();
     assert!(spanning >= 2, "only {spanning} spilled transactions span both column families");
+    // Spilled transactions are prepared too (at least two writes each, so they do spill), and
+    // some of them committed by xid.
+    let prepared: Vec<&Vec<u8>> = workload
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Prepare { write, xid, spill: true } if write.len() >= 2 => Some(xid),
+            _ => None,
+        })
+        .collect();
+    assert!(prepared.len() >= 2, "only {} spilled transactions are prepared", prepared.len());
+    let committed = workload
+        .steps
+        .iter()
+        .filter(|step| matches!(step, Step::CommitPrepared { xid } if prepared.contains(&xid)))
+        .count();
+    assert!(committed >= 1, "no prepared spilled transaction is committed");
 }

@@ -338,6 +338,33 @@ pub mod encode {
                     end: Bound::Excluded(end.to_vec()),
                 })
                 .collect(),
+            runs: Vec::new(),
+        })
+    }
+
+    /// A prepared-transaction file of a spilled transaction (format version 2): as
+    /// [`prepared_transaction`] without a batch, with its runs as `(layer, column family, file
+    /// number)`.
+    pub fn spilled_prepared_transaction(
+        number: u64,
+        xid: &[u8],
+        keys: &[(u32, &[u8], bool)],
+        runs: &[(u64, u32, u64)],
+    ) -> Vec<u8> {
+        crate::txn::prepared::encode(&crate::txn::prepared::PreparedRecord {
+            number,
+            xid: xid.to_vec(),
+            batch: Vec::new(),
+            keys: keys.iter().map(|(family, key, written)| (*family, key.to_vec(), *written)).collect(),
+            ranges: Vec::new(),
+            runs: runs
+                .iter()
+                .map(|&(layer, column_family, file_number)| crate::txn::prepared::PreparedRun {
+                    layer,
+                    column_family,
+                    file_number,
+                })
+                .collect(),
         })
     }
 

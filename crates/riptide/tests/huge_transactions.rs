@@ -1,7 +1,8 @@
 //! Huge transactions: a transaction that writes far more than its memory limit spills its
 //! writes to files, still reads its own writes, rolls back (also to savepoints) without a
 //! trace, and commits atomically across column families at one sequence number: checked
-//! against a `BTreeMap` model, across a reopen and a simulated power loss.
+//! against a `BTreeMap` model, across a reopen and a simulated power loss. Prepared (two-phase
+//! commit), it survives a crash with its runs and commits or rolls back by xid.
 
 mod common;
 
@@ -272,15 +273,203 @@ fn spill_files_left_by_a_crash_are_removed_at_open() {
     assert_eq!(db.get(&key(1)).unwrap(), None);
 }
 
+/// Key to value, as a column family holds them.
+type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+fn prepared_files(memory: &MemFileSystem) -> usize {
+    memory.file_names(DIR).iter().filter(|name| name.ends_with(".txn")).count()
+}
+
+fn open_with_other(memory: &MemFileSystem) -> Db {
+    Db::open_with_column_families(
+        DIR,
+        small_options(Arc::new(memory.clone())),
+        vec![("other".to_string(), ColumnFamilyOptions::default())],
+    )
+    .expect("open")
+}
+
+/// Prepares a spilled transaction over two column families under `xid`; returns the model of
+/// what its commit makes visible in each.
+fn prepare_spilled(db: &Db, xid: &[u8]) -> (Model, Model) {
+    let other = db.column_family("other").unwrap();
+    let transaction = db.begin(&spilling(ConcurrencyMode::Pessimistic)).unwrap();
+    let mut model = BTreeMap::new();
+    write_many(&transaction, 6_000, &mut model);
+    let mut other_model = BTreeMap::new();
+    for index in 0..3_000 {
+        transaction.put_cf(&other, &key(index), &value(index, 2)).unwrap();
+        other_model.insert(key(index), value(index, 2));
+    }
+    // The last writes are still in memory; prepare spills them too.
+    transaction.prepare(xid).unwrap();
+    drop(transaction);
+    (model, other_model)
+}
+
+/// Compares two key-value maps, reporting only the keys that differ.
+fn assert_same(actual: &Model, expected: &Model) {
+    let differing: Vec<String> = actual
+        .keys()
+        .chain(expected.keys())
+        .filter(|key| actual.get(*key) != expected.get(*key))
+        .take(5)
+        .map(|key| {
+            format!(
+                "{}: {:?} vs {:?}",
+                String::from_utf8_lossy(key),
+                actual.get(key).map(|v| v.len()),
+                expected.get(key).map(|v| v.len())
+            )
+        })
+        .collect();
+    assert!(
+        differing.is_empty(),
+        "{} vs {} entries; first differences (actual vs expected length): {differing:?}",
+        actual.len(),
+        expected.len()
+    );
+}
+
+fn other_contents(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let other = db.column_family("other").unwrap();
+    db.iter_cf(&other, &ReadOptions::default()).unwrap().map(|entry| entry.unwrap()).collect()
+}
+
 #[test]
-fn a_spilled_transaction_cannot_be_prepared_yet() {
+fn a_prepared_spilled_transaction_survives_a_crash_and_commits() {
+    let memory = MemFileSystem::new();
+    let db = open_with_other(&memory);
+    db.put(b"unrelated", b"1").unwrap();
+    let (model, other_model) = prepare_spilled(&db, b"big");
+    assert_eq!(db.prepared_transactions(), vec![b"big".to_vec()]);
+    assert!(spill_files(&memory) > 0);
+    assert_eq!(db.get(&key(1)).unwrap(), None, "prepared writes are invisible");
+    // Prepare is durable when it returns: a power loss keeps it, runs included.
+    std::mem::forget(db);
+    memory.simulate_power_loss(PowerLossMode::DropUnsynced);
+    let db = open_with_other(&memory);
+    assert_eq!(db.prepared_transactions(), vec![b"big".to_vec()]);
+    assert_eq!(db.get(&key(1)).unwrap(), None);
+    assert!(spill_files(&memory) > 0, "the runs of a prepared transaction are kept at open");
+    // Its locks are back: it holds the column families it wrote whole, so a pessimistic write
+    // there waits.
+    let waiting = TransactionOptions { lock_timeout: Some(std::time::Duration::from_millis(20)), ..Default::default() };
+    let pessimistic = db.begin(&waiting).unwrap();
+    assert!(matches!(pessimistic.put(b"zzz-outside", b"1"), Err(Error::LockTimeout(_))));
+    drop(pessimistic);
+    // Its guard is back: a commit that writes inside the range it wrote fails, one outside
+    // does not.
+    let optimistic = TransactionOptions { mode: ConcurrencyMode::Optimistic, ..Default::default() };
+    let inside = db.begin(&optimistic).unwrap();
+    inside.put(&key(2_500), b"inside").unwrap();
+    assert!(matches!(inside.commit(), Err(Error::Conflict(_))));
+    let outside = db.begin(&optimistic).unwrap();
+    outside.put(b"zzz-outside", b"1").unwrap();
+    outside.commit().unwrap();
+    db.commit_prepared(b"big").unwrap();
+    assert!(db.prepared_transactions().is_empty());
+    assert_eq!((spill_files(&memory), prepared_files(&memory)), (0, 0));
+    let mut expected = model.clone();
+    expected.insert(b"unrelated".to_vec(), b"1".to_vec());
+    expected.insert(b"zzz-outside".to_vec(), b"1".to_vec());
+    assert_same(&contents(&db, &ReadOptions::default()), &expected);
+    assert_same(&other_contents(&db), &other_model);
+    // The commit is durable when it returns.
+    std::mem::forget(db);
+    memory.simulate_power_loss(PowerLossMode::DropUnsynced);
+    let db = open_with_other(&memory);
+    assert!(db.prepared_transactions().is_empty());
+    assert_same(&contents(&db, &ReadOptions::default()), &expected);
+    assert_same(&other_contents(&db), &other_model);
+}
+
+#[test]
+fn rolled_back_prepared_spilled_transactions_leave_no_files() {
+    let memory = MemFileSystem::new();
+    let db = open_with_other(&memory);
+    let other = db.column_family("other").unwrap();
+    // Rolled back through its handle.
+    let transaction = db.begin(&spilling(ConcurrencyMode::Optimistic)).unwrap();
+    write_many(&transaction, 5_000, &mut BTreeMap::new());
+    transaction.put_cf(&other, b"k", b"v").unwrap();
+    transaction.prepare(b"first").unwrap();
+    transaction.rollback().unwrap();
+    // Rolled back by xid after a reopen.
+    prepare_spilled(&db, b"second");
+    drop(other);
+    db.close().unwrap();
+    let db = open_with_other(&memory);
+    assert_eq!(db.prepared_transactions(), vec![b"second".to_vec()]);
+    db.rollback_prepared(b"second").unwrap();
+    assert_eq!((spill_files(&memory), prepared_files(&memory)), (0, 0));
+    assert!(contents(&db, &ReadOptions::default()).is_empty());
+    assert!(other_contents(&db).is_empty());
+    db.close().unwrap();
+    let db = open_with_other(&memory);
+    assert!(db.prepared_transactions().is_empty());
+}
+
+/// The story: a prepared spilled transaction has no WAL record, so its commit point is the
+/// manifest record that installs its tables. A crash after that record but before the
+/// transaction's file is removed must not bring it back as prepared (a coordinator would
+/// commit it a second time, or roll back a commit that happened). The test rebuilds exactly
+/// that state: the file and the runs put back after the commit, then a crash.
+#[test]
+fn a_commit_whose_file_removal_was_lost_is_not_prepared_again() {
+    let memory = MemFileSystem::new();
+    let db = open_with_other(&memory);
+    let (model, other_model) = prepare_spilled(&db, b"big");
+    let dir = std::path::Path::new(DIR);
+    let saved: Vec<(String, Vec<u8>)> = memory
+        .file_names(DIR)
+        .into_iter()
+        .filter(|name| name.ends_with(".txn") || name.ends_with(".spill"))
+        .map(|name| {
+            let bytes = memory.read_all(&dir.join(&name)).unwrap();
+            (name, bytes)
+        })
+        .collect();
+    assert!(saved.len() > 2);
+    db.commit_prepared(b"big").unwrap();
+    std::mem::forget(db);
+    memory.simulate_power_loss(PowerLossMode::DropUnsynced);
+    for (name, bytes) in &saved {
+        let mut file = memory.create(&dir.join(name)).unwrap();
+        file.append(bytes).unwrap();
+        file.sync().unwrap();
+    }
+    memory.sync_dir(dir).unwrap();
+    let db = open_with_other(&memory);
+    assert!(db.prepared_transactions().is_empty(), "a committed transaction came back as prepared");
+    assert_same(&contents(&db, &ReadOptions::default()), &model);
+    assert_same(&other_contents(&db), &other_model);
+    assert_eq!((spill_files(&memory), prepared_files(&memory)), (0, 0));
+    // A manifest written since no longer names it; a second reopen agrees.
+    db.close().unwrap();
+    let db = open_with_other(&memory);
+    assert!(db.prepared_transactions().is_empty());
+    assert_same(&contents(&db, &ReadOptions::default()), &model);
+}
+
+#[test]
+fn preparing_a_spilled_transaction_validates_its_writes() {
     let memory = MemFileSystem::new();
     let db = open(&memory);
-    let transaction = db.begin(&spilling(ConcurrencyMode::Pessimistic)).unwrap();
-    write_many(&transaction, 5_000, &mut BTreeMap::new());
-    assert!(matches!(transaction.prepare(b"xid"), Err(Error::InvalidArgument(_))));
-    // Still usable.
-    transaction.commit().unwrap();
+    let options =
+        TransactionOptions { isolation: IsolationLevel::RepeatableRead, ..spilling(ConcurrencyMode::Optimistic) };
+    let transaction = db.begin(&options).unwrap();
+    let mut model = BTreeMap::new();
+    write_many(&transaction, 5_000, &mut model);
+    // Another transaction commits a key this one wrote, after its snapshot: first committer
+    // wins, so the prepare fails and writes nothing.
+    db.put(&key(4_321), b"first").unwrap();
+    assert!(matches!(transaction.prepare(b"xid"), Err(Error::Conflict(_))));
+    assert!(db.prepared_transactions().is_empty());
+    assert_eq!(prepared_files(&memory), 0);
+    // Still usable, and still failing to commit for the same reason.
+    assert!(matches!(transaction.commit(), Err(Error::Conflict(_))));
+    assert_eq!(spill_files(&memory), 0);
 }
 
 #[test]

@@ -187,6 +187,29 @@ fn prepared_transactions_survive_a_crash_with_their_locks() {
     assert_eq!(db.get(b"stock").unwrap(), Some(b"41".to_vec()));
 }
 
+/// The story: `prepare` wrote and synced its own file but not the WAL, so a write the
+/// transaction had read, acknowledged without sync, could be lost by a power loss while the
+/// prepared transaction survived, and its later commit would rest on a value that no longer
+/// existed. Prepare now syncs the WAL first.
+#[test]
+fn what_a_prepared_transaction_read_survives_a_power_loss_with_it() {
+    let memory = MemFileSystem::new();
+    let db = open(&memory);
+    db.put(b"balance", b"100").unwrap();
+    let transaction = db.begin(&TransactionOptions::default()).unwrap();
+    assert_eq!(transaction.get_for_update(b"balance").unwrap(), Some(b"100".to_vec()));
+    transaction.put(b"balance", b"90").unwrap();
+    transaction.prepare(b"transfer").unwrap();
+    std::mem::forget(transaction);
+    std::mem::forget(db);
+    memory.simulate_power_loss(PowerLossMode::DropUnsynced);
+    let db = open(&memory);
+    assert_eq!(db.prepared_transactions(), vec![b"transfer".to_vec()]);
+    assert_eq!(db.get(b"balance").unwrap(), Some(b"100".to_vec()), "the value the transaction read was lost");
+    db.commit_prepared(b"transfer").unwrap();
+    assert_eq!(db.get(b"balance").unwrap(), Some(b"90".to_vec()));
+}
+
 #[test]
 fn a_torn_prepare_is_dropped_at_open() {
     let memory = MemFileSystem::new();

@@ -88,8 +88,12 @@ fn run_step(
             }
             transaction.commit()
         }
-        Step::Prepare { write, xid } => {
-            let transaction = db.begin(&TransactionOptions::default())?;
+        Step::Prepare { write, xid, spill } => {
+            let mut transaction_options = TransactionOptions::default();
+            if *spill {
+                transaction_options.write_memory_limit_bytes = 1;
+            }
+            let transaction = db.begin(&transaction_options)?;
             apply_to_transaction(&transaction, handles, write)?;
             // The handle may go: a prepared transaction waits in the database for its decision.
             transaction.prepare(xid)
@@ -207,7 +211,7 @@ pub(crate) fn run_script(
         let Some(step) = without_missing_families(step, &missing) else { continue };
         match &step {
             Step::Write { write, .. } | Step::Transaction { write, .. } => history.writes.push(write.clone()),
-            Step::Prepare { write, xid } => history.prepared.push(PreparedHistory {
+            Step::Prepare { write, xid, .. } => history.prepared.push(PreparedHistory {
                 xid: xid.clone(),
                 write: write.clone(),
                 acknowledged: false,

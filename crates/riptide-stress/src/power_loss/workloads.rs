@@ -60,6 +60,9 @@ pub enum Step {
         write: Write,
         /// Its xid.
         xid: Vec<u8>,
+        /// Whether its writes spill (a one-byte write memory limit): it is then prepared with
+        /// its runs, and its commit installs tables.
+        spill: bool,
     },
     /// `Db::commit_prepared(xid)`.
     CommitPrepared {
@@ -167,11 +170,36 @@ fn random_write(rng: &mut SmallRng, step: usize, keys: u64, max_operations: usiz
 
 /// Transactions that spill their writes and commit through tables (across two column
 /// families, one recorded manifest group), between unsynced plain writes, ordinary
-/// transactions and flushes.
+/// transactions and flushes; and spilled transactions prepared (each on keys of its own, which
+/// it holds locked), committed or rolled back a few steps later, the last one left undecided.
 fn spilled_transactions(rng: &mut SmallRng) -> Vec<Step> {
     let mut steps = vec![Step::CreateFamily { family: 1, name: "spilled".into(), memtable_size_bytes: 4096 }];
-    for _ in 0..12 {
+    let xid = |transaction: u64| format!("spilled-xid-{transaction}").into_bytes();
+    let mut undecided: Vec<u64> = Vec::new();
+    let mut prepared = 0u64;
+    for round in 0..12 {
         let step = steps.len();
+        if round % 4 == 1 {
+            let write: Write = (0..rng.gen_range(2..=5))
+                .map(|_| {
+                    let mut operation = random_operation(rng, &[0, 1], step, 10, 200);
+                    let number = 1000 + prepared * 10 + rng.gen_range(0..10);
+                    operation.key = key(number);
+                    operation
+                })
+                .collect();
+            steps.push(Step::Prepare { write, xid: xid(prepared), spill: true });
+            undecided.push(prepared);
+            prepared += 1;
+        }
+        if undecided.len() > 1 || (round == 10 && !undecided.is_empty()) {
+            let decided = undecided.remove(0);
+            if rng.gen_bool(0.7) {
+                steps.push(Step::CommitPrepared { xid: xid(decided) });
+            } else {
+                steps.push(Step::RollbackPrepared { xid: xid(decided) });
+            }
+        }
         let kind = rng.gen_range(0..4);
         // A write set spills when a write would take it past the limit, so with a one-byte
         // limit a transaction spills from its second write on: the spilled ones make at least
@@ -209,7 +237,11 @@ fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
     for transaction in 0..8u64 {
         let step = steps.len();
         steps.push(Step::Write { write: random_write(rng, step, 20, 2, 120), sync: rng.gen_bool(0.2) });
-        steps.push(Step::Prepare { write: prepared_write(rng, transaction, step), xid: xid(transaction) });
+        steps.push(Step::Prepare {
+            write: prepared_write(rng, transaction, step),
+            xid: xid(transaction),
+            spill: false,
+        });
         undecided.push(transaction);
         // Decide an earlier one now and then; keep a few outstanding.
         if undecided.len() > 2 || (transaction > 0 && rng.gen_bool(0.5)) {

@@ -268,8 +268,16 @@ pub(crate) fn open_with_column_families(
             created.push(id);
         }
     }
+    // I32: a prepared spilled transaction committed by a manifest record that names it.
+    committed_markers.extend(versions.prepared_committed().iter().copied());
     let recovered_prepared = resolve_prepared(dir, &file_system, &prepared_numbers, &committed_markers, &mut recovery)?;
-    delete_obsolete_files(dir, &file_system, &versions, log_number)?;
+    // Their files are gone (durably) now, so the manifest need not repeat them.
+    for number in committed_markers {
+        versions.forget_prepared_committed(number);
+    }
+    let kept_runs: HashSet<u64> =
+        recovered_prepared.iter().flat_map(|record| record.runs.iter().map(|run| run.file_number)).collect();
+    delete_obsolete_files(dir, &file_system, &versions, log_number, &kept_runs)?;
 
     let mut states = BTreeMap::new();
     let mut handles = HashMap::new();
@@ -509,6 +517,7 @@ fn delete_obsolete_files(
     file_system: &Arc<dyn crate::fs::FileSystem>,
     versions: &VersionSet,
     live_log_number: u64,
+    kept_runs: &HashSet<u64>,
 ) -> Result<()> {
     let live_tables: HashSet<u64> = versions
         .column_families()
@@ -520,8 +529,10 @@ fn delete_obsolete_files(
             Some(FileKind::Log(number)) => number < live_log_number,
             Some(FileKind::Table(number)) => !live_tables.contains(&number),
             Some(FileKind::Manifest(number)) => number != versions.manifest_number(),
-            // Spilled runs of transactions that died with the process that wrote them.
-            Some(FileKind::Temp(_)) | Some(FileKind::Spill(_)) => true,
+            // Spilled runs of transactions that died with the process that wrote them; the runs
+            // of prepared transactions stay.
+            Some(FileKind::Spill(number)) => !kept_runs.contains(&number),
+            Some(FileKind::Temp(_)) => true,
             // Decided ones were removed before; the others are undecided transactions.
             Some(FileKind::Prepared(_)) => false,
             Some(FileKind::Current) | Some(FileKind::Lock) | None => false,

@@ -101,7 +101,7 @@ fn commit_as_leader(inner: &DbInner, request: SpilledCommit, ids: &[u32]) -> Res
         }
         return Err(error);
     }
-    install(inner, built, sequence)?;
+    install(inner, built, sequence, request.validation.commits_prepared)?;
     Ok(sequence)
 }
 
@@ -158,7 +158,8 @@ fn write_table(
 }
 
 /// Records the tables in one manifest record, publishes them at `sequence` and logs the marker.
-fn install(inner: &DbInner, built: Vec<(u32, FileMetadata)>, sequence: u64) -> Result<()> {
+/// `prepared` is the number of the prepared transaction this commits, if it is one.
+fn install(inner: &DbInner, built: Vec<(u32, FileMetadata)>, sequence: u64, prepared: Option<u64>) -> Result<()> {
     {
         let mut state = inner.state.lock();
         // I30: under leadership nothing refilled the memtables flushed before the tables were
@@ -173,7 +174,7 @@ fn install(inner: &DbInner, built: Vec<(u32, FileMetadata)>, sequence: u64) -> R
         debug_assert_eq!(inner.last_sequence.load(Ordering::Acquire) + 1, sequence, "I30: S is the next sequence");
         inner.last_sequence.store(sequence, Ordering::Release);
         inner.record_assigned_sequences(&mut state);
-        let edits: Vec<VersionEdit> = built
+        let mut edits: Vec<VersionEdit> = built
             .iter()
             .map(|(id, meta)| VersionEdit {
                 column_family: *id,
@@ -181,6 +182,14 @@ fn install(inner: &DbInner, built: Vec<(u32, FileMetadata)>, sequence: u64) -> R
                 ..VersionEdit::default()
             })
             .collect();
+        if let Some(number) = prepared {
+            // The record that installs the tables also names the prepared transaction it
+            // commits: it is that transaction's commit point (I32).
+            match edits.first_mut() {
+                Some(first) => first.prepared_committed.push(number),
+                None => edits.push(VersionEdit { prepared_committed: vec![number], ..VersionEdit::default() }),
+            }
+        }
         if let Err(error) = state.versions.log_and_apply_group(edits) {
             // The record may or may not have reached the manifest: only a reopen can tell, so
             // writes stop until then (I10), and the tables stay (a reopen removes them if the
@@ -193,7 +202,13 @@ fn install(inner: &DbInner, built: Vec<(u32, FileMetadata)>, sequence: u64) -> R
             inner.install_read_view(&state, *id);
         }
     }
-    inner.transactions.history.lock().committed_unlisted(sequence);
+    {
+        let mut history = inner.transactions.history.lock();
+        history.committed_unlisted(sequence);
+        if let Some(number) = prepared {
+            history.remove_guard(number);
+        }
+    }
     inner.visible_sequence.store(sequence, Ordering::Release);
     // The marker: one record at `sequence` that no memtable takes.
     let mut marker = WriteBatch::new();

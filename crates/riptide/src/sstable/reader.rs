@@ -228,7 +228,6 @@ impl Table {
     }
 
     /// The table's properties.
-    #[cfg(test)]
     pub(crate) fn properties(&self) -> &TableProperties {
         &self.properties
     }

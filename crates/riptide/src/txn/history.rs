@@ -100,6 +100,9 @@ pub(crate) struct Validation {
     /// protected by its guard since, so nothing is checked, and its guard goes once its batch
     /// is sequenced.
     pub(crate) commits_prepared: Option<u64>,
+    /// Set while prepared transaction N (spilled) checks its written keys after its guard is
+    /// in place: its own guard does not count against them.
+    pub(crate) preparing: Option<u64>,
 }
 
 /// What a prepared transaction protects until it is decided: writes by others to these keys or
@@ -278,7 +281,7 @@ impl HistoryState {
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Result<()> {
         for (column_family, key) in &validation.written {
-            self.check_guards(validation.transaction, *column_family, key, order_of)?;
+            self.check_guards(validation, *column_family, key, order_of)?;
         }
         Ok(())
     }
@@ -294,12 +297,16 @@ impl HistoryState {
     /// Fails when a prepared transaction's guard covers `key` of `column_family`.
     fn check_guards(
         &self,
-        transaction: u64,
+        validation: &Validation,
         column_family: u32,
         key: &[u8],
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Result<()> {
-        for guard in self.guards.values() {
+        let transaction = validation.transaction;
+        for (number, guard) in &self.guards {
+            if validation.preparing == Some(*number) {
+                continue;
+            }
             let in_range = || {
                 guard.ranges.iter().any(|range| {
                     range.column_family == column_family
@@ -328,11 +335,22 @@ impl HistoryState {
         key: &[u8],
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Result<()> {
+        if validation.commits_prepared.is_some() {
+            // Checked at prepare, and protected by its guard since.
+            return Ok(());
+        }
         if let Some(snapshot) = validation.snapshot {
+            if snapshot < self.trimmed_through {
+                return Err(Error::Conflict(format!(
+                    "transaction {} read at sequence {snapshot}, older than the commit history kept for validation \
+                     (trimmed through {})",
+                    validation.transaction, self.trimmed_through
+                )));
+            }
             self.check_unwritten_since(validation.transaction, column_family, key, snapshot)?;
         }
         if !self.guards.is_empty() {
-            self.check_guards(validation.transaction, column_family, key, order_of)?;
+            self.check_guards(validation, column_family, key, order_of)?;
         }
         Ok(())
     }

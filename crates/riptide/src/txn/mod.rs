@@ -800,6 +800,7 @@ impl Transaction {
             read,
             ranges,
             commits_prepared: None,
+            preparing: None,
         }
     }
 
@@ -816,33 +817,28 @@ impl Transaction {
     /// unchanged (still active).
     pub fn prepare(&self, xid: &[u8]) -> Result<()> {
         two_phase::check_xid(xid)?;
-        let request = {
-            let state = self.state.lock();
-            self.check_active(&state)?;
-            if state.writes.spilled() {
-                return Err(Error::invalid(format!(
-                    "transaction {} spilled its writes to disk (past write_memory_limit_bytes); preparing a \
-                     spilled transaction for two-phase commit is not supported yet",
-                    self.id
-                )));
-            }
-            let validation = self.validation(&state);
-            two_phase::PrepareRequest {
-                owner: self.id,
-                xid: xid.to_vec(),
-                batch: state.writes.to_batch(),
-                validation,
-                locks: state.locks.iter().cloned().collect(),
-                snapshot: self.snapshot.clone(),
-            }
+        let mut state = self.state.lock();
+        self.check_active(&state)?;
+        if state.writes.spilled() {
+            // The prepared transaction's file lists its runs, so every write must be in one.
+            let db = &self.db;
+            let options_of = |id: u32| db.column_family_handles.read().get(&id).map(|family| family.options());
+            state.writes.spill(db, &options_of)?;
+        }
+        let request = two_phase::PrepareRequest {
+            owner: self.id,
+            xid: xid.to_vec(),
+            validation: self.validation(&state),
+            locks: state.locks.iter().cloned().collect(),
+            snapshot: self.snapshot.clone(),
         };
-        two_phase::prepare(&self.db, request).inspect_err(|error| {
+        // The transaction's mutex stays held: the write set moves to the registry on success.
+        two_phase::prepare(&self.db, request, &mut state.writes).inspect_err(|error| {
             if matches!(error, Error::Conflict(_)) {
                 self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
             }
         })?;
-        // The registry owns the locks and the snapshot's registration now.
-        let mut state = self.state.lock();
+        // The registry owns the writes, the locks and the snapshot's registration now.
         state.locks.clear();
         state.writes = WriteSet::default();
         state.reads = ReadSet::default();

@@ -14,8 +14,14 @@
 //! log it went to is pinned (`TransactionShared::pin_log`), so the marker outlives the file.
 //! `rollback_prepared` only deletes the file (durably).
 //!
-//! The byte format is in `docs/format/prepared_transaction.md` (version 1); decoding checks the
-//! checksum and every length. A file that fails the check was being written when the process
+//! A transaction whose writes were spilled (`spill.rs`) keeps them in its runs: its file lists
+//! the runs instead of holding a batch (format version 2), the runs are synced before the file
+//! is written, and its commit is the manifest record that installs its tables, which names the
+//! transaction (tag 14 of `docs/format/manifest.md`), so recovery reads the decision from the
+//! manifest instead of a WAL marker (I32).
+//!
+//! The byte format is in `docs/format/prepared_transaction.md` (versions 1 and 2); decoding
+//! checks the checksum and every length. A file that fails the check was being written when the process
 //! died (its `prepare` never returned) and is dropped; recovery counts it.
 //!
 //! Concurrency contract: plain functions; callers serialize per transaction.
@@ -39,8 +45,13 @@ pub(crate) const MARKER_COLUMN_FAMILY_ID: u32 = u32::MAX;
 /// First bytes of every prepared-transaction file.
 const MAGIC: &[u8; 8] = b"RPTDTXN\x01";
 
-/// Format version written and read.
-const FORMAT_VERSION: u32 = 1;
+/// Format version of a transaction whose writes are all in its batch.
+const FORMAT_VERSION_BATCH: u32 = 1;
+
+/// Format version of a transaction whose writes were spilled: version 1 plus the list of its
+/// runs. Written only for such transactions, so that files a version-1 reader could decide stay
+/// readable by it.
+const FORMAT_VERSION_SPILLED: u32 = 2;
 
 /// The longest accepted xid (MariaDB's XID is at most 128 bytes of gtrid and bqual plus its
 /// format id).
@@ -72,6 +83,18 @@ pub(crate) struct PreparedRecord {
     /// transaction). Written keys are also locked again after recovery.
     pub(crate) keys: Vec<(u32, Vec<u8>, bool)>,
     pub(crate) ranges: Vec<KeyRange>,
+    /// A spilled transaction's writes (its batch is then empty): its runs, oldest layer first.
+    pub(crate) runs: Vec<PreparedRun>,
+}
+
+/// One spilled run of a prepared transaction: the `NNNNNN.spill` file holding the writes of
+/// one layer in one column family.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct PreparedRun {
+    /// The layer id its entries carry where a sequence number would be.
+    pub(crate) layer: u64,
+    pub(crate) column_family: u32,
+    pub(crate) file_number: u64,
 }
 
 fn put_bound(out: &mut Vec<u8>, bound: &Bound<Vec<u8>>) {
@@ -92,7 +115,8 @@ fn put_bound(out: &mut Vec<u8>, bound: &Bound<Vec<u8>>) {
 pub(crate) fn encode(record: &PreparedRecord) -> Vec<u8> {
     let mut body = Vec::with_capacity(record.batch.len() + 64);
     body.extend_from_slice(MAGIC);
-    put_varint32(&mut body, FORMAT_VERSION);
+    let version = if record.runs.is_empty() { FORMAT_VERSION_BATCH } else { FORMAT_VERSION_SPILLED };
+    put_varint32(&mut body, version);
     put_varint64(&mut body, record.number);
     put_length_prefixed(&mut body, &record.xid);
     put_length_prefixed(&mut body, &record.batch);
@@ -107,6 +131,14 @@ pub(crate) fn encode(record: &PreparedRecord) -> Vec<u8> {
         put_varint32(&mut body, range.column_family);
         put_bound(&mut body, &range.start);
         put_bound(&mut body, &range.end);
+    }
+    if version == FORMAT_VERSION_SPILLED {
+        put_varint64(&mut body, record.runs.len() as u64);
+        for run in &record.runs {
+            put_varint64(&mut body, run.layer);
+            put_varint32(&mut body, run.column_family);
+            put_varint64(&mut body, run.file_number);
+        }
     }
     let checksum = masked_crc(&body);
     body.extend_from_slice(&checksum.to_le_bytes());
@@ -200,7 +232,7 @@ pub(crate) fn decode(data: &[u8]) -> std::result::Result<PreparedRecord, (u64, S
     }
     let mut reader = Reader { data: &data[..body_length], offset: MAGIC.len() };
     let version = reader.varint32("format version")?;
-    if version != FORMAT_VERSION {
+    if version != FORMAT_VERSION_BATCH && version != FORMAT_VERSION_SPILLED {
         return Err((MAGIC.len() as u64, format!("unsupported format version {version}")));
     }
     let number = reader.varint64("file number")?;
@@ -229,10 +261,26 @@ pub(crate) fn decode(data: &[u8]) -> std::result::Result<PreparedRecord, (u64, S
         let end = reader.bound()?;
         ranges.push(KeyRange { column_family, start, end });
     }
+    let mut runs = Vec::new();
+    if version == FORMAT_VERSION_SPILLED {
+        let run_count = reader.count("run count", 3)?;
+        if run_count == 0 {
+            return Err((reader.offset as u64, "a spilled transaction without runs".to_string()));
+        }
+        for _ in 0..run_count {
+            let layer = reader.varint64("run layer")?;
+            let column_family = reader.varint32("run column family")?;
+            let file_number = reader.varint64("run file number")?;
+            runs.push(PreparedRun { layer, column_family, file_number });
+        }
+        if !batch.is_empty() {
+            return Err((reader.offset as u64, "a spilled transaction with a write batch".to_string()));
+        }
+    }
     if reader.offset != body_length {
         return Err((reader.offset as u64, "bytes after the last field".to_string()));
     }
-    Ok(PreparedRecord { number, xid, batch, keys, ranges })
+    Ok(PreparedRecord { number, xid, batch, keys, ranges, runs })
 }
 
 /// Writes `record` to its file and makes it and its name durable.
@@ -285,25 +333,43 @@ mod tests {
                 },
                 KeyRange { column_family: 3, start: Bound::Unbounded, end: Bound::Unbounded },
             ],
+            runs: Vec::new(),
+        }
+    }
+
+    fn spilled_sample() -> PreparedRecord {
+        PreparedRecord {
+            batch: Vec::new(),
+            runs: vec![
+                PreparedRun { layer: 1, column_family: 0, file_number: 17 },
+                PreparedRun { layer: 2, column_family: 3, file_number: 300 },
+            ],
+            ..sample()
         }
     }
 
     #[test]
     fn round_trip() {
-        let record = sample();
-        assert_eq!(decode(&encode(&record)).unwrap(), record);
+        for record in [sample(), spilled_sample()] {
+            assert_eq!(decode(&encode(&record)).unwrap(), record);
+        }
+        // A transaction without runs keeps version 1, which older readers decode.
+        assert_eq!(encode(&sample())[MAGIC.len()], 1);
+        assert_eq!(encode(&spilled_sample())[MAGIC.len()], 2);
     }
 
     #[test]
     fn every_truncation_and_every_flipped_byte_is_rejected() {
-        let bytes = encode(&sample());
-        for length in 0..bytes.len() {
-            assert!(decode(&bytes[..length]).is_err(), "truncated to {length}");
-        }
-        for position in 0..bytes.len() {
-            let mut damaged = bytes.clone();
-            damaged[position] ^= 0x40;
-            assert!(decode(&damaged).is_err(), "flipped byte {position}");
+        for record in [sample(), spilled_sample()] {
+            let bytes = encode(&record);
+            for length in 0..bytes.len() {
+                assert!(decode(&bytes[..length]).is_err(), "truncated to {length}");
+            }
+            for position in 0..bytes.len() {
+                let mut damaged = bytes.clone();
+                damaged[position] ^= 0x40;
+                assert!(decode(&damaged).is_err(), "flipped byte {position}");
+            }
         }
     }
 }

@@ -8,15 +8,17 @@
 //! write first. Nobody but the transaction reads a run, it is never named in the manifest,
 //! and it is removed when the run is dropped: when the transaction rolls back (or back past the
 //! savepoint that made the run), and after its commit installed the merged tables. A crash
-//! leaves runs behind; `Db::open` removes every `.spill` file (their transactions died with the
-//! process).
+//! leaves runs behind; `Db::open` removes every `.spill` file except the runs of prepared
+//! transactions (their files list them, `prepared.rs`), whose transactions it recovers.
 //!
 //! Concurrency contract: a run is immutable once built; its table may be read from any thread.
 
 use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::Arc;
 
 use super::write_set::{OrderedKey, Written};
+use crate::comparator::KeyComparator;
 use crate::db::filename::spill_path;
 use crate::db::DbInner;
 use crate::error::Result;
@@ -28,13 +30,23 @@ use crate::sstable::{Table, TableBuilder, TableOptions};
 /// One column family's entries of one spilled layer.
 pub(crate) struct SpilledRun {
     pub(crate) table: Arc<Table>,
+    /// The file's number (`NNNNNN.spill`).
+    pub(crate) number: u64,
     path: PathBuf,
     file_system: Arc<dyn FileSystem>,
     pub(crate) file_size_bytes: u64,
     pub(crate) entry_count: u64,
+    /// Whether dropping the run removes its file: false while the run belongs to a prepared
+    /// transaction, whose runs must outlive a close of the database (I32).
+    removed_on_drop: AtomicBool,
 }
 
 impl SpilledRun {
+    /// Sets whether dropping the run removes its file.
+    pub(crate) fn set_removed_on_drop(&self, removed: bool) {
+        self.removed_on_drop.store(removed, Ordering::Relaxed);
+    }
+
     /// Memory the run's reader holds (index and filter).
     pub(crate) fn memory_bytes(&self) -> usize {
         self.table.memory_usage_bytes()
@@ -43,8 +55,10 @@ impl SpilledRun {
 
 impl Drop for SpilledRun {
     fn drop(&mut self) {
-        // Best effort: a run left behind is removed by the next `Db::open`.
-        let _ = self.file_system.remove(&self.path);
+        if self.removed_on_drop.load(Ordering::Relaxed) {
+            // Best effort: a run left behind is removed by the next `Db::open`.
+            let _ = self.file_system.remove(&self.path);
+        }
     }
 }
 
@@ -76,14 +90,41 @@ pub(crate) fn write_run<'a>(
         Ok((table, properties.file_size_bytes, properties.num_entries))
     })();
     match built {
-        Ok((table, file_size_bytes, entry_count)) => {
-            Ok(SpilledRun { table, path, file_system, file_size_bytes, entry_count })
-        }
+        Ok((table, file_size_bytes, entry_count)) => Ok(SpilledRun {
+            table,
+            number,
+            path,
+            file_system,
+            file_size_bytes,
+            entry_count,
+            removed_on_drop: AtomicBool::new(true),
+        }),
         Err(error) => {
             let _ = file_system.remove(&path);
             Err(error)
         }
     }
+}
+
+/// Opens the run in file `number` again: a run of a prepared transaction found at open. The
+/// file was synced before the transaction's prepare returned.
+pub(crate) fn open_run(db: &DbInner, comparator: KeyComparator, number: u64) -> Result<SpilledRun> {
+    let path = spill_path(&db.dir, number);
+    let file_system = Arc::clone(&db.file_system);
+    let file = file_system.open(&path)?;
+    let table = Table::open(file, path.clone(), number, None, comparator)?;
+    let file_size_bytes = file_system.file_size(&path)?;
+    let entry_count = table.properties().num_entries;
+    // Recovered for a prepared transaction: kept until it is decided.
+    Ok(SpilledRun {
+        table,
+        number,
+        path,
+        file_system,
+        file_size_bytes,
+        entry_count,
+        removed_on_drop: AtomicBool::new(false),
+    })
 }
 
 /// The internal key of an in-memory entry of layer `layer_id`, as a run would store it.

@@ -28,6 +28,7 @@ use std::ops::Bound;
 use std::sync::Arc;
 
 use super::own_cursor::OwnCursor;
+use super::prepared::PreparedRun;
 use super::spill::{layer_entry_key, write_run, SpilledRun};
 use crate::batch::WriteBatch;
 use crate::comparator::KeyComparator;
@@ -348,6 +349,58 @@ impl WriteSet {
             self.run_memory_bytes += run_memory;
         }
         Ok(())
+    }
+
+    /// The runs of a write set that is wholly spilled, oldest layer first: what the file of a
+    /// prepared spilled transaction lists.
+    pub(crate) fn runs(&self) -> Vec<PreparedRun> {
+        let mut listed = Vec::new();
+        for layer in &self.layers {
+            match &layer.contents {
+                Contents::Spilled(runs) => {
+                    let mut ids: Vec<u32> = runs.keys().copied().collect();
+                    ids.sort_unstable();
+                    for id in ids {
+                        listed.push(PreparedRun { layer: layer.id, column_family: id, file_number: runs[&id].number });
+                    }
+                }
+                Contents::Memory(families) => {
+                    debug_assert!(
+                        families.values().all(|family| family.entries.is_empty()),
+                        "runs() of a write set with writes in memory"
+                    );
+                }
+            }
+        }
+        listed
+    }
+
+    /// Sets whether dropping the set removes its runs' files (see `SpilledRun`).
+    pub(crate) fn set_runs_removed_on_drop(&self, removed: bool) {
+        for layer in &self.layers {
+            if let Contents::Spilled(runs) = &layer.contents {
+                for run in runs.values() {
+                    run.set_removed_on_drop(removed);
+                }
+            }
+        }
+    }
+
+    /// The write set of a prepared spilled transaction found at open, from its runs (each with
+    /// the layer id its entries carry). Savepoints are gone: a prepared transaction has none.
+    pub(crate) fn from_runs(runs: Vec<(u64, u32, SpilledRun)>) -> WriteSet {
+        let mut set = WriteSet::default();
+        let mut by_layer: BTreeMap<u64, HashMap<u32, Arc<SpilledRun>>> = BTreeMap::new();
+        for (layer, column_family, run) in runs {
+            set.entry_count += run.entry_count as usize;
+            set.run_memory_bytes += run.memory_bytes();
+            by_layer.entry(layer).or_default().insert(column_family, Arc::new(run));
+        }
+        for (id, runs) in by_layer {
+            set.next_layer_id = set.next_layer_id.max(id);
+            set.layers.push(Layer { id, contents: Contents::Spilled(runs) });
+        }
+        set
     }
 
     /// Opens a savepoint.

@@ -3,7 +3,7 @@
 //! next file number, last sequence number).
 //!
 //! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
-//! `docs/format/manifest.md`, format version 4). Each edit belongs to one column family (the
+//! `docs/format/manifest.md`, format version 5). Each edit belongs to one column family (the
 //! default one, id 0, when the edit names none): its files and its log number are that column
 //! family's; the file-number, sequence and column-family counters are global. Tags with bit 6 set
 //! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
@@ -71,6 +71,14 @@ const TAG_COLUMN_FAMILY_COMPARATOR: u32 = 12;
 /// by the commit of a spilled transaction (tables in several column families at once).
 const TAG_EDIT_GROUP: u32 = 13;
 
+/// Tag: prepared transaction number N (varint64) committed in this record: the commit of a
+/// prepared transaction whose writes were spilled (`db/spilled_commit.rs`), whose commit point
+/// is this record rather than a WAL marker. Format version 5. Also written in the snapshot
+/// that opens a manifest while the transaction's file is not yet removed. It decides whether a
+/// prepared transaction found at open is committed, so it lacks the safe-to-ignore bit: a
+/// reader that does not know it must not open the database.
+const TAG_PREPARED_COMMITTED: u32 = 14;
+
 /// What the manifest records about one SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FileMetadata {
@@ -119,6 +127,9 @@ pub(crate) struct VersionEdit {
     pub max_column_family: Option<u32>,
     /// The name of the column family's comparator, when it is not the bytewise one.
     pub column_family_comparator: Option<String>,
+    /// Prepared transactions (by file number) whose commit this record is, or (in a snapshot)
+    /// was, with their files not yet known to be removed.
+    pub prepared_committed: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -167,6 +178,10 @@ impl VersionEdit {
             debug_assert!(level < MAX_ENCODABLE_LEVELS, "level {level} cannot be encoded");
             put_varint32(out, TAG_DELETED_FILE);
             put_varint32(out, level);
+            put_varint64(out, number);
+        }
+        for &number in &self.prepared_committed {
+            put_varint32(out, TAG_PREPARED_COMMITTED);
             put_varint64(out, number);
         }
         for (level, file) in &self.new_files {
@@ -295,6 +310,10 @@ impl VersionEdit {
                     let level = decoder.level()?;
                     let file = decoder.file_metadata(tag_start)?;
                     edit.new_files.push((level, file));
+                }
+                Ok(TAG_PREPARED_COMMITTED) => {
+                    let number = decoder.varint64("committed prepared transaction number")?;
+                    edit.prepared_committed.push(number);
                 }
                 _ if tag & u64::from(SAFE_TO_IGNORE_TAG_BIT) != 0 => {
                     // A field from a later format version that this reader may skip.
@@ -462,6 +481,7 @@ mod tests {
             last_sequence: Some(MAX_SEQUENCE_NUMBER),
             deleted_files: vec![(0, 5), (63, u64::MAX)],
             new_files: vec![(1, file(17)), (6, file(200))],
+            prepared_committed: vec![77, u64::MAX],
             ..VersionEdit::default()
         }
     }
@@ -568,6 +588,17 @@ mod tests {
             assert_eq!(VersionEdit::decode(&encoded, &path(), 0).expect("valid"), edit);
         }
         assert!(encode(&VersionEdit::default()).is_empty());
+    }
+
+    #[test]
+    fn a_committed_prepared_transaction_encodes_as_documented() {
+        // The example of docs/format/manifest.md: prepared transaction 300 committed together
+        // with a table of column family 2.
+        let edit = VersionEdit { column_family: 2, prepared_committed: vec![300], ..VersionEdit::default() };
+        assert_eq!(encode(&edit), vec![7, 2, 14, 0xac, 0x02]);
+        assert_eq!(VersionEdit::decode(&encode(&edit), &path(), 0).expect("decodes"), edit);
+        // A truncated number is corruption.
+        assert!(VersionEdit::decode(&[14, 0xac], &path(), 0).is_err());
     }
 
     #[test]
@@ -700,6 +731,8 @@ mod tests {
             Box::new(|e| e.last_sequence = full_edit().last_sequence),
             Box::new(|e| e.deleted_files.push(full_edit().deleted_files[0])),
             Box::new(|e| e.deleted_files.push(full_edit().deleted_files[1])),
+            Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[0])),
+            Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[1])),
             Box::new(|e| e.new_files.push(full_edit().new_files[0].clone())),
             Box::new(|e| e.new_files.push(full_edit().new_files[1].clone())),
         ];

@@ -17,7 +17,7 @@
 //! Concurrency contract: the version set is owned by the database state and used under its
 //! mutex; versions it hands out are immutable `Arc`s.
 
-use std::collections::{BTreeMap, HashMap};
+use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::batch::DEFAULT_COLUMN_FAMILY_ID;
@@ -68,6 +68,10 @@ pub(crate) struct VersionSet {
     last_sequence: u64,
     manifest: Option<LogWriter>,
     manifest_number: u64,
+    /// Prepared transactions committed by a manifest record (tag 14) whose files may still
+    /// exist: every new manifest's snapshot repeats them, so that recovery never takes such a
+    /// transaction for undecided (I32). A number leaves once its file's removal is durable.
+    prepared_committed: BTreeSet<u64>,
 }
 
 /// A column family being rebuilt from the manifest.
@@ -121,6 +125,7 @@ impl VersionSet {
             last_sequence: 0,
             manifest: None,
             manifest_number: 0,
+            prepared_committed: BTreeSet::new(),
         }
     }
 
@@ -153,8 +158,10 @@ impl VersionSet {
         let mut max_column_family = DEFAULT_COLUMN_FAMILY_ID;
         let mut saw_default_log_number = false;
         let mut first_record = true;
+        let mut prepared_committed = BTreeSet::new();
         while let Some((offset, record)) = reader.next_record()? {
             for edit in VersionEdit::decode_record(record, &path, offset + RECORD_HEADER_SIZE_BYTES as u64)? {
+                prepared_committed.extend(edit.prepared_committed.iter().copied());
                 if edit.comparator.is_some() {
                     comparator = edit.comparator.clone();
                 }
@@ -224,6 +231,7 @@ impl VersionSet {
             // Recovery always starts a new manifest, so a torn tail is never appended to.
             manifest: None,
             manifest_number,
+            prepared_committed,
         })
     }
 
@@ -433,6 +441,7 @@ impl VersionSet {
     }
 
     fn install(&mut self, new_version: Option<Version>, edit: &VersionEdit) {
+        self.prepared_committed.extend(edit.prepared_committed.iter().copied());
         let id = edit.column_family;
         let Some(new_version) = new_version else {
             // A dropped column family's files go once no reader holds them.
@@ -464,6 +473,17 @@ impl VersionSet {
             family.log_number = log_number;
         }
         family.current = Arc::new(new_version);
+    }
+
+    /// The prepared transactions a manifest record committed whose files may still exist.
+    pub(crate) fn prepared_committed(&self) -> &BTreeSet<u64> {
+        &self.prepared_committed
+    }
+
+    /// Forgets that prepared transaction `number` was committed, once its file's removal is
+    /// durable: the next new manifest no longer repeats it.
+    pub(crate) fn forget_prepared_committed(&mut self, number: u64) {
+        self.prepared_committed.remove(&number);
     }
 
     /// The version of the edit's column family that results from applying `edit`;
@@ -550,6 +570,9 @@ impl VersionSet {
             first.next_file_number = edit.next_file_number;
             first.last_sequence = edit.last_sequence;
             first.max_column_family = Some(self.max_column_family);
+            let mut committed = self.prepared_committed.clone();
+            committed.extend(edit.prepared_committed.iter().copied());
+            first.prepared_committed = committed.into_iter().collect();
         }
         edits
     }
