@@ -8,6 +8,7 @@
 //! ```
 //!
 //! `--rows 10000000` is the figure the transactions issue asks for (about 1.2 GB of writes).
+//! `--prepare 1` prepares the transaction (two-phase commit) and commits it by xid.
 //! The write set spills past `TransactionOptions::write_memory_limit_bytes` (32 MiB by
 //! default, `--limit-mib` here) and the locks escalate to a column-family lock past
 //! `lock_escalation_threshold`; see "Huge transactions" in docs/transactions.md.
@@ -110,8 +111,21 @@ fn main() -> Result<(), riptide::Error> {
         mib(stats.lock_memory_bytes as u64),
         peak_rss_mib()
     );
-    let started = Instant::now();
-    let outcome = transaction.commit();
+    // `--prepare 1`: two-phase commit, as MariaDB does with the binary log on: prepare, then
+    // commit by xid after the handle is gone.
+    let outcome = if argument("--prepare", 0) == 1 {
+        let started = Instant::now();
+        transaction.prepare(b"big-update")?;
+        drop(transaction);
+        println!("prepare after {:.1} s; peak RSS {:.0} MiB", started.elapsed().as_secs_f64(), peak_rss_mib());
+        let started = Instant::now();
+        let outcome = db.commit_prepared(b"big-update");
+        (started, outcome)
+    } else {
+        let started = Instant::now();
+        (started, transaction.commit())
+    };
+    let (started, outcome) = outcome;
     println!(
         "commit after {:.1} s: {}; peak RSS {:.0} MiB",
         started.elapsed().as_secs_f64(),
