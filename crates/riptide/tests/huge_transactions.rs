@@ -217,7 +217,7 @@ fn rolling_back_to_a_savepoint_drops_the_runs_written_after_it() {
 }
 
 #[test]
-fn a_spilled_commit_validates_first_committer_wins_and_fails_older_snapshots() {
+fn a_spilled_commit_validates_first_committer_wins_and_fails_older_snapshots_inside_its_span() {
     let memory = MemFileSystem::new();
     let db = open(&memory);
     let options =
@@ -234,18 +234,48 @@ fn a_spilled_commit_validates_first_committer_wins_and_fails_older_snapshots() {
     assert_eq!(spill_files(&memory), 0);
     assert!(memory.file_names(DIR).len() <= files_before, "the failed commit left files");
 
-    // A spilled commit does not list its keys in the commit history: a transaction whose
-    // snapshot predates it fails validation even on another key (conservative, documented).
-    let bystander =
-        db.begin(&TransactionOptions { isolation: IsolationLevel::Serializable, ..options.clone() }).unwrap();
-    bystander.put(b"elsewhere", b"1").unwrap();
+    // A spilled commit does not list its keys in the commit history but the span from its
+    // smallest to its largest key: a transaction whose snapshot predates it fails on a key or
+    // a range inside the span (even a key the commit did not write: coarse, documented), and
+    // not outside it.
+    let serializable = TransactionOptions { isolation: IsolationLevel::Serializable, ..options.clone() };
+    let outside = db.begin(&serializable).unwrap();
+    outside.put(b"elsewhere", b"1").unwrap();
+    assert_eq!(outside.get(b"zzz").unwrap(), None);
+    let inside = db.begin(&options).unwrap();
+    inside.put(&key(10), b"mine").unwrap();
+    let between = db.begin(&options).unwrap();
+    // Key 5 is deleted by the commit below, key 5.5 was never written; both lie in its span.
+    between.put(format!("key{:06}x", 5).as_bytes(), b"between").unwrap();
+    let scanner = db.begin(&serializable).unwrap();
+    let mut iterator = scanner.iter(&ReadOptions::default()).unwrap();
+    iterator.seek(b"key005990");
+    while iterator.valid() {
+        iterator.next();
+    }
+    drop(iterator);
+    scanner.put(b"scanner", b"1").unwrap();
+    let waiting = TransactionOptions {
+        isolation: IsolationLevel::RepeatableRead,
+        mode: ConcurrencyMode::Pessimistic,
+        lock_timeout: Some(std::time::Duration::ZERO),
+        ..TransactionOptions::default()
+    };
+    let pessimistic = db.begin(&waiting).unwrap();
     let huge = db.begin(&options).unwrap();
     write_many(&huge, 6_000, &mut BTreeMap::new());
     huge.commit().unwrap();
-    assert!(matches!(bystander.commit(), Err(Error::Conflict(_))));
+    outside.commit().unwrap();
+    assert!(matches!(inside.commit(), Err(Error::Conflict(_))));
+    assert!(matches!(between.commit(), Err(Error::Conflict(_))));
+    assert!(matches!(scanner.commit(), Err(Error::Conflict(_))), "a scan into the span must fail");
+    // A pessimistic transaction finds the conflict when it locks the key.
+    assert!(matches!(pessimistic.put(&key(77), b"late"), Err(Error::Conflict(_))));
+    pessimistic.put(b"aaa-outside", b"1").unwrap();
+    pessimistic.rollback().unwrap();
     // A transaction begun after it is not affected.
     let later = db.begin(&options).unwrap();
-    later.put(b"elsewhere", b"2").unwrap();
+    later.put(&key(10), b"2").unwrap();
     later.commit().unwrap();
 }
 

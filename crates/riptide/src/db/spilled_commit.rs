@@ -18,10 +18,10 @@
 //! 5. publishes the new versions, then the sequence, and appends a marker record at S to the
 //!    WAL, which keeps the logs' sequence numbers contiguous for recovery (I12).
 //!
-//! The commit history does not list the transaction's keys (there may be millions): instead
-//! every open transaction whose snapshot is older than S fails its commit validation, as if
-//! the history had been trimmed through S. That is conservative (a concurrent transaction may
-//! fail although it touched none of these keys) and correct.
+//! The commit history does not list the transaction's keys (there may be millions): it records
+//! one span per table instead, from its smallest to its largest key, at S; an open transaction
+//! whose snapshot is older than S fails its validation when it touched a key inside a span
+//! (whether or not the commit wrote that key: coarse, and correct).
 //!
 //! The commit is durable when it returns (the manifest record is synced), whatever the
 //! transaction's `sync` option. It holds the write path for as long as writing the tables
@@ -38,7 +38,7 @@ use super::write::{
 use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::key::{append_internal_key, MAX_SEQUENCE_NUMBER};
+use crate::key::{append_internal_key, user_key, MAX_SEQUENCE_NUMBER};
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::txn::history::Validation;
 use crate::txn::own_cursor::OwnCursor;
@@ -202,9 +202,14 @@ fn install(inner: &DbInner, built: Vec<(u32, FileMetadata)>, sequence: u64, prep
             inner.install_read_view(&state, *id);
         }
     }
+    // The commit history lists a span per table instead of the keys (I30).
+    let spans: Vec<(u32, Vec<u8>, Vec<u8>)> = built
+        .iter()
+        .map(|(id, meta)| (*id, user_key(&meta.smallest).to_vec(), user_key(&meta.largest).to_vec()))
+        .collect();
     {
         let mut history = inner.transactions.history.lock();
-        history.committed_unlisted(sequence);
+        history.committed_unlisted(sequence, spans);
         if let Some(number) = prepared {
             history.remove_guard(number);
         }

@@ -12,6 +12,10 @@
 //! be invalidated by a write sequenced before it, and every write sequenced after it is after
 //! the transaction's commit.
 //!
+//! A commit whose keys are not listed (a spilled transaction's, which may write millions) is
+//! recorded as one *span* per column family, from its smallest to its largest key: a key inside
+//! a span counts as written at the commit's sequence, and a range that meets it as written into.
+//!
 //! Recording is skipped while no validating transaction is open, so plain writes pay for it
 //! only while transactions need it. The race this opens (a transaction begins while a group
 //! that skipped recording is in flight, and takes a snapshot below that group) is closed at
@@ -64,6 +68,40 @@ impl KeyRange {
             Bound::Excluded(end) => order.compare_user_keys(key, end).is_lt(),
         };
         after_start && before_end
+    }
+
+    /// True when the range holds a key from `low` to `high` (both included) under `order`, or
+    /// when it cannot tell (an empty range is taken to intersect: a false conflict, never a
+    /// missed one).
+    pub(crate) fn intersects(&self, low: &[u8], high: &[u8], order: &KeyComparator) -> bool {
+        let starts_before_high = match &self.start {
+            Bound::Unbounded => true,
+            Bound::Included(start) => order.compare_user_keys(start, high).is_le(),
+            Bound::Excluded(start) => order.compare_user_keys(start, high).is_lt(),
+        };
+        let ends_after_low = match &self.end {
+            Bound::Unbounded => true,
+            Bound::Included(end) => order.compare_user_keys(low, end).is_le(),
+            Bound::Excluded(end) => order.compare_user_keys(low, end).is_lt(),
+        };
+        starts_before_high && ends_after_low
+    }
+}
+
+/// What the history keeps of a commit whose keys are not listed (a spilled transaction's, which
+/// may write millions): per column family, the span from its smallest to its largest key, at
+/// the commit's sequence. A key inside the span counts as written then.
+#[derive(Debug)]
+struct WrittenSpan {
+    sequence: u64,
+    column_family: u32,
+    low: Vec<u8>,
+    high: Vec<u8>,
+}
+
+impl WrittenSpan {
+    fn memory_bytes(&self) -> usize {
+        self.low.len() + self.high.len() + ENTRY_OVERHEAD_BYTES
     }
 }
 
@@ -130,6 +168,8 @@ pub(crate) struct HistoryState {
     families: HashMap<u32, FamilyHistory>,
     /// Every recorded (sequence, column family, key), oldest first, for pruning.
     order: VecDeque<(u64, u32, Vec<u8>)>,
+    /// Spans of commits whose keys are not listed, oldest first.
+    spans: VecDeque<WrittenSpan>,
     memory_bytes: usize,
     /// Entries at or below this sequence were dropped for the memory cap.
     trimmed_through: u64,
@@ -258,7 +298,7 @@ impl HistoryState {
             )));
         }
         for (column_family, key) in validation.written.iter().chain(&validation.read) {
-            self.check_unwritten_since(validation.transaction, *column_family, key, snapshot)?;
+            self.check_unwritten_since(validation.transaction, *column_family, key, snapshot, order_of)?;
         }
         for range in &validation.ranges {
             let Some(order) = order_of(range.column_family) else { continue };
@@ -287,8 +327,15 @@ impl HistoryState {
     }
 
     /// Fails with [`Error::Conflict`] when a recorded write to `key` lies above `snapshot`.
-    fn check_unwritten_since(&self, transaction: u64, column_family: u32, key: &[u8], snapshot: u64) -> Result<()> {
-        match self.write_after(column_family, key, snapshot) {
+    fn check_unwritten_since(
+        &self,
+        transaction: u64,
+        column_family: u32,
+        key: &[u8],
+        snapshot: u64,
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Result<()> {
+        match self.write_after(column_family, key, snapshot, order_of) {
             Some(sequence) => Err(written_after_snapshot(transaction, column_family, key, sequence, snapshot)),
             None => Ok(()),
         }
@@ -347,7 +394,7 @@ impl HistoryState {
                     validation.transaction, self.trimmed_through
                 )));
             }
-            self.check_unwritten_since(validation.transaction, column_family, key, snapshot)?;
+            self.check_unwritten_since(validation.transaction, column_family, key, snapshot, order_of)?;
         }
         if !self.guards.is_empty() {
             self.check_guards(validation, column_family, key, order_of)?;
@@ -355,14 +402,20 @@ impl HistoryState {
         Ok(())
     }
 
-    /// A commit at `sequence` whose keys are not listed (a spilled transaction's): every open
-    /// transaction with an older snapshot must fail its validation, as after a trim through
-    /// `sequence`.
-    pub(crate) fn committed_unlisted(&mut self, sequence: u64) {
-        if self.recording() {
-            self.trimmed_through = self.trimmed_through.max(sequence);
+    /// A commit at `sequence` whose keys are not listed (a spilled transaction's), given as one
+    /// span per column family, `(column family, smallest key, largest key)`: a key inside a span
+    /// counts as written at `sequence` for every transaction with an older snapshot.
+    pub(crate) fn committed_unlisted(&mut self, sequence: u64, spans: Vec<(u32, Vec<u8>, Vec<u8>)>) {
+        if !self.recording() {
+            self.skipped_through(sequence);
+            return;
         }
-        self.skipped_through(sequence);
+        debug_assert!(self.spans.back().is_none_or(|span| span.sequence <= sequence), "spans come in commit order");
+        for (column_family, low, high) in spans {
+            let span = WrittenSpan { sequence, column_family, low, high };
+            self.memory_bytes += span.memory_bytes();
+            self.spans.push_back(span);
+        }
     }
 
     /// Protects what prepared transaction `number` wrote and read (see `Validation`).
@@ -375,13 +428,45 @@ impl HistoryState {
         self.guards.remove(&number);
     }
 
-    /// The sequence of a recorded write to `key` above `snapshot`, if there is one.
-    pub(crate) fn write_after(&self, column_family: u32, key: &[u8], snapshot: u64) -> Option<u64> {
-        let sequence = *self.families.get(&column_family)?.keys.get(key)?;
-        (sequence > snapshot).then_some(sequence)
+    /// The sequence of a recorded write to `key` above `snapshot`, if there is one: a listed
+    /// key, or a span that holds it (under the column family's order, from `order_of`).
+    pub(crate) fn write_after(
+        &self,
+        column_family: u32,
+        key: &[u8],
+        snapshot: u64,
+        order_of: &dyn Fn(u32) -> Option<KeyComparator>,
+    ) -> Option<u64> {
+        let listed = self
+            .families
+            .get(&column_family)
+            .and_then(|family| family.keys.get(key))
+            .copied()
+            .filter(|&sequence| sequence > snapshot);
+        if listed.is_some() || self.spans.is_empty() {
+            return listed;
+        }
+        let order = order_of(column_family)?;
+        self.spans
+            .iter()
+            .rev()
+            .take_while(|span| span.sequence > snapshot)
+            .find(|span| {
+                span.column_family == column_family
+                    && order.compare_user_keys(key, &span.low).is_ge()
+                    && order.compare_user_keys(key, &span.high).is_le()
+            })
+            .map(|span| span.sequence)
     }
 
     fn write_in_range(&self, range: &KeyRange, order: &KeyComparator, snapshot: u64) -> Option<(Vec<u8>, u64)> {
+        let in_span =
+            self.spans.iter().rev().take_while(|span| span.sequence > snapshot).find(|span| {
+                span.column_family == range.column_family && range.intersects(&span.low, &span.high, order)
+            });
+        if let Some(span) = in_span {
+            return Some((span.low.clone(), span.sequence));
+        }
         let family = self.families.get(&range.column_family)?;
         let found = |(key, &sequence): (&Vec<u8>, &u64)| (sequence > snapshot).then(|| (key.clone(), sequence));
         if order.is_bytewise() {
@@ -408,7 +493,7 @@ impl HistoryState {
     pub(crate) fn prune(&mut self, visible_sequence: u64) {
         let needed_above =
             self.open_snapshots.keys().next().map_or(visible_sequence, |&oldest| oldest.min(visible_sequence));
-        while self.order.front().is_some_and(|(sequence, _, _)| *sequence <= needed_above) {
+        while self.oldest_sequence().is_some_and(|sequence| sequence <= needed_above) {
             self.pop_oldest();
         }
     }
@@ -421,7 +506,28 @@ impl HistoryState {
         }
     }
 
+    /// The sequence of the oldest listed key or span.
+    fn oldest_sequence(&self) -> Option<u64> {
+        let key = self.order.front().map(|(sequence, _, _)| *sequence);
+        let span = self.spans.front().map(|span| span.sequence);
+        match (key, span) {
+            (Some(key), Some(span)) => Some(key.min(span)),
+            (key, span) => key.or(span),
+        }
+    }
+
+    /// Drops the oldest listed key or span; returns its sequence.
     fn pop_oldest(&mut self) -> Option<u64> {
+        let span_first = match (self.order.front(), self.spans.front()) {
+            (Some((key_sequence, _, _)), Some(span)) => span.sequence < *key_sequence,
+            (None, Some(_)) => true,
+            _ => false,
+        };
+        if span_first {
+            let span = self.spans.pop_front()?;
+            self.memory_bytes -= span.memory_bytes();
+            return Some(span.sequence);
+        }
         let (sequence, column_family, key) = self.order.pop_front()?;
         self.memory_bytes -= 2 * key.len() + ENTRY_OVERHEAD_BYTES;
         if let Some(family) = self.families.get_mut(&column_family) {
@@ -506,6 +612,65 @@ mod tests {
     }
 
     #[test]
+    fn an_unlisted_commit_conflicts_inside_its_span_only_and_is_pruned_in_order() {
+        let history = CommitHistory::default();
+        history.begin_tracking();
+        history.start_tracking(|| ((), 10));
+        {
+            let mut state = history.lock();
+            state.record(&batch(&["a"]), 11);
+            state.committed_unlisted(12, vec![(0, b"d".to_vec(), b"g".to_vec()), (3, b"a".to_vec(), b"b".to_vec())]);
+            state.record(&batch(&["z"]), 13);
+            assert_eq!(state.write_after(0, b"d", 10, &bytewise), Some(12));
+            assert_eq!(state.write_after(0, b"e", 10, &bytewise), Some(12), "inside the span, never written");
+            assert_eq!(state.write_after(0, b"g", 10, &bytewise), Some(12));
+            assert_eq!(state.write_after(0, b"h", 10, &bytewise), None);
+            assert_eq!(state.write_after(3, b"e", 10, &bytewise), None, "another column family's span");
+            assert_eq!(state.write_after(0, b"e", 12, &bytewise), None, "a snapshot at the commit sees it");
+            let scan = |start: Bound<&str>, end: Bound<&str>| Validation {
+                snapshot: Some(10),
+                transaction: 2,
+                ranges: vec![range(start, end)],
+                ..Validation::default()
+            };
+            let conflicts = |validation: Validation| state.validate(&validation, &bytewise).is_err();
+            assert!(conflicts(scan(Bound::Included("b"), Bound::Excluded("e"))));
+            assert!(conflicts(scan(Bound::Excluded("g"), Bound::Unbounded)), "z at 13");
+            assert!(!conflicts(scan(Bound::Excluded("a"), Bound::Excluded("d"))));
+            assert!(conflicts(scan(Bound::Included("g"), Bound::Included("h"))));
+            // Pruning and the memory cap drop listed keys and spans oldest first.
+            let limit_bytes = state.memory_bytes - 1;
+            state.enforce_limit(limit_bytes);
+            assert_eq!((state.order.len(), state.spans.len(), state.trimmed_through), (1, 2, 11));
+            let limit_bytes = state.memory_bytes - 1;
+            state.enforce_limit(limit_bytes);
+            assert_eq!((state.order.len(), state.spans.len(), state.trimmed_through), (1, 1, 12));
+            let limit_bytes = state.memory_bytes - 1;
+            state.enforce_limit(limit_bytes);
+            assert_eq!((state.order.len(), state.spans.len(), state.trimmed_through), (1, 0, 12));
+        }
+        history.tracking_ended(10, 13);
+        assert_eq!(history.memory_bytes(), 0);
+    }
+
+    #[test]
+    fn a_range_intersects_a_span_exactly_when_it_holds_a_key_of_it() {
+        let order = bytewise(0).expect("an order");
+        let cases = [
+            (Bound::Included("a"), Bound::Included("c"), true),
+            (Bound::Included("a"), Bound::Excluded("c"), false),
+            (Bound::Excluded("e"), Bound::Unbounded, false),
+            (Bound::Included("e"), Bound::Unbounded, true),
+            (Bound::Unbounded, Bound::Unbounded, true),
+            (Bound::Included("d"), Bound::Included("d"), true),
+            (Bound::Excluded("c"), Bound::Excluded("e"), true),
+        ];
+        for (start, end, expected) in cases {
+            assert_eq!(range(start, end).intersects(b"c", b"e", &order), expected, "{start:?} {end:?}");
+        }
+    }
+
+    #[test]
     fn pruning_keeps_what_open_snapshots_need_and_trimming_fails_old_ones() {
         let history = CommitHistory::default();
         history.begin_tracking();
@@ -523,7 +688,7 @@ mod tests {
         {
             let state = history.lock();
             assert_eq!(state.order.len(), 1, "only the write above 11 is still needed");
-            assert_eq!(state.write_after(0, b"b", 11), Some(12));
+            assert_eq!(state.write_after(0, b"b", 11, &bytewise), Some(12));
         }
         {
             let mut state = history.lock();

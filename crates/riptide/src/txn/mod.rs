@@ -558,7 +558,8 @@ impl Transaction {
         }
         if let Some(snapshot) = &self.snapshot {
             let history = self.db.transactions.history.lock();
-            if let Some(sequence) = history.write_after(column_family, key, snapshot.sequence()) {
+            let order_of = |id: u32| self.db.column_family_order(id);
+            if let Some(sequence) = history.write_after(column_family, key, snapshot.sequence(), &order_of) {
                 self.db.transactions.counters.conflicts.fetch_add(1, Ordering::Relaxed);
                 return Err(history::written_after_snapshot(
                     self.id,
