@@ -511,3 +511,43 @@ fn heap_freed_by_a_shrinking_cache_leaves_the_process() {
     let report = run_child("trim_child", TRIM_CHILD_ENV, "trim: ");
     assert!(report.starts_with("trim: within"), "the freed cache stayed in the process: {report}");
 }
+
+/// Four transactions that each write 8 MiB and stay open, under a 16 MiB cap: their write sets
+/// are charged to the cap, and as the pressure rises each one's in-memory limit (32 MiB by
+/// default) shrinks, so they spill their writes to disk instead of holding 32 MiB. Every 256th
+/// write the test checks the write sets' charge stays within the cap; at the end all four
+/// commit and every row is there.
+#[test]
+fn open_transactions_spill_under_memory_pressure() {
+    let memory = MemFileSystem::new();
+    let options = Options { file_system: Arc::new(memory), max_memory_bytes: 16 * MIB, ..Options::default() };
+    let db = Db::open("/transactions-under-cap", options).expect("open");
+    let rows_per_transaction = 8 * 1024u64;
+    let row_key = |transaction: u64, row: u64| format!("t{transaction}-{row:06}").into_bytes();
+    let mut largest_charge = 0;
+    let mut transactions = Vec::new();
+    for transaction in 0..4u64 {
+        let open = db.begin(&riptide::TransactionOptions::default()).expect("begin");
+        for row in 0..rows_per_transaction {
+            open.put(&row_key(transaction, row), &value(row, transaction, 1024)).expect("put");
+            if row % 256 == 0 {
+                let charged = db.stats().transactions.write_set_memory_bytes as u64;
+                largest_charge = largest_charge.max(charged);
+                assert!(charged <= 16 * MIB, "write sets hold {charged} bytes under a 16 MiB cap");
+            }
+        }
+        transactions.push(open);
+    }
+    let spilled: u64 = transactions.iter().map(riptide::Transaction::spilled_bytes).sum();
+    assert!(spilled > 0, "nothing spilled although 32 MiB of writes sat in open transactions");
+    assert!(largest_charge > 4 * MIB, "the write sets were not charged ({largest_charge} bytes at most)");
+    for open in transactions {
+        open.commit().expect("commit");
+    }
+    assert_eq!(db.stats().transactions.write_set_memory_bytes, 0, "committed transactions are still charged");
+    for transaction in 0..4u64 {
+        for row in (0..rows_per_transaction).step_by(61) {
+            assert_eq!(db.get(&row_key(transaction, row)).expect("get"), Some(value(row, transaction, 1024)));
+        }
+    }
+}

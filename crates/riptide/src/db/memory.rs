@@ -1,10 +1,13 @@
 //! The global memory cap: accounting of what the engine holds in memory, pressure levels, and
 //! the actions each level triggers.
 //!
-//! Memory is counted in five parts: active memtables and immutable memtables of every column
+//! Memory is counted in seven parts: active memtables and immutable memtables of every column
 //! family (their arena chunks), the block cache's charged bytes, the indexes, filters and
-//! properties of open tables, and the buffers of the table builders of running flushes and
-//! compactions (charged live through [`crate::memory_charge::MemoryCharge`]). The writer side
+//! properties of open tables, the buffers of the table builders of running flushes and
+//! compactions (charged live through [`crate::memory_charge::MemoryCharge`]), the lock tables
+//! and commit history of transactions, and the write and read sets of open transactions
+//! (charged live; under high pressure transactions spill their writes sooner, see
+//! `txn::Transaction::write_memory_limit_bytes`). The writer side
 //! (the write leader, under the database mutex) totals the memtables itself, because they
 //! change with every write; the cache and table parts change more slowly and are refreshed by
 //! the monitor thread every `MONITOR_INTERVAL_MS` milliseconds. The monitor also returns the
@@ -72,6 +75,9 @@ pub(crate) struct MemoryGovernor {
     builder_usage_bytes: Arc<AtomicU64>,
     /// Lock tables and commit history of transactions, as of the monitor's last refresh.
     transaction_usage_bytes: AtomicU64,
+    /// Open transactions' own writes and read sets (in-memory layers, spilled runs' readers),
+    /// charged live.
+    write_set_usage_bytes: Arc<AtomicU64>,
     /// The capacity the user configured; the cache may be shrunk below it under pressure.
     configured_cache_bytes: AtomicUsize,
     pressure: AtomicU8,
@@ -94,6 +100,7 @@ impl MemoryGovernor {
             memtable_usage_bytes: AtomicU64::new(0),
             builder_usage_bytes: Arc::new(AtomicU64::new(0)),
             transaction_usage_bytes: AtomicU64::new(0),
+            write_set_usage_bytes: Arc::new(AtomicU64::new(0)),
             configured_cache_bytes: AtomicUsize::new(configured_cache_bytes),
             pressure: AtomicU8::new(MemoryPressure::Normal as u8),
             peak_usage_bytes: AtomicU64::new(0),
@@ -115,6 +122,23 @@ impl MemoryGovernor {
             + self.memtable_usage_bytes.load(Ordering::Relaxed)
             + self.builder_usage_bytes()
             + self.transaction_usage_bytes.load(Ordering::Relaxed)
+            + self.write_set_usage_bytes()
+    }
+
+    /// A charge for one transaction's write and read sets.
+    pub(crate) fn write_set_charge(&self) -> MemoryCharge {
+        MemoryCharge::new(Arc::clone(&self.write_set_usage_bytes))
+    }
+
+    /// Bytes the open transactions' write and read sets hold now.
+    pub(crate) fn write_set_usage_bytes(&self) -> u64 {
+        self.write_set_usage_bytes.load(Ordering::Relaxed)
+    }
+
+    /// The pressure level of the current use, with the live parts (builders, transactions'
+    /// write sets) as they are now and the others as last refreshed.
+    pub(crate) fn current_pressure(&self) -> MemoryPressure {
+        pressure_for(self.usage_bytes(), self.limit_bytes)
     }
 
     /// Records the memory of the lock tables and the commit history (from the monitor); the

@@ -264,6 +264,9 @@ pub struct TransactionStats {
     pub lock_memory_bytes: usize,
     /// Memory of the commit history that validates transactions.
     pub history_memory_bytes: usize,
+    /// Memory of open and prepared transactions' own writes and read sets (in-memory writes,
+    /// spilled runs' indexes and filters), charged to the memory cap.
+    pub write_set_memory_bytes: usize,
 }
 
 impl Stats {
@@ -371,7 +374,7 @@ impl fmt::Display for Stats {
             f,
             "transactions: {} begun, {} open, {} committed, {} rolled back, {} conflicts; locks: {} held ({:.2} MiB), \
              {} waits ({:.3} s, {} on column families), {} deadlocks, {} timeouts, {} escalations ({} refused); \
-             history {:.2} MiB",
+             history {:.2} MiB, write sets {:.2} MiB",
             transactions.begun,
             transactions.open,
             transactions.committed,
@@ -386,7 +389,8 @@ impl fmt::Display for Stats {
             transactions.lock_timeouts,
             transactions.lock_escalations,
             transactions.lock_escalations_refused,
-            transactions.history_memory_bytes as f64 / MIB
+            transactions.history_memory_bytes as f64 / MIB,
+            transactions.write_set_memory_bytes as f64 / MIB
         )?;
         writeln!(
             f,
@@ -551,5 +555,6 @@ fn transaction_stats(inner: &DbInner) -> TransactionStats {
         locks_held: shared.locks.lock_count(),
         lock_memory_bytes: shared.locks.memory_bytes(),
         history_memory_bytes: shared.history.memory_bytes(),
+        write_set_memory_bytes: inner.memory.write_set_usage_bytes() as usize,
     }
 }

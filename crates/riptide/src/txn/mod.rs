@@ -48,8 +48,9 @@ use std::time::Duration;
 
 use parking_lot::Mutex;
 
-use crate::db::{ColumnFamily, DbInner};
+use crate::db::{ColumnFamily, DbInner, MemoryPressure};
 use crate::error::{Error, Result};
+use crate::memory_charge::MemoryCharge;
 use crate::options::{ReadOptions, WriteOptions};
 use crate::snapshot::Snapshot;
 use history::{CommitHistory, KeyRange, Validation};
@@ -203,6 +204,9 @@ pub(crate) fn describe_key(key: &[u8]) -> String {
 /// Approximate bytes of one read key besides its bytes (hash table slot, allocation).
 const READ_KEY_OVERHEAD_BYTES: usize = 48;
 
+/// The least a transaction's write memory limit shrinks to under memory pressure.
+const MIN_PRESSED_WRITE_MEMORY_BYTES: usize = 64 << 10;
+
 /// Adds an empty read range (nothing read yet; an iterator widens it as it moves) and returns
 /// its slot.
 fn push_empty_range(reads: &mut ReadSet, column_family: u32) -> usize {
@@ -234,6 +238,16 @@ struct State {
     /// Set by `prepare`: the transaction now lives in the prepared registry under this xid.
     prepared_xid: Option<Vec<u8>>,
     finished: bool,
+    /// What `writes` and `reads` hold, charged to the memory cap (see `recharge`).
+    memory_charge: MemoryCharge,
+}
+
+impl State {
+    /// Brings the memory charge up to date with the write and read sets.
+    fn recharge(&mut self) {
+        let bytes = self.writes.total_memory_bytes() + self.reads.keys_bytes;
+        self.memory_charge.set(bytes as u64);
+    }
 }
 
 /// A transaction; see [`crate::Db::begin`] and the module documentation of `txn`.
@@ -300,6 +314,7 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
             column_family_locks: lock::ColumnFamilyLocks::default(),
             prepared_xid: None,
             finished: false,
+            memory_charge: db.memory.write_set_charge(),
         }),
     })
 }
@@ -498,6 +513,7 @@ impl Transaction {
             state.writes.spill(db, &options_of)?;
         }
         state.writes.write(family.id, &family.comparator, key, value.map(<[u8]>::to_vec));
+        state.recharge();
         Ok(())
     }
 
@@ -648,6 +664,7 @@ impl Transaction {
         if !state.writes.rollback_to_savepoint() {
             return Err(Error::invalid(format!("transaction {} has no open savepoint", self.id)));
         }
+        state.recharge();
         Ok(())
     }
 
@@ -659,6 +676,7 @@ impl Transaction {
         if !state.writes.release_savepoint() {
             return Err(Error::invalid(format!("transaction {} has no open savepoint", self.id)));
         }
+        state.recharge();
         Ok(())
     }
 
@@ -680,9 +698,18 @@ impl Transaction {
     }
 
     /// The in-memory limit of the write set: the option, but never past the batch limit, so a
-    /// write set that did not spill always commits as one batch.
+    /// write set that did not spill always commits as one batch. Under high memory pressure
+    /// (the memory cap) it shrinks to a quarter, under critical pressure to a sixteenth (never
+    /// below 64 KiB unless the option is lower), so that transactions spill their writes to
+    /// disk rather than hold the process above the cap.
     fn write_memory_limit_bytes(&self) -> usize {
-        self.options.write_memory_limit_bytes.min(self.db.options.max_batch_size_bytes)
+        let configured = self.options.write_memory_limit_bytes.min(self.db.options.max_batch_size_bytes);
+        let divisor = match self.db.memory.current_pressure() {
+            MemoryPressure::Normal | MemoryPressure::Elevated => 1,
+            MemoryPressure::High => 4,
+            MemoryPressure::Critical => 16,
+        };
+        (configured / divisor).max(configured.min(MIN_PRESSED_WRITE_MEMORY_BYTES))
     }
 
     /// Commits: validates (REPEATABLE READ, SERIALIZABLE) and writes every change as one atomic
@@ -754,6 +781,7 @@ impl Transaction {
     fn note_read(&self, state: &mut State, column_family: u32, key: &[u8]) {
         if state.reads.keys.insert((column_family, key.to_vec())) {
             state.reads.keys_bytes += key.len() + READ_KEY_OVERHEAD_BYTES;
+            state.recharge();
         }
         if state.reads.keys_bytes <= self.write_memory_limit_bytes() / 4 {
             return;
@@ -782,6 +810,7 @@ impl Transaction {
             });
         }
         state.reads.keys_bytes = 0;
+        state.recharge();
     }
 
     /// What the commit (or prepare) checks: written keys always (against prepared
@@ -843,6 +872,7 @@ impl Transaction {
         state.locks.clear();
         state.writes = WriteSet::default();
         state.reads = ReadSet::default();
+        state.recharge();
         state.prepared_xid = Some(xid.to_vec());
         Ok(())
     }
@@ -886,6 +916,7 @@ impl Transaction {
             }
             state.writes = WriteSet::default();
             state.reads = ReadSet::default();
+            state.recharge();
             let column_family_locks = std::mem::take(&mut state.column_family_locks);
             (std::mem::take(&mut state.locks), column_family_locks.holds_any_whole())
         };

@@ -25,6 +25,7 @@ use super::write_set::WriteSet;
 use crate::batch::WriteBatch;
 use crate::db::DbInner;
 use crate::error::{Error, Result};
+use crate::memory_charge::MemoryCharge;
 use crate::options::WriteOptions;
 use crate::snapshot::Snapshot;
 
@@ -46,6 +47,25 @@ pub(crate) struct PreparedEntry {
     /// Its snapshot (REPEATABLE READ, SERIALIZABLE), registered with the commit history until the
     /// decision; recovered transactions have none.
     pub(crate) snapshot: Option<Snapshot>,
+    /// What `writes` holds in memory, charged to the memory cap until the decision.
+    pub(crate) _memory_charge: MemoryCharge,
+}
+
+impl PreparedWrites {
+    /// Memory the writes hold: the batch, or the spilled runs' readers.
+    fn memory_bytes(&self) -> u64 {
+        match self {
+            PreparedWrites::Batch(batch) => batch.data().len() as u64,
+            PreparedWrites::Spilled(writes) => writes.total_memory_bytes() as u64,
+        }
+    }
+}
+
+/// A memory charge for prepared `writes`.
+fn charge_for(db: &DbInner, writes: &PreparedWrites) -> MemoryCharge {
+    let mut charge = db.memory.write_set_charge();
+    charge.set(writes.memory_bytes());
+    charge
 }
 
 /// The registry, with the logs pinned by commits in progress.
@@ -243,9 +263,17 @@ pub(crate) fn prepare(db: &DbInner, request: PrepareRequest, writes: &mut WriteS
     } else {
         PreparedWrites::Batch(batch)
     };
+    let memory_charge = charge_for(db, &writes);
     shared.prepared.insert(
         &request.xid,
-        PreparedEntry { number, owner: request.owner, writes, locks: request.locks, snapshot: request.snapshot },
+        PreparedEntry {
+            number,
+            owner: request.owner,
+            writes,
+            locks: request.locks,
+            snapshot: request.snapshot,
+            _memory_charge: memory_charge,
+        },
     );
     Ok(())
 }
@@ -494,6 +522,10 @@ pub(crate) fn recover(db: &DbInner, record: PreparedRecord) -> Result<()> {
     };
     shared.counters.begun.fetch_add(1, Ordering::Relaxed);
     shared.counters.open.fetch_add(1, Ordering::Relaxed);
-    shared.prepared.insert(&record.xid, PreparedEntry { number: record.number, owner, writes, locks, snapshot: None });
+    let memory_charge = charge_for(db, &writes);
+    shared.prepared.insert(
+        &record.xid,
+        PreparedEntry { number: record.number, owner, writes, locks, snapshot: None, _memory_charge: memory_charge },
+    );
     Ok(())
 }
