@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
+.PHONY: test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -17,7 +17,18 @@ test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
+	bash crates/riptide-capi/tests/run-c-tests.sh
 	$(LOOM_TEST)
+
+## capi-test: the C side of the C ABI's tests (also run by `test`): builds libriptide.a/.so, runs
+## a C program calling every function and misuse case under ASan and UBSan (and from several
+## threads), a C++ smoke test and the README's C example. Installs gcc/g++ when missing.
+capi-test:
+	bash crates/riptide-capi/tests/run-c-tests.sh
+
+## capi-bench: ns per put and get through the C ABI vs the Rust API (release build, not in `test`).
+capi-bench:
+	bash crates/riptide-capi/bench/run.sh
 
 ## test-stress-suite: the workspace's tests STRESS_RUNS times (default 10), STRESS_COPIES copies
 ## at once (default 2), beside STRESS_LOAD busy loops (default 0); reports every failure and
