@@ -15,6 +15,8 @@
 //! is an `Err` (invariant I16 in `docs/invariants.md`). A panic reached through these entry
 //! points is a bug in the engine's decoders, not in the wrapper.
 
+pub mod inspect;
+
 pub use crate::memtable::bench_support as memtable;
 pub use crate::sstable::bench_support as sstable;
 

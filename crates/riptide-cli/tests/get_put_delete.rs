@@ -1,0 +1,50 @@
+//! `get`, `put` and `delete`: values round-trip through the escaped, hex and JSON forms, a
+//! missing key exits 1 with nothing on stdout, and `put` creates a database only with
+//! `--create`.
+
+mod common;
+
+use common::{arg, run_expect, scratch};
+
+#[test]
+fn put_then_get_prints_the_value_and_delete_removes_it() {
+    let (_dir, db) = scratch();
+    run_expect(&["put", "--create", &arg(&db), "user:1", "alice"], 0);
+    assert_eq!(run_expect(&["get", &arg(&db), "user:1"], 0).stdout, "alice\n");
+    run_expect(&["delete", &arg(&db), "user:1", "--sync"], 0);
+    let missing = run_expect(&["get", &arg(&db), "user:1"], 1);
+    assert_eq!(missing.stdout, "", "a missing key prints nothing");
+    run_expect(&["delete", &arg(&db), "never-written"], 0);
+}
+
+#[test]
+fn binary_keys_and_values_round_trip_escaped_and_in_hex() {
+    let (_dir, db) = scratch();
+    run_expect(&["put", "--create", &arg(&db), "k\\x00\\xff\\t", "line\\none\\\\"], 0);
+    assert_eq!(run_expect(&["get", &arg(&db), "k\\x00\\xFF\\t"], 0).stdout, "line\\none\\\\\n");
+    assert_eq!(run_expect(&["--hex", "get", &arg(&db), "6b00ff09"], 0).stdout, "6c696e650a6f6e655c\n");
+    let database = riptide::Db::open(&db, riptide::Options::default()).expect("open");
+    assert_eq!(database.get(b"k\x00\xff\t").expect("get").as_deref(), Some(&b"line\none\\"[..]));
+}
+
+#[test]
+fn hex_input_writes_the_bytes_it_names() {
+    let (_dir, db) = scratch();
+    run_expect(&["--hex", "put", "--create", &arg(&db), "0001", "ff"], 0);
+    assert_eq!(run_expect(&["get", &arg(&db), "\\x00\\x01"], 0).stdout, "\\xff\n");
+}
+
+#[test]
+fn json_get_prints_one_object() {
+    let (_dir, db) = scratch();
+    run_expect(&["put", "--create", &arg(&db), "a\"b", "v"], 0);
+    assert_eq!(run_expect(&["--json", "get", &arg(&db), "a\"b"], 0).stdout, "{\"key\":\"a\\\"b\",\"value\":\"v\"}\n");
+}
+
+#[test]
+fn put_without_create_refuses_a_missing_database() {
+    let (_dir, db) = scratch();
+    let run = run_expect(&["put", &arg(&db), "k", "v"], 3);
+    assert!(run.stderr.contains("no such directory"), "{}", run.stderr);
+    assert!(!db.exists(), "nothing may be created without --create");
+}
