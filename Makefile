@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
+.PHONY: sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -18,6 +18,7 @@ test: setup
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
 	bash crates/riptide-capi/tests/run-c-tests.sh
+	bash sqlbench/test.sh
 	$(LOOM_TEST)
 
 ## capi-test: the C side of the C ABI's tests (also run by `test`): builds libriptide.a/.so, runs
@@ -128,3 +129,29 @@ lint:
 
 clean:
 	$(CARGO) clean
+
+## sql: a private MariaDB server (InnoDB, MyRocks, and RIPTIDE once mariadb/build/ha_riptide.so
+## exists) under var/sql/; prints how to connect. `make sql-stop` shuts it down.
+sql:
+	bash mariadb/setup.sh
+	bash mariadb/server.sh start
+
+sql-stop:
+	bash mariadb/server.sh stop
+
+## sql-test: the SQL kit's unit tests plus its integration tests against a private server
+## (var/sqltest/), at a tiny scale, for every engine that loads.
+sql-test:
+	bash bench/sql/run.sh integration-test
+
+## sql-smoke: a short end-to-end run of the SQL kit (iibench, TPC-C, sysbench, seed 003's
+## patterns; InnoDB, MyRocks, RIPTIDE when it loads) on a private server; report under
+## bench/results/sql-<timestamp>/ (bench/results/sql-latest points at it). A few minutes.
+sql-smoke:
+	bash bench/sql/run.sh smoke
+
+## bench-sql: the whole SQL comparison at the quick scale (about 15 minutes on 2 cores), with all
+## three server profiles. SQL_SCALE=full for the seeds' sizes (hours); see the README.
+SQL_SCALE ?= quick
+bench-sql:
+	bash bench/sql/run.sh $(SQL_SCALE)
