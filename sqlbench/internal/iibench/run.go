@@ -342,6 +342,7 @@ func (s *taskState) write(stop context.Context, db *sql.DB, limiter *ratelimit.W
 	defer statement.Close()
 	generator := NewRowGenerator(s.task, s.start.UnixNano()+int64(writer)*7919)
 	args := make([]any, 0, batch*s.task.columnCount())
+	failures := 0
 	for stop.Err() == nil {
 		rows := s.reserve(int64(batch))
 		if rows == 0 {
@@ -363,13 +364,24 @@ func (s *taskState) write(stop context.Context, db *sql.DB, limiter *ratelimit.W
 		if err != nil {
 			s.errors.add("insert", err)
 			s.reserved.Add(-rows)
+			failures++
+			if failures >= maxConsecutiveFailures {
+				return fmt.Errorf("writer %d: %d batches in a row failed (the task cannot make progress); the last error: %w",
+					writer, failures, err)
+			}
 			continue
 		}
+		failures = 0
 		s.insertLatency.Record(time.Since(began))
 		s.inserted.Add(rows)
 	}
 	return nil
 }
+
+// maxConsecutiveFailures ends a task whose writer or query thread fails this many times in a row:
+// failures are counted, not retried, but a table that vanished or a server that went away would
+// otherwise turn the rest of the task into a busy loop of errors.
+const maxConsecutiveFailures = 100
 
 // query is one query thread: it waits for query_start_at_rows, then runs the query kinds in
 // turn, paced to its share of queries_per_second.
@@ -398,6 +410,7 @@ func (s *taskState) query(stop context.Context, db *sql.DB, reader int) error {
 	pacer := ratelimit.NewPacer(ratelimit.IntervalFor(s.task.QueriesPerSecond, s.task.QueryThreads), nil)
 	// Threads start at different kinds so that every kind runs from the first second on.
 	next := reader % len(kinds)
+	failures := 0
 	for {
 		if err := pacer.Wait(stop); err != nil {
 			return nil
@@ -410,8 +423,13 @@ func (s *taskState) query(stop context.Context, db *sql.DB, reader int) error {
 		began := time.Now()
 		if err := drain(context.WithoutCancel(stop), statements[index], args); err != nil {
 			s.errors.add("query", err)
+			failures++
+			if failures >= maxConsecutiveFailures {
+				return fmt.Errorf("query thread %d: %d queries in a row failed; the last error: %w", reader, failures, err)
+			}
 			continue
 		}
+		failures = 0
 		s.queryLatency.Record(time.Since(began))
 		s.queries.Add(1)
 	}
