@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
+.PHONY: plugin sql-engine-test sql-crash-test sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -130,11 +130,26 @@ lint:
 clean:
 	$(CARGO) clean
 
-## sql: a private MariaDB server (InnoDB, MyRocks, and RIPTIDE once mariadb/build/ha_riptide.so
-## exists) under var/sql/; prints how to connect. `make sql-stop` shuts it down.
-sql:
-	bash mariadb/setup.sh
+## plugin: ENGINE=RIPTIDE, mariadb/build/ha_riptide.so: the MariaDB set-up (mariadb/setup.sh,
+## idempotent), the release build of the C ABI's static library, then cmake (seconds once built).
+plugin:
+	bash mariadb/build.sh
+
+## sql: builds the plugin and starts a private MariaDB server (InnoDB, MyRocks and RIPTIDE)
+## under var/sql/; prints how to connect. `make sql-stop` shuts it down.
+sql: plugin
 	bash mariadb/server.sh start
+
+## sql-engine-test: ENGINE=RIPTIDE's mtr suite (mariadb/mysql-test/riptide/) with Debian's
+## mariadb-test against the installed server and the plugin (about a minute).
+sql-engine-test: plugin
+	bash mariadb/mysql-test/run.sh
+
+## sql-crash-test: kill -9 of mariadbd under a concurrent RIPTIDE write load, restart, check
+## row counts and every secondary index against the primary (SQL_CRASH_CYCLES, default 3).
+SQL_CRASH_CYCLES ?= 3
+sql-crash-test: plugin
+	bash mariadb/tests/crash.sh $(SQL_CRASH_CYCLES)
 
 sql-stop:
 	bash mariadb/server.sh stop

@@ -1,0 +1,397 @@
+// See ha_riptide.h: full scans, index reads in both directions, index-only reads, index
+// condition pushdown and row positions. Runs on the thread that owns the handler.
+//
+// Reads go through a transaction iterator over the table's column family, bounded to the
+// active index's id; a locking read (UPDATE, DELETE, SELECT ... FOR UPDATE) locks each row's
+// primary key with get_for_update and uses the value that returns, so under READ COMMITTED it
+// sees the latest committed row and under REPEATABLE READ a row changed after the snapshot
+// fails with ER_LOCK_DEADLOCK (first committer wins).
+#include <my_global.h>
+#include <key.h>
+#include <mysqld_error.h>
+#include <sql_class.h>
+
+#include <map>
+
+#include "engine.h"
+#include "ha_riptide.h"
+#include "key_encoding.h"
+#include "row_format.h"
+#include "transaction.h"
+
+using riptide_sql::counters;
+using riptide_sql::database;
+using riptide_sql::kPrimaryIndexId;
+using riptide_sql::report;
+
+namespace {
+
+const uint8_t *bytes(const std::string &s) { return reinterpret_cast<const uint8_t *>(s.data()); }
+
+// A secondary entry's value: the primary key, then the key images (see entry_value_of).
+bool split_entry_value(const uint8_t *value, size_t length, std::string *primary_key, const uint8_t **images) {
+  if (length < 2) return false;
+  const size_t key_length = (static_cast<size_t>(value[0]) << 8) | value[1];
+  if (length < 2 + key_length) return false;
+  primary_key->assign(reinterpret_cast<const char *>(value + 2), key_length);
+  *images = value + 2 + key_length;
+  return true;
+}
+
+}  // namespace
+
+void ha_riptide::drop_iterator() {
+  // An iterator of an ended transaction is already gone (the C ABI reports MISUSE, harmlessly).
+  if (iterator_ != nullptr) riptide_iterator_destroy(iterator_);
+  iterator_ = nullptr;
+  iterator_transaction_ = nullptr;
+}
+
+int ha_riptide::ensure_iterator() {
+  riptide_txn_t *txn = transaction();
+  if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
+  if (iterator_ != nullptr && iterator_transaction_ == txn) return 0;
+  drop_iterator();
+  riptide_readoptions_t *options = nullptr;
+  riptide_error_t *error = nullptr;
+  const uint8_t lower = scan_id_;
+  const uint8_t upper = static_cast<uint8_t>(scan_id_ + 1);
+  riptide_code_t code = riptide_readoptions_create(&options, &error);
+  if (code == RIPTIDE_OK) code = riptide_readoptions_set_lower_bound(options, &lower, 1, &error);
+  if (code == RIPTIDE_OK) code = riptide_readoptions_set_upper_bound(options, &upper, 1, &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_iterator_create(txn, options, family(), &iterator_, &error);
+  if (options != nullptr) riptide_readoptions_destroy(options);
+  if (code != RIPTIDE_OK) {
+    iterator_ = nullptr;
+    return report(code, error);
+  }
+  iterator_transaction_ = txn;
+  return 0;
+}
+
+int ha_riptide::get(const std::string &key, bool lock, std::string *value, bool *found) {
+  uint8_t *bytes_out = nullptr;
+  size_t length = 0;
+  riptide_error_t *error = nullptr;
+  riptide_txn_t *txn = transaction();
+  if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
+  const riptide_code_t code =
+      lock ? riptide_txn_get_for_update_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error)
+           : riptide_txn_get_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  *found = bytes_out != nullptr;
+  if (bytes_out != nullptr) {
+    value->assign(reinterpret_cast<const char *>(bytes_out), length);
+    riptide_free(bytes_out);
+  }
+  return 0;
+}
+
+int ha_riptide::unpack(uchar *buf, const std::string &primary_key, const std::string &row) {
+  current_primary_key_ = primary_key;
+  row_bytes_ = row;
+  if (!riptide_sql::unpack_row(table, buf, bytes(row_bytes_), row_bytes_.size())) return HA_ERR_CRASHED;
+  counters().rows_read.fetch_add(1, std::memory_order_relaxed);
+  return 0;
+}
+
+int ha_riptide::move(bool forward) {
+  riptide_error_t *error = nullptr;
+  const riptide_code_t code = forward ? riptide_iterator_next(iterator_, &error) : riptide_iterator_prev(iterator_, &error);
+  return code == RIPTIDE_OK ? 0 : report(code, error);
+}
+
+int ha_riptide::read_entry(uchar *buf, bool forward) {
+  std::string primary_key;
+  std::string value;
+  for (;;) {
+    if (!riptide_iterator_valid(iterator_)) {
+      riptide_error_t *error = nullptr;
+      const riptide_code_t code = riptide_iterator_status(iterator_, &error);
+      return code == RIPTIDE_OK ? HA_ERR_END_OF_FILE : report(code, error);
+    }
+    size_t key_length = 0;
+    size_t value_length = 0;
+    const uint8_t *key = riptide_iterator_key(iterator_, &key_length);
+    const uint8_t *entry = riptide_iterator_value(iterator_, &value_length);
+    if (key == nullptr || key_length == 0 || key[0] != scan_id_) return HA_ERR_END_OF_FILE;
+    if (!same_prefix_.empty() &&
+        (key_length < same_prefix_.size() || memcmp(key, same_prefix_.data(), same_prefix_.size()) != 0))
+      return HA_ERR_END_OF_FILE;
+    if (scan_id_ == kPrimaryIndexId) {
+      primary_key.assign(reinterpret_cast<const char *>(key), key_length);
+      if (!lock_rows_) return unpack(buf, primary_key, std::string(reinterpret_cast<const char *>(entry), value_length));
+      bool found = false;
+      if (int result = get(primary_key, true, &value, &found)) return result;
+      if (found) return unpack(buf, primary_key, value);
+      // Deleted by a transaction that committed while this one waited for the lock.
+      if (int result = move(forward)) return result;
+      continue;
+    }
+    const uint8_t *images = nullptr;
+    if (!split_entry_value(entry, value_length, &primary_key, &images)) return HA_ERR_CRASHED;
+    KEY *key_info = &table->key_info[active_index];
+    const bool restore = keyread_enabled() || (pushed_idx_cond != nullptr && pushed_idx_cond_keyno == active_index);
+    if (restore) {
+      if (images + key_info->key_length > entry + value_length) return HA_ERR_CRASHED;
+      key_restore(buf, images, key_info, key_info->key_length);
+      if (table->s->primary_key != MAX_KEY) {
+        KEY *primary = &table->key_info[table->s->primary_key];
+        if (images + key_info->key_length + primary->key_length > entry + value_length) return HA_ERR_CRASHED;
+        key_restore(buf, images + key_info->key_length, primary, primary->key_length);
+      }
+    }
+    if (pushed_idx_cond != nullptr && pushed_idx_cond_keyno == active_index) {
+      const check_result_t check = handler_index_cond_check(this);
+      if (check == CHECK_OUT_OF_RANGE) return HA_ERR_END_OF_FILE;
+      if (check == CHECK_ABORTED_BY_USER) return HA_ERR_ABORTED_BY_USER;
+      if (check == CHECK_NEG) {
+        if (int result = move(forward)) return result;
+        continue;
+      }
+    }
+    if (keyread_enabled() && !lock_rows_) {
+      current_primary_key_ = primary_key;
+      counters().rows_read.fetch_add(1, std::memory_order_relaxed);
+      return 0;
+    }
+    bool found = false;
+    if (int result = get(primary_key, lock_rows_, &value, &found)) return result;
+    if (found) {
+      if (keyread_enabled()) {
+        current_primary_key_ = primary_key;
+        counters().rows_read.fetch_add(1, std::memory_order_relaxed);
+        return 0;
+      }
+      return unpack(buf, primary_key, value);
+    }
+    // The row went away after the iterator saw its entry (a commit in between, visible to
+    // READ COMMITTED reads or to the lock): skip it.
+    if (int result = move(forward)) return result;
+  }
+}
+
+int ha_riptide::point_read(uchar *buf, const std::string &key) {
+  point_positioned_ = true;
+  std::string value;
+  bool found = false;
+  if (scan_id_ == kPrimaryIndexId) {
+    if (int result = get(key, lock_rows_, &value, &found)) return result;
+    if (!found) return HA_ERR_KEY_NOT_FOUND;
+    return unpack(buf, key, value);
+  }
+  if (int result = get(key, false, &value, &found)) return result;
+  if (!found) return HA_ERR_KEY_NOT_FOUND;
+  std::string primary_key;
+  const uint8_t *images = nullptr;
+  if (!split_entry_value(bytes(value), value.size(), &primary_key, &images)) return HA_ERR_CRASHED;
+  std::string row;
+  if (int result = get(primary_key, lock_rows_, &row, &found)) return result;
+  if (!found) return HA_ERR_KEY_NOT_FOUND;
+  // Index-only or not, the whole row is at hand (a superset of the index's columns).
+  return unpack(buf, primary_key, row);
+}
+
+int ha_riptide::rnd_init(bool) {
+  scan_id_ = kPrimaryIndexId;
+  same_prefix_.clear();
+  point_positioned_ = false;
+  drop_iterator();
+  if (int result = ensure_iterator()) return result;
+  riptide_error_t *error = nullptr;
+  const riptide_code_t code = riptide_iterator_seek_to_first(iterator_, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  scan_started_ = false;
+  return 0;
+}
+
+int ha_riptide::rnd_next(uchar *buf) {
+  if (iterator_ == nullptr) return HA_ERR_END_OF_FILE;
+  if (scan_started_) {
+    if (int result = move(true)) return result;
+  }
+  scan_started_ = true;
+  return read_entry(buf, true);
+}
+
+int ha_riptide::rnd_end() {
+  drop_iterator();
+  return 0;
+}
+
+void ha_riptide::position(const uchar *) {
+  // ref: the primary key's length (2 bytes, little-endian), then the key, zero-padded.
+  memset(ref, 0, ref_length);
+  const size_t length = std::min<size_t>(current_primary_key_.size(), ref_length - 2);
+  int2store(ref, static_cast<uint16>(length));
+  memcpy(ref + 2, current_primary_key_.data(), length);
+}
+
+int ha_riptide::rnd_pos(uchar *buf, uchar *pos) {
+  const uint length = uint2korr(pos);
+  if (length > ref_length - 2) return HA_ERR_CRASHED;
+  const std::string primary_key(reinterpret_cast<const char *>(pos + 2), length);
+  std::string value;
+  bool found = false;
+  if (int result = get(primary_key, lock_rows_, &value, &found)) return result;
+  if (!found) return HA_ERR_KEY_NOT_FOUND;
+  return unpack(buf, primary_key, value);
+}
+
+int ha_riptide::index_init(uint index, bool) {
+  active_index = index;
+  scan_id_ = riptide_sql::index_id(table->s, index);
+  same_prefix_.clear();
+  point_positioned_ = false;
+  // The iterator is created on first use: point reads of a unique key never need one.
+  drop_iterator();
+  return 0;
+}
+
+int ha_riptide::index_end() {
+  active_index = MAX_KEY;
+  same_prefix_.clear();
+  drop_iterator();
+  return 0;
+}
+
+Item *ha_riptide::idx_cond_push(uint keyno, Item *idx_cond) {
+  pushed_idx_cond = idx_cond;
+  pushed_idx_cond_keyno = keyno;
+  in_range_check_pushed_down = true;
+  return nullptr;
+}
+
+int ha_riptide::reset() {
+  // The end of a statement's use of the table: forget the pushed condition and row locking.
+  cancel_pushed_idx_cond();
+  lock_rows_ = false;
+  return 0;
+}
+
+void ha_riptide::search_key(uint index, const uchar *key, key_part_map keypart_map, std::string *out) {
+  const uint key_length = calculate_key_len(table, index, key, keypart_map);
+  const uint parts = riptide_sql::parts_in_map(keypart_map);
+  key_restore(record_, key, &table->key_info[index], key_length);
+  out->assign(1, static_cast<char>(riptide_sql::index_id(table->s, index)));
+  bool has_null = false;
+  riptide_sql::append_key_parts(table, index, record_, parts, out, &has_null);
+}
+
+int ha_riptide::index_read_map(uchar *buf, const uchar *key, key_part_map keypart_map,
+                               enum ha_rkey_function find_flag) {
+  same_prefix_.clear();
+  point_positioned_ = false;
+  std::string search;
+  search_key(active_index, key, keypart_map, &search);
+  const KEY *key_info = &table->key_info[active_index];
+  const uint parts = riptide_sql::parts_in_map(keypart_map);
+  // A whole unique key read exactly is a point read (no iterator); a NULL part can match many
+  // rows of a unique secondary index, and those entries carry the primary key.
+  if (find_flag == HA_READ_KEY_EXACT && parts >= key_info->user_defined_key_parts &&
+      (active_index == table->s->primary_key || (key_info->flags & HA_NOSAME))) {
+    bool has_null = false;
+    // Look for NULL parts in the record the key was restored into.
+    for (uint i = 0; i < key_info->user_defined_key_parts; i++) {
+      Field *field = key_info->key_part[i].field;
+      if (field->real_maybe_null() && field->is_real_null(record_ - table->record[0])) has_null = true;
+    }
+    if (!has_null) {
+      same_prefix_ = search;
+      return point_read(buf, search);
+    }
+  }
+  if (int result = ensure_iterator()) return result;
+  const std::string after = riptide_sql::prefix_successor(search);
+  riptide_error_t *error = nullptr;
+  riptide_code_t code = RIPTIDE_OK;
+  bool forward = true;
+  // Positions on the last entry before `target` (the end of the index when there is none).
+  auto seek_before = [&](const std::string &target) {
+    riptide_code_t result = RIPTIDE_OK;
+    if (!target.empty()) result = riptide_iterator_seek(iterator_, bytes(target), target.size(), &error);
+    if (result != RIPTIDE_OK) return result;
+    if (!target.empty() && riptide_iterator_valid(iterator_)) return riptide_iterator_prev(iterator_, &error);
+    return riptide_iterator_seek_to_last(iterator_, &error);
+  };
+  switch (find_flag) {
+    case HA_READ_KEY_EXACT:
+    case HA_READ_PREFIX:
+      same_prefix_ = search;
+      code = riptide_iterator_seek(iterator_, bytes(search), search.size(), &error);
+      break;
+    case HA_READ_KEY_OR_NEXT:
+      code = riptide_iterator_seek(iterator_, bytes(search), search.size(), &error);
+      break;
+    case HA_READ_AFTER_KEY:
+      if (after.empty()) {
+        code = riptide_iterator_seek_to_last(iterator_, &error);
+        if (code == RIPTIDE_OK && riptide_iterator_valid(iterator_)) code = riptide_iterator_next(iterator_, &error);
+      } else {
+        code = riptide_iterator_seek(iterator_, bytes(after), after.size(), &error);
+      }
+      break;
+    case HA_READ_BEFORE_KEY:
+      forward = false;
+      code = seek_before(search);
+      break;
+    case HA_READ_KEY_OR_PREV:
+    case HA_READ_PREFIX_LAST_OR_PREV:
+      forward = false;
+      code = seek_before(after);
+      break;
+    case HA_READ_PREFIX_LAST:
+      forward = false;
+      same_prefix_ = search;
+      code = seek_before(after);
+      break;
+    default:
+      return HA_ERR_UNSUPPORTED;
+  }
+  if (code != RIPTIDE_OK) return report(code, error);
+  const int result = read_entry(buf, forward);
+  return result == HA_ERR_END_OF_FILE ? HA_ERR_KEY_NOT_FOUND : result;
+}
+
+int ha_riptide::index_read_last_map(uchar *buf, const uchar *key, key_part_map keypart_map) {
+  return index_read_map(buf, key, keypart_map, HA_READ_PREFIX_LAST);
+}
+
+int ha_riptide::index_next(uchar *buf) {
+  if (point_positioned_) return HA_ERR_END_OF_FILE;
+  if (iterator_ == nullptr) return HA_ERR_END_OF_FILE;
+  if (int result = move(true)) return result;
+  return read_entry(buf, true);
+}
+
+int ha_riptide::index_prev(uchar *buf) {
+  if (point_positioned_) return HA_ERR_END_OF_FILE;
+  if (iterator_ == nullptr) return HA_ERR_END_OF_FILE;
+  if (int result = move(false)) return result;
+  return read_entry(buf, false);
+}
+
+int ha_riptide::index_next_same(uchar *buf, const uchar *, uint) {
+  // same_prefix_ (set by the exact read) ends the scan where the key changes.
+  return index_next(buf);
+}
+
+int ha_riptide::index_first(uchar *buf) {
+  same_prefix_.clear();
+  point_positioned_ = false;
+  if (int result = ensure_iterator()) return result;
+  riptide_error_t *error = nullptr;
+  const riptide_code_t code = riptide_iterator_seek_to_first(iterator_, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  return read_entry(buf, true);
+}
+
+int ha_riptide::index_last(uchar *buf) {
+  same_prefix_.clear();
+  point_positioned_ = false;
+  if (int result = ensure_iterator()) return result;
+  riptide_error_t *error = nullptr;
+  const riptide_code_t code = riptide_iterator_seek_to_last(iterator_, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  return read_entry(buf, false);
+}

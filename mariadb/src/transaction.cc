@@ -1,0 +1,206 @@
+// See transaction.h. Runs on the thread serving the connection.
+#include "transaction.h"
+
+#include <mysqld_error.h>
+#include <sql_class.h>
+
+#include "engine.h"
+
+namespace riptide_sql {
+
+namespace {
+
+// Each SQL savepoint stores the Riptide savepoint depth it was set at.
+struct SavepointSlot {
+  unsigned depth;
+};
+
+int isolation_of(THD *thd, bool single_locking_statement) {
+  // A statement that locks what it reads (UPDATE, DELETE, ... FOR UPDATE) and is a whole
+  // transaction by itself (autocommit) runs under READ COMMITTED: its locking reads then see
+  // the latest committed row after a lock wait, as InnoDB's do, instead of failing the
+  // snapshot's first-committer-wins check. Its plain reads lose nothing: one statement.
+  if (single_locking_statement) return RIPTIDE_ISOLATION_READ_COMMITTED;
+  switch (thd_tx_isolation(thd)) {
+    case ISO_READ_UNCOMMITTED:
+    case ISO_READ_COMMITTED:
+      return RIPTIDE_ISOLATION_READ_COMMITTED;
+    case ISO_SERIALIZABLE:
+      return RIPTIDE_ISOLATION_SERIALIZABLE;
+    default:
+      return RIPTIDE_ISOLATION_REPEATABLE_READ;
+  }
+}
+
+// Ends the connection's transaction (commit or rollback) and forgets it.
+int end_transaction(Connection *state, bool commit) {
+  riptide_error_t *error = nullptr;
+  riptide_code_t code = RIPTIDE_OK;
+  if (state->transaction != nullptr) {
+    code = commit ? riptide_txn_commit(state->transaction, &error) : riptide_txn_rollback(state->transaction, &error);
+    riptide_txn_destroy(state->transaction);
+  }
+  state->transaction = nullptr;
+  state->savepoint_depth = 0;
+  state->statement_savepoint = false;
+  if (code == RIPTIDE_OK) return 0;
+  if (commit && (code == RIPTIDE_CONFLICT || code == RIPTIDE_DEADLOCK)) {
+    // The commit's validation failed: nothing was written. Say so with the error a client
+    // retries on (the server only adds "error during commit" after it).
+    riptide_error_free(error);
+    my_error(ER_LOCK_DEADLOCK, MYF(0));
+    return HA_ERR_LOCK_DEADLOCK;
+  }
+  return report(code, error);
+}
+
+// Begins the connection's Riptide transaction with the session's settings.
+int begin_transaction(THD *thd, Connection *state, bool single_locking_statement) {
+  riptide_error_t *error = nullptr;
+  riptide_txn_options_t *options = nullptr;
+  riptide_code_t code = riptide_txn_options_create(&options, &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_options_set_isolation(options, isolation_of(thd, single_locking_statement), &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_options_set_lock_timeout_us(options, lock_wait_timeout_us(thd), &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_options_set_deadlock_detection(options, deadlock_detect() ? 1 : 0, &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_options_set_sync(options, flush_log_at_trx_commit() == 1 ? 1 : 0, &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_begin(database(), options, &state->transaction, &error);
+  if (options != nullptr) riptide_txn_options_destroy(options);
+  if (code != RIPTIDE_OK) {
+    state->transaction = nullptr;
+    return report(code, error);
+  }
+  state->savepoint_depth = 0;
+  state->statement_savepoint = false;
+  return 0;
+}
+
+// START TRANSACTION WITH CONSISTENT SNAPSHOT: begin now, so the snapshot is taken now.
+int start_consistent_snapshot(handlerton *, THD *thd) {
+  Connection *state = connection(thd);
+  if (state->transaction == nullptr) {
+    if (int result = begin_transaction(thd, state, false)) return result;
+  }
+  trans_register_ha(thd, true, hton(), 0);
+  return 0;
+}
+
+int commit(handlerton *, THD *thd, bool all) {
+  Connection *state = connection(thd);
+  const bool ends_transaction = all || !thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN);
+  if (ends_transaction) return end_transaction(state, true);
+  // The end of a statement inside a transaction: its changes stay, its savepoint goes.
+  if (state->statement_savepoint && state->transaction != nullptr) {
+    riptide_txn_release_savepoint(state->transaction, nullptr);
+    state->savepoint_depth--;
+    state->statement_savepoint = false;
+  }
+  return 0;
+}
+
+int rollback(handlerton *, THD *thd, bool all) {
+  Connection *state = connection(thd);
+  const bool ends_transaction = all || !thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN);
+  if (ends_transaction) return end_transaction(state, false);
+  // A failed statement inside a transaction: undo only what it did.
+  if (state->statement_savepoint && state->transaction != nullptr) {
+    riptide_error_t *error = nullptr;
+    const riptide_code_t code = riptide_txn_rollback_to_savepoint(state->transaction, &error);
+    state->savepoint_depth--;
+    state->statement_savepoint = false;
+    if (code != RIPTIDE_OK) return report(code, error);
+  }
+  return 0;
+}
+
+int savepoint_set(handlerton *, THD *thd, void *slot) {
+  Connection *state = connection(thd);
+  if (state->transaction == nullptr) return 0;
+  riptide_error_t *error = nullptr;
+  const riptide_code_t code = riptide_txn_savepoint(state->transaction, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  state->savepoint_depth++;
+  static_cast<SavepointSlot *>(slot)->depth = state->savepoint_depth;
+  return 0;
+}
+
+int savepoint_rollback(handlerton *, THD *thd, void *slot) {
+  Connection *state = connection(thd);
+  const unsigned depth = static_cast<SavepointSlot *>(slot)->depth;
+  if (state->transaction == nullptr || depth == 0 || depth > state->savepoint_depth) return 0;
+  riptide_error_t *error = nullptr;
+  // Roll back to the savepoint (closing the newer ones), then open it again: the SQL savepoint
+  // stays valid for another ROLLBACK TO.
+  while (state->savepoint_depth >= depth) {
+    const riptide_code_t code = riptide_txn_rollback_to_savepoint(state->transaction, &error);
+    state->savepoint_depth--;
+    if (code != RIPTIDE_OK) return report(code, error);
+  }
+  const riptide_code_t code = riptide_txn_savepoint(state->transaction, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  state->savepoint_depth++;
+  state->statement_savepoint = false;
+  return 0;
+}
+
+int savepoint_release(handlerton *, THD *thd, void *slot) {
+  Connection *state = connection(thd);
+  const unsigned depth = static_cast<SavepointSlot *>(slot)->depth;
+  if (state->transaction == nullptr || depth == 0) return 0;
+  while (state->savepoint_depth >= depth) {
+    riptide_txn_release_savepoint(state->transaction, nullptr);
+    state->savepoint_depth--;
+  }
+  return 0;
+}
+
+int close_connection(handlerton *hton, THD *thd) {
+  Connection *state = static_cast<Connection *>(thd_get_ha_data(thd, hton));
+  if (state != nullptr) {
+    end_transaction(state, false);
+    delete state;
+    thd_set_ha_data(thd, hton, nullptr);
+  }
+  return 0;
+}
+
+}  // namespace
+
+Connection *connection(THD *thd) {
+  Connection *state = static_cast<Connection *>(thd_get_ha_data(thd, hton()));
+  if (state == nullptr) {
+    state = new Connection();
+    thd_set_ha_data(thd, hton(), state);
+  }
+  return state;
+}
+
+int begin_statement(THD *thd, bool locking) {
+  Connection *state = connection(thd);
+  const bool in_transaction = thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN);
+  riptide_error_t *error = nullptr;
+  if (state->transaction == nullptr) {
+    if (int result = begin_transaction(thd, state, locking && !in_transaction)) return result;
+  }
+  if (in_transaction) trans_register_ha(thd, true, hton(), 0);
+  trans_register_ha(thd, false, hton(), 0);
+  if (in_transaction && !state->statement_savepoint) {
+    const riptide_code_t code = riptide_txn_savepoint(state->transaction, &error);
+    if (code != RIPTIDE_OK) return report(code, error);
+    state->savepoint_depth++;
+    state->statement_savepoint = true;
+  }
+  return 0;
+}
+
+void install_transaction_callbacks(handlerton *hton) {
+  hton->commit = commit;
+  hton->rollback = rollback;
+  hton->savepoint_offset = sizeof(SavepointSlot);
+  hton->savepoint_set = savepoint_set;
+  hton->savepoint_rollback = savepoint_rollback;
+  hton->savepoint_release = savepoint_release;
+  hton->close_connection = close_connection;
+  hton->start_consistent_snapshot = start_consistent_snapshot;
+}
+
+}  // namespace riptide_sql

@@ -1,0 +1,41 @@
+// Transaction glue: each connection that touches a RIPTIDE table has one Riptide transaction,
+// begun at its first statement and ended by the server's commit or rollback (of the statement
+// in autocommit mode, of the whole transaction otherwise). A statement inside a multi-statement
+// transaction runs above a Riptide savepoint, so that a failed statement is undone alone, as
+// InnoDB does; SQL savepoints are Riptide savepoints too.
+//
+// Concurrency contract: a Connection belongs to one THD and is used only by the thread serving
+// it.
+#ifndef RIPTIDE_MARIADB_TRANSACTION_H
+#define RIPTIDE_MARIADB_TRANSACTION_H
+
+#include <my_global.h>
+#include <handler.h>
+
+#include "riptide.h"
+
+namespace riptide_sql {
+
+struct Connection {
+  riptide_txn_t *transaction = nullptr;
+  // Open Riptide savepoints: SQL savepoints and, on top, the statement's own.
+  unsigned savepoint_depth = 0;
+  // True while the current statement has its own savepoint (in a multi-statement transaction).
+  bool statement_savepoint = false;
+};
+
+// The connection's state, created on first use.
+Connection *connection(THD *thd);
+
+// Begins the connection's transaction if none is open, registers it with the server for the
+// statement (and the whole transaction unless autocommit), and opens the statement's savepoint.
+// `locking` tells that the statement locks the rows it reads (see isolation_of in
+// transaction.cc). Returns 0 or a handler error code.
+int begin_statement(THD *thd, bool locking);
+
+// Installs commit, rollback, savepoint and connection-close callbacks on `hton`.
+void install_transaction_callbacks(handlerton *hton);
+
+}  // namespace riptide_sql
+
+#endif
