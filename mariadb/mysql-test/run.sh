@@ -38,6 +38,27 @@ suite="$home/mysql-test/suite/riptide"
 rm -rf "$suite"
 cp -r "$suite_src" "$suite"
 
+# --compare-innodb: run the suite's tests with ENGINE=InnoDB instead (a copy, suite
+# riptide_innodb, results recorded under var/), then show how RIPTIDE's results differ, to
+# check new results by hand against the server's reference engine.
+if [ "${1:-}" = "--compare-innodb" ]; then
+  shift
+  other="$home/mysql-test/suite/riptide_innodb"
+  rm -rf "$other"
+  cp -r "$suite_src" "$other"
+  rm -f "$other"/r/*.result
+  echo "--loose-innodb" >>"$other/suite.opt"
+  sed -i 's/ENGINE=RIPTIDE/ENGINE=InnoDB/g; s/ENGINE = .RIPTIDE./ENGINE = '"'"'InnoDB'"'"'/g' "$other"/t/*.test "$other"/include/type_index.inc
+  (cd "$home/mysql-test" && perl mariadb-test-run.pl --suite=riptide_innodb --vardir="$root/var/mtr/var-innodb" \
+    --force --parallel=1 --retry=0 --record "$@") >"$root/var/mtr/innodb.log" 2>&1
+  for result in "$other"/r/*.result; do
+    name="$(basename "$result")"
+    echo "=== $name: InnoDB (<) vs RIPTIDE (>)"
+    diff <(sed 's/InnoDB/ENGINE/g' "$result") <(sed 's/RIPTIDE/ENGINE/g' "$suite_src/r/$name" 2>/dev/null || true)
+  done
+  exit 0
+fi
+
 record=0
 for arg in "$@"; do [ "$arg" = "--record" ] && record=1; done
 # mtr passes a test that has no result file (it only prints the output): refuse that here.

@@ -54,6 +54,8 @@ ulong ha_riptide::index_flags(uint index, uint, bool) const {
   // Secondary entries carry their key image, so a pushed index condition is checked before the
   // row is fetched; primary entries are the row itself.
   if (index != table_share->primary_key) flags |= HA_DO_INDEX_COND_PUSHDOWN;
+  // Rows live in the primary index (as InnoDB's): a primary key range reads just its rows.
+  if (index == table_share->primary_key) flags |= HA_CLUSTERED_INDEX;
   return flags;
 }
 
@@ -185,6 +187,9 @@ void ha_riptide::entry_value_of(uint index, const uchar *record, const std::stri
   out->push_back(static_cast<char>(primary_key.size() >> 8));
   out->push_back(static_cast<char>(primary_key.size()));
   out->append(primary_key);
+  // Note: Field_bit::get_key_image reads its uneven bits from record[0] whatever record it is
+  // given; callers that compare images of another record (update_row) only use them to skip
+  // writes whose entry key is unchanged, which a BIT value change always changes.
   KEY *key = &table->key_info[index];
   size_t at = out->size();
   out->resize(at + key->key_length);
@@ -220,7 +225,7 @@ int ha_riptide::check_unique(uint index, const std::string &key) {
   if (code != RIPTIDE_OK) return report(code, error);
   if (value != nullptr) {
     riptide_free(value);
-    errkey = lookup_errkey = index;
+    errkey = duplicate_key_ = index;
     return HA_ERR_FOUND_DUPP_KEY;
   }
   return 0;

@@ -162,6 +162,8 @@ class ha_riptide final : public handler {
   std::string value_buffer_;
   // A record buffer of the table's size, for decoding search keys and re-read rows.
   uchar *record_ = nullptr;
+  // The index of the last duplicate-key failure, for info(HA_STATUS_ERRKEY).
+  uint duplicate_key_ = 0;
   // Largest primary key: ref is its length (2 bytes) and the key, padded.
   uint primary_key_max_bytes_ = 9;
 };

@@ -67,7 +67,8 @@ int ha_riptide::info(uint flag) {
     }
   }
   if (flag & HA_STATUS_AUTO) stats.auto_increment_value = share_->next_auto_increment;
-  if (flag & HA_STATUS_ERRKEY) errkey = lookup_errkey;
+  // The server resets errkey before it asks (handler::get_dup_key).
+  if (flag & HA_STATUS_ERRKEY) errkey = duplicate_key_;
   return 0;
 }
 
@@ -187,15 +188,17 @@ int ha_riptide::check(THD *thd, HA_CHECK_OPT *) {
     primary_key.assign(reinterpret_cast<const char *>(key), key_length);
     row.assign(reinterpret_cast<const char *>(value), value_length);
     rows++;
-    if (!riptide_sql::unpack_row(table, record_, bytes(row), row.size())) {
+    // Decoded into record[0]: key images of some types (BIT) are only right from there.
+    uchar *record = table->record[0];
+    if (!riptide_sql::unpack_row(table, record, bytes(row), row.size())) {
       problems++;
     } else {
       current_primary_key_ = primary_key;
       for (uint index = 0; index < table->s->keys; index++) {
         if (index == table->s->primary_key) continue;
         bool unique_form = false;
-        entry_key_of(index, record_, primary_key, &expected_key, &unique_form);
-        entry_value_of(index, record_, primary_key, &expected_value);
+        entry_key_of(index, record, primary_key, &expected_key, &unique_form);
+        entry_value_of(index, record, primary_key, &expected_value);
         uint8_t *stored = nullptr;
         size_t stored_length = 0;
         code = riptide_get_cf(database(), read, family(), bytes(expected_key), expected_key.size(), &stored,

@@ -46,7 +46,9 @@ void pack_row(TABLE *table, const uchar *record, std::string *out) {
       null_index++;
       if (is_null) continue;
     }
-    to = current->pack(to, current->ptr + offset);
+    current->move_field_offset(offset);
+    to = current->pack(to, current->ptr);
+    current->move_field_offset(-offset);
   }
   out->resize(static_cast<size_t>(to - start));
 }
@@ -74,7 +76,11 @@ bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length)
       current->set_notnull(offset);
     }
     // BLOB fields point into `data` afterwards: the caller keeps it while the row is used.
-    from = current->unpack(current->ptr + offset, from, end, 0);
+    // Field_blob::unpack stores through the field's own pointer whatever `to` it is given, so
+    // the field is moved onto `record` for the call.
+    current->move_field_offset(offset);
+    from = current->unpack(current->ptr, from, end, 0);
+    current->move_field_offset(-offset);
     if (from == nullptr || from > end) return false;
   }
   return from == end;
