@@ -377,14 +377,18 @@ void ha_riptide::get_auto_increment(ulonglong offset, ulonglong increment, ulong
       first = first <= base ? base : base + ((first - base + increment - 1) / increment) * increment;
     }
     if (first > max_value || first == 0) {
-      // Exhausted: the server reports ER_AUTOINC_READ_FAILED / HA_ERR_AUTOINC_ERANGE.
-      *first_value = ~static_cast<ulonglong>(0);
+      // Exhausted: a value past the column's range makes the server report "Out of range
+      // value" (HA_ERR_AUTOINC_ERANGE), as InnoDB does; ~0 (a wrapped counter) is a read
+      // failure.
+      *first_value = first == 0 ? ~static_cast<ulonglong>(0) : first;
       *nb_reserved_values = 1;
       return;
     }
     const ulonglong room = (max_value - first) / increment + 1;
     if (nb_desired_values > room) nb_desired_values = room;
-    next = first + nb_desired_values * increment;
+    // The counter stops just past the last value reserved (the next caller aligns it to its
+    // own increment and offset), as InnoDB's does.
+    next = first + (nb_desired_values - 1) * increment + 1;
     if (share_->next_auto_increment.compare_exchange_weak(current, next)) break;
   }
   share_->persist_auto_increment(next);
