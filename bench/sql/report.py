@@ -483,12 +483,14 @@ def patterns_section(report, directory, headline):
     by = {(row["label"], row["pattern"]): row for row in rows}
     size_by = {row["label"]: row for row in sizes}
     engines = engines_in(rows)
-    for pattern in PATTERNS:
-        cells = {e: "%s ms (%s ops/s)" % (fmt(number(by.get(("aligned/" + e, pattern)), "p95_ms"), 3),
-                                         fmt(number(by.get(("aligned/" + e, pattern)), "ops_per_second"), 0))
-                 for e in engines if ("aligned/" + e, pattern) in by}
-        if cells:
-            headline.append(("003 patterns", "%s: p95 (throughput)" % pattern, cells))
+    for profile in dict.fromkeys(split_label(row["label"])[0] for row in rows):
+        suffix = "" if profile == "aligned" else " (%s)" % profile
+        for pattern in PATTERNS:
+            key = lambda e: ("%s/%s" % (profile, e), pattern)
+            cells = {e: "%s ms (%s ops/s)" % (fmt(number(by.get(key(e)), "p95_ms"), 3), fmt(number(by.get(key(e)), "ops_per_second"), 0))
+                     for e in engines_in(rows, profile) if key(e) in by}
+            if cells:
+                headline.append(("003 patterns", "%s: p95 (throughput)%s" % (pattern, suffix), cells))
     headline.append(("003 patterns", "table size on disk MB (space amplification)",
                      {e: "%s (%sx)" % (fmt(number(size_by.get("aligned/" + e), "disk_bytes") / 1048576 if number(size_by.get("aligned/" + e), "disk_bytes") is not None else None, 2),
                                        fmt(number(size_by.get("aligned/" + e), "space_amplification"), 2)) for e in engines if "aligned/" + e in size_by}))

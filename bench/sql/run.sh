@@ -18,8 +18,9 @@
 #   SQL_PROFILES   server profiles (default for quick/full: "aligned small-cache durable";
 #                  smoke: "aligned"); files bench/sql/cnf/<profile>.cnf, applied over aligned.cnf
 #   SQL_WORKLOADS  workloads of the aligned profile (default "patterns sysbench tpcc iibench");
-#                  small-cache runs TPC-C, durable runs sysbench's write workloads and the
-#                  insert/update patterns
+#                  small-cache runs TPC-C (twice the connections, as seed 001's second run),
+#                  durable runs sysbench's oltp_write_only and the seq_insert and random_update
+#                  patterns
 #   SQL_KEEP_SERVER=1  leave the last server running (default: stopped after each profile)
 #   SQL_OUT        results directory (default bench/results/sql-<timestamp>)
 set -uo pipefail
@@ -78,7 +79,7 @@ set_scale() {
       II_MIXED_WRITERS=8 II_MIXED_RATE=30000 II_QUERY_THREADS=8 II_QPS=300 II_QUERY_START=1000000
       II_REPORT=10s ;;
     quick) # about 15 minutes on 2 cores for three engines
-      PAT_ROWS=20000 PAT_OPS=10000 PAT_THREADS=2 PAT_MAX_SECONDS=20
+      PAT_ROWS=20000 PAT_OPS=10000 PAT_THREADS=2 PAT_MAX_SECONDS=15
       SB_TABLES=4 SB_SIZE=20000 SB_THREADS=4 SB_TIME=15 SB_SETTLE=3
       TPCC_WAREHOUSES=2 TPCC_BUILD_THREADS=2 TPCC_CONNECTIONS=4 TPCC_SMALL_CONNECTIONS=8
       TPCC_RAMPUP=5s TPCC_DURATION=30s TPCC_REPORT=5s
@@ -177,16 +178,35 @@ engine_dir() {
 
 lower() { echo "$1" | tr '[:upper:]' '[:lower:]'; }
 
+# wait_for PID SECONDS: true once PID has exited, false when it still runs after SECONDS.
+wait_for() {
+  local waited=0
+  while kill -0 "$1" 2>/dev/null; do
+    [ "$waited" -ge $(($2 * 5)) ] && return 1
+    sleep 0.2
+    waited=$((waited + 1))
+  done
+  return 0
+}
+
 # step LABEL COMMAND...: runs a workload, its output to raw/LABEL.log; a failure is recorded in
 # failures.csv and the run goes on with the next workload.
 step() {
   local label="$1"; shift
   local log="$out/raw/$label.log"
   say "$label"
-  local started status
+  local started status pid
   started=$(date +%s)
-  "$@" >"$log" 2>&1
+  "$@" >"$log" 2>&1 &
+  pid=$!
+  current_step_pid=$pid
+  # Long steps show progress: every 30 s the last line their tool printed.
+  while ! wait_for "$pid" 30; do
+    say "  ... $(( $(date +%s) - started )) s: $(tail -n 1 "$log" | cut -c1-160)"
+  done
+  wait "$pid"
   status=$?
+  current_step_pid=""
   if [ "$status" -ne 0 ]; then
     local why
     why="$(grep -iE 'error|fail|fatal' "$log" | tail -n 1 | cut -c1-300)"
@@ -304,6 +324,22 @@ EOF
   sql "DROP TABLE IF EXISTS iibench.purchases_$e"
 }
 
+# Ctrl-C or SIGTERM: the running tool is ended (it writes what it measured), the profile's
+# server stopped, and the report drawn from what was measured so far.
+current_step_pid=""
+current_profile=""
+on_interrupt() {
+  trap - INT TERM
+  say "interrupted: ending the current step and stopping the server"
+  [ -n "$current_step_pid" ] && kill -TERM "$current_step_pid" 2>/dev/null && wait "$current_step_pid" 2>/dev/null
+  [ -n "$current_profile" ] && stop_server "$current_profile"
+  if [ -n "${out:-}" ] && [ -f "$out/run.env" ]; then
+    echo "interrupted=$(date -u +%FT%TZ)" >>"$out/run.env"
+    python3 bench/sql/report.py "$out" >/dev/null 2>&1 && say "partial report: $out/report.md"
+  fi
+  exit 130
+}
+
 # ---- the comparison -----------------------------------------------------------------------
 compare() {
   local scale="$1"
@@ -339,7 +375,9 @@ compare() {
   machine_info >"$out/machine.txt"
   say "scale $scale, profiles: $profiles; results in $out"
   local profile engine
+  trap on_interrupt INT TERM
   for profile in $profiles; do
+    current_profile="$profile"
     start_server "$profile"
     record_config "$profile"
     detect_engines "$profile"
@@ -357,13 +395,15 @@ compare() {
           done ;;
         small-cache) run_tpcc "$profile" "$engine" "$TPCC_SMALL_CONNECTIONS" ;;
         durable)
-          run_sysbench "$profile" "$engine" oltp_write_only oltp_update_non_index
-          run_patterns "$profile" "$engine" seq_insert,batch_insert,random_update ;;
+          run_sysbench "$profile" "$engine" oltp_write_only
+          run_patterns "$profile" "$engine" seq_insert,random_update ;;
         *) run_sysbench "$profile" "$engine" oltp_read_write ;;
       esac
     done
     [ -n "${SQL_KEEP_SERVER:-}" ] || stop_server "$profile"
+    current_profile=""
   done
+  trap - INT TERM
   echo "finished=$(date -u +%FT%TZ)" >>"$out/run.env"
   echo "loadavg_end=$(cut -d' ' -f1-3 /proc/loadavg)" >>"$out/run.env"
   python3 bench/sql/report.py "$out" || say "warning: the report could not be written completely"

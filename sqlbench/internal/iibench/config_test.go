@@ -125,3 +125,26 @@ func TestDurationAcceptsSeconds(t *testing.T) {
 		t.Fatalf("duration = %v, want 1m30s", tasks[0].Duration)
 	}
 }
+
+func TestSeedQueueFileAndDSNOverride(t *testing.T) {
+	const dsn = "root@unix(/run/x.sock)/iibench"
+	tasks, err := ParseFileWithDSN("../../examples/seed000.toml", dsn)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(tasks) != 6 {
+		t.Fatalf("%d tasks, want seed 000's six", len(tasks))
+	}
+	for i, task := range tasks {
+		if task.DSN != dsn {
+			t.Errorf("task %s: dsn %q not overridden", task.Name, task.DSN)
+		}
+		load := i%2 == 0
+		if load != task.CreateTable || load != (task.MaxRowsTotal == 30000000) || load != (task.WriterThreads == 16) {
+			t.Errorf("task %s: create %v, rows %d, writers %d", task.Name, task.CreateTable, task.MaxRowsTotal, task.WriterThreads)
+		}
+		if !load && (task.QueryThreads != 8 || task.QueriesPerSecond != 300 || task.MaxRowsPerSecond != 30000 || task.Duration != 15*time.Minute) {
+			t.Errorf("task %s: mixed phase %+v", task.Name, task)
+		}
+	}
+}
