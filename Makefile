@@ -155,7 +155,7 @@ sql-stop:
 	bash mariadb/server.sh stop
 
 ## sql-test: the SQL kit's unit tests plus its integration tests against a private server
-## (var/sqltest/), at a tiny scale, for every engine that loads.
+## (var/sqlbench-test/), at a tiny scale, for every engine that loads (about 1.5 minutes).
 sql-test:
 	bash bench/sql/run.sh integration-test
 

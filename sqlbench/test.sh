@@ -2,8 +2,11 @@
 # The SQL benchmark kit's checks for `make test`: gofmt, go vet and the Go unit tests (no server
 # needed), then one cargo-style "test result:" line so .ci/run's summary counts Go's tests too.
 #
-# With SQLBENCH_TEST_SOCKET set to a running server's socket (as `make sql-test` does), the
-# integration tests run too, against that server, at a tiny scale.
+# With SQLBENCH_TEST_SOCKET set to a running server's socket, the integration tests
+# (internal/itest) run too, against that server, at a tiny scale, for every engine it offers
+# (InnoDB, MyRocks, RIPTIDE); without it they are skipped. `bash bench/sql/run.sh
+# integration-test` (`make sql-test`) starts a private server, runs this script against it and
+# stops the server (about 1.5 minutes).
 set -euo pipefail
 cd "$(dirname "$0")"
 

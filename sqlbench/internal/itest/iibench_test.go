@@ -62,12 +62,13 @@ duration = "2s"
 		if err != nil {
 			t.Fatalf("mixed: %v", err)
 		}
-		// 1,000 rows/s in 100-row batches for 2 s: the limiter admits 2 or 3 windows' worth.
-		if mixed.Rows < 1000 || mixed.Rows > 3000 {
+		// 1,000 rows/s in 100-row batches for 2 s: the limiter admits at most 3 windows' worth
+		// (the lower bounds only show the workers ran: a loaded machine may fall behind).
+		if mixed.Rows < 300 || mixed.Rows > 3000 {
 			t.Errorf("mixed inserted %d rows at 1000/s for 2 s", mixed.Rows)
 		}
-		// 40 queries/s for 2 s over two threads, never catching up: 60 to 90.
-		if mixed.Queries < 60 || mixed.Queries > 90 {
+		// 40 queries/s for 2 s over two threads, never catching up: at most 2 x 41.
+		if mixed.Queries < 20 || mixed.Queries > 82 {
 			t.Errorf("mixed ran %d queries at 40/s for 2 s", mixed.Queries)
 		}
 		db, err := dbutil.Open(tasks[0].DSN, 1)
