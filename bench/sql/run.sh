@@ -22,6 +22,8 @@
 #                  durable runs sysbench's oltp_write_only and the seq_insert and random_update
 #                  patterns
 #   SQL_KEEP_SERVER=1  leave the last server running (default: stopped after each profile)
+#   SQL_STEP_TIMEOUT   seconds after which a hanging step is ended (default per scale: smoke 300,
+#                  quick 600, full 7200)
 #   SQL_OUT        results directory (default bench/results/sql-<timestamp>)
 set -uo pipefail
 
@@ -77,7 +79,7 @@ set_scale() {
       TPCC_RAMPUP=1m TPCC_DURATION=2m TPCC_REPORT=10s
       II_LOAD_ROWS=30000000 II_LOAD_WRITERS=16 II_LOAD_DURATION=20m II_MIXED_DURATION=15m
       II_MIXED_WRITERS=8 II_MIXED_RATE=30000 II_QUERY_THREADS=8 II_QPS=300 II_QUERY_START=1000000
-      II_REPORT=10s ;;
+      II_REPORT=10s STEP_TIMEOUT=7200 ;;
     quick) # about 15 minutes on 2 cores for three engines
       PAT_ROWS=20000 PAT_OPS=10000 PAT_THREADS=2 PAT_MAX_SECONDS=15
       SB_TABLES=4 SB_SIZE=20000 SB_THREADS=4 SB_TIME=15 SB_SETTLE=3
@@ -85,7 +87,7 @@ set_scale() {
       TPCC_RAMPUP=5s TPCC_DURATION=30s TPCC_REPORT=5s
       II_LOAD_ROWS=200000 II_LOAD_WRITERS=4 II_LOAD_DURATION=60s II_MIXED_DURATION=20s
       II_MIXED_WRITERS=2 II_MIXED_RATE=5000 II_QUERY_THREADS=2 II_QPS=100 II_QUERY_START=1000
-      II_REPORT=2s ;;
+      II_REPORT=2s STEP_TIMEOUT=600 ;;
     smoke) # every code path, tiny sizes
       PAT_ROWS=2000 PAT_OPS=1000 PAT_THREADS=2 PAT_MAX_SECONDS=10
       SB_TABLES=2 SB_SIZE=2000 SB_THREADS=2 SB_TIME=4 SB_SETTLE=1
@@ -93,7 +95,7 @@ set_scale() {
       TPCC_RAMPUP=2s TPCC_DURATION=8s TPCC_REPORT=2s
       II_LOAD_ROWS=20000 II_LOAD_WRITERS=2 II_LOAD_DURATION=30s II_MIXED_DURATION=6s
       II_MIXED_WRITERS=1 II_MIXED_RATE=2000 II_QUERY_THREADS=2 II_QPS=50 II_QUERY_START=100
-      II_REPORT=2s ;;
+      II_REPORT=2s STEP_TIMEOUT=300 ;;
     *) die "unknown scale '$1' (quick, full, smoke, integration-test, report DIR)" ;;
   esac
 }
@@ -221,7 +223,8 @@ step() {
   say "$label"
   local started status pid
   started=$(date +%s)
-  "$@" >"$log" 2>&1 &
+  # A step that hangs (an engine that never answers) is ended after STEP_TIMEOUT seconds.
+  timeout --signal=TERM --kill-after=30 "$STEP_TIMEOUT" "$@" >"$log" 2>&1 &
   pid=$!
   current_step_pid=$pid
   # Long steps show progress: every 30 s the last line their tool printed.
@@ -234,6 +237,9 @@ step() {
   if [ "$status" -ne 0 ]; then
     local why
     why="$(grep -E 'error|Error|ERROR|FAIL|fatal|FATAL|panic' "$log" | tail -n 1 | cut -c1-300)"
+    if [ "$status" -eq 124 ] || [ "$status" -eq 137 ]; then
+      why="timed out after ${STEP_TIMEOUT} s (STEP_TIMEOUT); ${why}"
+    fi
     say "  FAILED (exit $status): ${why:-see raw/$label.log}"
     echo "$label,$status,\"${why//\"/\'}\"" >>"$out/failures.csv"
   else
@@ -371,6 +377,7 @@ on_interrupt() {
 compare() {
   local scale="$1"
   set_scale "$scale"
+  STEP_TIMEOUT="${SQL_STEP_TIMEOUT:-$STEP_TIMEOUT}"
   local profiles="${SQL_PROFILES:-aligned small-cache durable}"
   [ "$scale" = smoke ] && profiles="${SQL_PROFILES:-aligned}"
   local workloads="${SQL_WORKLOADS:-patterns sysbench tpcc iibench}"
@@ -395,7 +402,7 @@ compare() {
     echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
     for v in PAT_ROWS PAT_OPS PAT_THREADS PAT_MAX_SECONDS SB_TABLES SB_SIZE SB_THREADS SB_TIME SB_SETTLE TPCC_WAREHOUSES \
       TPCC_BUILD_THREADS TPCC_CONNECTIONS TPCC_SMALL_CONNECTIONS TPCC_RAMPUP TPCC_DURATION II_LOAD_ROWS II_LOAD_WRITERS \
-      II_LOAD_DURATION II_MIXED_DURATION II_MIXED_WRITERS II_MIXED_RATE II_QUERY_THREADS II_QPS II_QUERY_START; do
+      II_LOAD_DURATION II_MIXED_DURATION II_MIXED_WRITERS II_MIXED_RATE II_QUERY_THREADS II_QPS II_QUERY_START STEP_TIMEOUT; do
       echo "$v=${!v}"
     done
   } >"$out/run.env"
