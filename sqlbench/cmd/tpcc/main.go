@@ -9,6 +9,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"os"
@@ -141,6 +142,10 @@ func run(ctx context.Context, args []string) int {
 			fmt.Fprintln(os.Stderr, "tpcc run:", err)
 			return 1
 		}
+	}
+	if errors.Is(err, context.Canceled) {
+		fmt.Fprintln(os.Stderr, "tpcc run: interrupted; the figures above cover the measured time until then")
+		return 130
 	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "tpcc run:", err)

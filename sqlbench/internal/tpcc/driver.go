@@ -212,8 +212,11 @@ loop:
 	if end.Sub(lastAt) >= opts.ReportEvery/10 {
 		sample(end)
 	}
-	endNewOrders, err1 := sumNextOrderIDs(ctx, db)
-	endTransactions, err2 := serverTransactions(ctx, db)
+	// An interrupted run still reads the counters: it ends with what it measured.
+	final, cancelFinal := context.WithTimeout(context.WithoutCancel(ctx), 30*time.Second)
+	defer cancelFinal()
+	endNewOrders, err1 := sumNextOrderIDs(final, db)
+	endTransactions, err2 := serverTransactions(final, db)
 	cancel()
 	group.Wait()
 	close(errs)
