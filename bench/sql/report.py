@@ -65,6 +65,11 @@ def fmt(value, digits=None):
     return "{:,.{}f}".format(value, digits)
 
 
+def megabytes(row, field):
+    value = number(row, field)
+    return value / 1048576 if value is not None else None
+
+
 def engines_in(rows, profile="aligned"):
     present = {split_label(row["label"])[1] for row in rows if split_label(row["label"])[0] == profile}
     return [engine for engine in ENGINE_ORDER if engine in present] + sorted(present - set(ENGINE_ORDER))
@@ -463,7 +468,8 @@ def patterns_section(report, directory, headline):
                "INSERTs in key order, then 100-row batch INSERTs, then point READs and UPDATEs by random, sequential "
                "and zipfian (YCSB, theta 0.99, scrambled) keys, each in autocommit. Size on disk: InnoDB's "
                "tablespace as allocated; for MyRocks and RIPTIDE the growth of their directory over the run (write-ahead "
-               "log included; MyRocks' memtable is flushed first). Logical bytes are 12 + the payload's length per row.")
+               "logs included, memtables not flushed), then again after OPTIMIZE TABLE (InnoDB rebuilds the table, the "
+               "LSM engines compact it). Logical bytes are 12 + the payload's length per row.")
     report.add()
     table = []
     for row in rows:
@@ -475,11 +481,11 @@ def patterns_section(report, directory, headline):
     table = []
     for row in sizes:
         profile, engine = split_label(row["label"])
-        table.append([profile, ENGINE_NAMES.get(engine, engine), fmt(number(row, "rows"), 0),
-                      fmt(number(row, "logical_bytes") / 1048576 if number(row, "logical_bytes") else None, 2),
-                      fmt(number(row, "disk_bytes") / 1048576 if number(row, "disk_bytes") is not None else None, 2),
-                      fmt(number(row, "space_amplification"), 2), row["method"]])
-    report.table(["profile", "engine", "rows", "logical MB", "on disk MB", "space amplification", "measured as"], table)
+        table.append([profile, ENGINE_NAMES.get(engine, engine), fmt(number(row, "rows"), 0), fmt(megabytes(row, "logical_bytes"), 2),
+                      fmt(megabytes(row, "disk_bytes"), 2), fmt(number(row, "space_amplification"), 2),
+                      fmt(megabytes(row, "optimized_disk_bytes"), 2), fmt(number(row, "optimized_space_amplification"), 2), row["method"]])
+    report.table(["profile", "engine", "rows", "logical MB", "on disk MB after the run", "space amplification",
+                  "on disk MB after OPTIMIZE TABLE", "space amplification", "measured as"], table)
     by = {(row["label"], row["pattern"]): row for row in rows}
     size_by = {row["label"]: row for row in sizes}
     engines = engines_in(rows)
@@ -491,9 +497,12 @@ def patterns_section(report, directory, headline):
                      for e in engines_in(rows, profile) if key(e) in by}
             if cells:
                 headline.append(("003 patterns", "%s: p95 (throughput)%s" % (pattern, suffix), cells))
-    headline.append(("003 patterns", "table size on disk MB (space amplification)",
-                     {e: "%s (%sx)" % (fmt(number(size_by.get("aligned/" + e), "disk_bytes") / 1048576 if number(size_by.get("aligned/" + e), "disk_bytes") is not None else None, 2),
-                                       fmt(number(size_by.get("aligned/" + e), "space_amplification"), 2)) for e in engines if "aligned/" + e in size_by}))
+    headline.append(("003 patterns", "table size on disk MB (space amplification): after the run; after OPTIMIZE TABLE",
+                     {e: "%s (%sx); %s (%sx)" % (fmt(megabytes(size_by["aligned/" + e], "disk_bytes"), 2),
+                                               fmt(number(size_by["aligned/" + e], "space_amplification"), 2),
+                                               fmt(megabytes(size_by["aligned/" + e], "optimized_disk_bytes"), 2),
+                                               fmt(number(size_by["aligned/" + e], "optimized_space_amplification"), 2))
+                      for e in engines if "aligned/" + e in size_by}))
     if report.plt is None:
         return
     plt = report.plt
@@ -509,15 +518,21 @@ def patterns_section(report, directory, headline):
         figure, axes = plt.subplots(1, 2, figsize=(10, 4))
         names = [ENGINE_NAMES.get(split_label(r["label"])[1], r["label"]) for r in aligned_sizes]
         colors = [COLORS.get(split_label(r["label"])[1]) for r in aligned_sizes]
-        axes[0].bar(names, [(number(r, "disk_bytes") or 0) / 1048576 for r in aligned_sizes], color=colors, label="on disk")
-        axes[0].plot(names, [(number(r, "logical_bytes") or 0) / 1048576 for r in aligned_sizes], "k_", markersize=30, label="logical")
-        axes[0].set_ylabel("MB")
-        axes[0].set_title("Table size")
-        axes[0].legend(fontsize=8)
-        axes[1].bar(names, [number(r, "space_amplification") or 0 for r in aligned_sizes], color=colors)
-        axes[1].set_title("Space amplification (disk / logical)")
-        for axis in axes:
+        positions = list(range(len(aligned_sizes)))
+        for axis, field, scale in ((axes[0], "disk_bytes", 1048576), (axes[1], "space_amplification", 1)):
+            other = "optimized_disk_bytes" if field == "disk_bytes" else "optimized_space_amplification"
+            axis.bar([p - 0.2 for p in positions], [(number(r, field) or 0) / scale for r in aligned_sizes], width=0.4,
+                     color=colors, label="after the run")
+            axis.bar([p + 0.2 for p in positions], [(number(r, other) or 0) / scale for r in aligned_sizes], width=0.4,
+                     color=colors, alpha=0.5, hatch="//", label="after OPTIMIZE TABLE")
+            axis.set_xticks(positions)
+            axis.set_xticklabels(names)
             axis.grid(axis="y", alpha=0.3)
+        axes[0].plot(positions, [(number(r, "logical_bytes") or 0) / 1048576 for r in aligned_sizes], "k_", markersize=40, label="logical")
+        axes[0].set_ylabel("MB")
+        axes[0].set_title("Table size on disk")
+        axes[0].legend(fontsize=8)
+        axes[1].set_title("Space amplification (disk / logical)")
         report.chart("size", "table size and space amplification")
     del aligned
 

@@ -24,7 +24,8 @@ var ResultColumns = []string{"label", "engine", "pattern", "threads", "ops", "se
 	"avg_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"}
 
 // SizeColumns are patterns_size.csv's columns.
-var SizeColumns = []string{"label", "engine", "rows", "logical_bytes", "disk_bytes", "space_amplification", "method"}
+var SizeColumns = []string{"label", "engine", "rows", "logical_bytes", "disk_bytes", "space_amplification",
+	"optimized_disk_bytes", "optimized_space_amplification", "method"}
 
 func main() {
 	dsn := flag.String("dsn", "", "MariaDB DSN, e.g. root@unix(/path/mariadbd.sock)/patterns (required)")
@@ -59,8 +60,9 @@ func main() {
 		fmt.Fprintln(os.Stderr, "patterns:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("patterns [%s] %s: %d rows, %d logical bytes, %d on disk (%s): space amplification %.2f\n",
-		*table, size.Engine, size.Rows, size.LogicalBytes, size.DiskBytes, size.Method, size.SpaceAmplification())
+	fmt.Printf("patterns [%s] %s: %d rows, %d logical bytes, %d on disk (%s): space amplification %.2f; after OPTIMIZE TABLE %d (%.2f)\n",
+		*table, size.Engine, size.Rows, size.LogicalBytes, size.DiskBytes, size.Method, size.SpaceAmplification(),
+		size.OptimizedBytes, size.OptimizedAmplification())
 	if *out == "" {
 		return
 	}
@@ -90,5 +92,10 @@ func write(directory, label string, threads int, results []patterns.Result, size
 		return err
 	}
 	defer sizes.Close()
-	return sizes.Write(label, size.Engine, size.Rows, size.LogicalBytes, size.DiskBytes, size.SpaceAmplification(), size.Method)
+	var optimized, optimizedAmplification any
+	if size.OptimizedBytes >= 0 {
+		optimized, optimizedAmplification = size.OptimizedBytes, size.OptimizedAmplification()
+	}
+	return sizes.Write(label, size.Engine, size.Rows, size.LogicalBytes, size.DiskBytes, size.SpaceAmplification(),
+		optimized, optimizedAmplification, size.Method)
 }
