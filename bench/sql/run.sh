@@ -22,8 +22,9 @@
 #                  durable runs sysbench's oltp_write_only and the seq_insert and random_update
 #                  patterns
 #   SQL_KEEP_SERVER=1  leave the last server running (default: stopped after each profile)
-#   SQL_STEP_TIMEOUT   seconds after which a hanging step is ended (default per scale: smoke 300,
-#                  quick 600, full 7200)
+#   SQL_<VARIABLE>  any scale variable of set_scale below, e.g. SQL_TPCC_WAREHOUSES=10,
+#                  SQL_SB_TIME=60, SQL_II_LOAD_ROWS=5000000, SQL_STEP_TIMEOUT (seconds after which a
+#                  hanging step is ended; smoke 300, quick 600, full 7200)
 #   SQL_OUT        results directory (default bench/results/sql-<timestamp>)
 set -uo pipefail
 
@@ -70,6 +71,11 @@ ensure_matplotlib() {
 }
 
 # ---- scales -------------------------------------------------------------------------------
+SCALE_VARIABLES="PAT_ROWS PAT_OPS PAT_THREADS PAT_MAX_SECONDS SB_TABLES SB_SIZE SB_THREADS SB_TIME SB_SETTLE
+  TPCC_WAREHOUSES TPCC_BUILD_THREADS TPCC_CONNECTIONS TPCC_SMALL_CONNECTIONS TPCC_RAMPUP TPCC_DURATION TPCC_REPORT
+  II_LOAD_ROWS II_LOAD_WRITERS II_LOAD_DURATION II_MIXED_DURATION II_MIXED_WRITERS II_MIXED_RATE II_QUERY_THREADS
+  II_QPS II_QUERY_START II_REPORT STEP_TIMEOUT"
+
 set_scale() {
   case "$1" in
     full) # the seeds' sizes
@@ -377,7 +383,16 @@ on_interrupt() {
 compare() {
   local scale="$1"
   set_scale "$scale"
-  STEP_TIMEOUT="${SQL_STEP_TIMEOUT:-$STEP_TIMEOUT}"
+  # Any scale variable can be set from the environment with an SQL_ prefix, e.g.
+  # SQL_TPCC_WAREHOUSES=10 or SQL_SB_TIME=60.
+  local variable override
+  for variable in $SCALE_VARIABLES; do
+    override="SQL_$variable"
+    if [ -n "${!override:-}" ]; then
+      printf -v "$variable" '%s' "${!override}"
+      say "$variable=${!variable} (from $override)"
+    fi
+  done
   local profiles="${SQL_PROFILES:-aligned small-cache durable}"
   [ "$scale" = smoke ] && profiles="${SQL_PROFILES:-aligned}"
   local workloads="${SQL_WORKLOADS:-patterns sysbench tpcc iibench}"
@@ -400,9 +415,7 @@ compare() {
     echo "workloads=$workloads"
     echo "started=$(date -u +%FT%TZ)"
     echo "loadavg_start=$(cut -d' ' -f1-3 /proc/loadavg)"
-    for v in PAT_ROWS PAT_OPS PAT_THREADS PAT_MAX_SECONDS SB_TABLES SB_SIZE SB_THREADS SB_TIME SB_SETTLE TPCC_WAREHOUSES \
-      TPCC_BUILD_THREADS TPCC_CONNECTIONS TPCC_SMALL_CONNECTIONS TPCC_RAMPUP TPCC_DURATION II_LOAD_ROWS II_LOAD_WRITERS \
-      II_LOAD_DURATION II_MIXED_DURATION II_MIXED_WRITERS II_MIXED_RATE II_QUERY_THREADS II_QPS II_QUERY_START STEP_TIMEOUT; do
+    for v in $SCALE_VARIABLES; do
       echo "$v=${!v}"
     done
   } >"$out/run.env"
