@@ -125,9 +125,13 @@ start_server() {
   bash mariadb/server.sh stop "$name" >/dev/null 2>&1
   rm -rf "var/$name/data"
   riptide_note=""
+  local seen
+  seen="$(wc -l <"var/$name/error.log" 2>/dev/null || echo 0)"
   if ! MARIADB_CNF="$cnf" bash mariadb/server.sh start "$name" >"$out/raw/server-$profile.log" 2>&1; then
     if [ -f mariadb/build/ha_riptide.so ]; then
-      riptide_note="the server did not start with mariadb/build/ha_riptide.so ($(grep -m1 -iE 'error' "var/$name/error.log" 2>/dev/null | cut -c1-200)); started without it"
+      local why
+      why="$(tail -n +"$((seen + 1))" "var/$name/error.log" 2>/dev/null | grep -m1 -E '\[ERROR\]' | cut -c1-200)"
+      riptide_note="the server did not start with mariadb/build/ha_riptide.so (${why:-see raw/server-$profile.log}); started without it"
       say "$riptide_note"
       bash mariadb/server.sh stop "$name" >/dev/null 2>&1
       rm -rf "var/$name/data"
