@@ -330,6 +330,12 @@ def tpcc_section(report, directory, headline):
         report.add("**A CONSISTENCY CHECK FAILED: the engine lost, duplicated or misapplied rows under concurrency "
                    "(see raw/*-tpcc-check.log).**")
         report.add()
+    errors = read_csv(os.path.join(directory, "tpcc_errors.csv"))
+    if errors:
+        report.add("Errors that made transactions retry, by code (1213 deadlock, 1205 lock wait timeout, 1020 record "
+                   "changed, 1180 refused commit, vanished_new_order: a Delivery found its order gone): " +
+                   "; ".join("%s %s: %s" % (row["label"], row["code"], row["count"]) for row in errors) + ".")
+        report.add()
     per = [row for row in rows if row["transaction"] != "total"]
     table = []
     for row in per:

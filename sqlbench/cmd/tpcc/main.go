@@ -59,6 +59,10 @@ var LoadColumns = []string{"label", "warehouses", "threads", "table_options", "b
 var RunColumns = []string{"label", "warehouses", "connections", "duration_seconds", "nopm", "tpm", "client_tpm",
 	"transaction", "completed", "rollbacks", "retries", "failed", "avg_ms", "p50_ms", "p95_ms", "p99_ms", "max_ms"}
 
+// ErrorColumns are tpcc_errors.csv's columns: the errors that made transactions retry (or fail),
+// by code, over the measured phase.
+var ErrorColumns = []string{"label", "code", "count"}
+
 // SeriesColumns are tpcc_timeseries.csv's columns.
 var SeriesColumns = []string{"label", "elapsed_s", "nopm", "tpm", "retries", "failed"}
 
@@ -175,6 +179,16 @@ func writeRun(directory, label string, result tpcc.RunResult) error {
 	if err := summary.Write(label, result.Warehouses, result.Connections, result.Seconds, result.NOPM, result.TPM, result.ClientTPM,
 		"total", completed, rollbacks, retries, failed, nil, nil, nil, nil, nil); err != nil {
 		return err
+	}
+	codes, err := appendCSV(directory, "tpcc_errors.csv", ErrorColumns)
+	if err != nil {
+		return err
+	}
+	defer codes.Close()
+	for _, code := range tpcc.SortedCodes(result.ErrorCodes) {
+		if err := codes.Write(label, code, result.ErrorCodes[code]); err != nil {
+			return err
+		}
 	}
 	series, err := appendCSV(directory, "tpcc_timeseries.csv", SeriesColumns)
 	if err != nil {
