@@ -36,6 +36,7 @@ ha_riptide::ha_riptide(handlerton *hton, TABLE_SHARE *table_share) : handler(hto
 
 ha_riptide::~ha_riptide() {
   drop_iterator();
+  if (read_options_ != nullptr) riptide_readoptions_destroy(read_options_);
   my_free(record_);
 }
 

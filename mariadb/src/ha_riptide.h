@@ -126,6 +126,8 @@ class ha_riptide final : public handler {
   int get(const std::string &key, bool lock, std::string *value, bool *found);
   // Unpacks a stored row into `buf`.
   int unpack(uchar *buf, const std::string &primary_key, const std::string &row);
+  int unpack(uchar *buf, const uint8_t *primary_key, size_t primary_key_length, const uint8_t *row,
+             size_t row_length);
   // Reads the row the iterator's current entry stands for into `buf`, moving on in the given
   // direction past entries that are not rows for this read (rejected by the pushed index
   // condition, or deleted since). HA_ERR_END_OF_FILE when the iterator leaves the active index
@@ -143,6 +145,8 @@ class ha_riptide final : public handler {
   // UPDATE / LOCK IN SHARE MODE, REPLACE and INSERT ... ON DUPLICATE KEY UPDATE).
   bool lock_rows_ = false;
   riptide_iterator_t *iterator_ = nullptr;
+  // Options of the iterators (bounds set per index), created on first use.
+  riptide_readoptions_t *read_options_ = nullptr;
   // The transaction the iterator belongs to (a new transaction needs a new iterator).
   riptide_txn_t *iterator_transaction_ = nullptr;
   // The index id the iterator is confined to (kPrimaryIndexId for full scans).

@@ -52,15 +52,15 @@ int ha_riptide::ensure_iterator() {
   if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
   if (iterator_ != nullptr && iterator_transaction_ == txn) return 0;
   drop_iterator();
-  riptide_readoptions_t *options = nullptr;
   riptide_error_t *error = nullptr;
   const uint8_t lower = scan_id_;
   const uint8_t upper = static_cast<uint8_t>(scan_id_ + 1);
-  riptide_code_t code = riptide_readoptions_create(&options, &error);
-  if (code == RIPTIDE_OK) code = riptide_readoptions_set_lower_bound(options, &lower, 1, &error);
-  if (code == RIPTIDE_OK) code = riptide_readoptions_set_upper_bound(options, &upper, 1, &error);
-  if (code == RIPTIDE_OK) code = riptide_txn_iterator_create(txn, options, family(), &iterator_, &error);
-  if (options != nullptr) riptide_readoptions_destroy(options);
+  riptide_code_t code = RIPTIDE_OK;
+  // The read options live as long as the handler; the library copies the bounds.
+  if (read_options_ == nullptr) code = riptide_readoptions_create(&read_options_, &error);
+  if (code == RIPTIDE_OK) code = riptide_readoptions_set_lower_bound(read_options_, &lower, 1, &error);
+  if (code == RIPTIDE_OK) code = riptide_readoptions_set_upper_bound(read_options_, &upper, 1, &error);
+  if (code == RIPTIDE_OK) code = riptide_txn_iterator_create(txn, read_options_, family(), &iterator_, &error);
   if (code != RIPTIDE_OK) {
     iterator_ = nullptr;
     return report(code, error);
@@ -88,8 +88,14 @@ int ha_riptide::get(const std::string &key, bool lock, std::string *value, bool 
 }
 
 int ha_riptide::unpack(uchar *buf, const std::string &primary_key, const std::string &row) {
-  current_primary_key_ = primary_key;
-  row_bytes_ = row;
+  return unpack(buf, bytes(primary_key), primary_key.size(), bytes(row), row.size());
+}
+
+int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_key_length, const uint8_t *row,
+                       size_t row_length) {
+  // assign reuses the strings' buffers: no allocation per row once they are large enough.
+  current_primary_key_.assign(reinterpret_cast<const char *>(primary_key), primary_key_length);
+  row_bytes_.assign(reinterpret_cast<const char *>(row), row_length);
   if (!riptide_sql::unpack_row(table, buf, bytes(row_bytes_), row_bytes_.size())) return HA_ERR_CRASHED;
   counters().rows_read.fetch_add(1, std::memory_order_relaxed);
   return 0;
@@ -105,22 +111,23 @@ int ha_riptide::read_entry(uchar *buf, bool forward) {
   std::string primary_key;
   std::string value;
   for (;;) {
-    if (!riptide_iterator_valid(iterator_)) {
+    const uint8_t *key = nullptr;
+    const uint8_t *entry = nullptr;
+    size_t key_length = 0;
+    size_t value_length = 0;
+    // One call for validity, key and value (each C ABI call looks its handle up).
+    if (!riptide_iterator_current(iterator_, &key, &key_length, &entry, &value_length)) {
       riptide_error_t *error = nullptr;
       const riptide_code_t code = riptide_iterator_status(iterator_, &error);
       return code == RIPTIDE_OK ? HA_ERR_END_OF_FILE : report(code, error);
     }
-    size_t key_length = 0;
-    size_t value_length = 0;
-    const uint8_t *key = riptide_iterator_key(iterator_, &key_length);
-    const uint8_t *entry = riptide_iterator_value(iterator_, &value_length);
     if (key == nullptr || key_length == 0 || key[0] != scan_id_) return HA_ERR_END_OF_FILE;
     if (!same_prefix_.empty() &&
         (key_length < same_prefix_.size() || memcmp(key, same_prefix_.data(), same_prefix_.size()) != 0))
       return HA_ERR_END_OF_FILE;
     if (scan_id_ == kPrimaryIndexId) {
+      if (!lock_rows_) return unpack(buf, key, key_length, entry, value_length);
       primary_key.assign(reinterpret_cast<const char *>(key), key_length);
-      if (!lock_rows_) return unpack(buf, primary_key, std::string(reinterpret_cast<const char *>(entry), value_length));
       bool found = false;
       if (int result = get(primary_key, true, &value, &found)) return result;
       if (found) return unpack(buf, primary_key, value);

@@ -57,14 +57,15 @@ int end_transaction(Connection *state, bool commit) {
 // Begins the connection's Riptide transaction with the session's settings.
 int begin_transaction(THD *thd, Connection *state, bool single_locking_statement) {
   riptide_error_t *error = nullptr;
-  riptide_txn_options_t *options = nullptr;
-  riptide_code_t code = riptide_txn_options_create(&options, &error);
+  riptide_code_t code = RIPTIDE_OK;
+  // The options object lives as long as the connection; each begin sets every field.
+  if (state->options == nullptr) code = riptide_txn_options_create(&state->options, &error);
+  riptide_txn_options_t *options = state->options;
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_isolation(options, isolation_of(thd, single_locking_statement), &error);
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_lock_timeout_us(options, lock_wait_timeout_us(thd), &error);
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_deadlock_detection(options, deadlock_detect() ? 1 : 0, &error);
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_sync(options, flush_log_at_trx_commit() == 1 ? 1 : 0, &error);
   if (code == RIPTIDE_OK) code = riptide_txn_begin(database(), options, &state->transaction, &error);
-  if (options != nullptr) riptide_txn_options_destroy(options);
   if (code != RIPTIDE_OK) {
     state->transaction = nullptr;
     return report(code, error);
@@ -157,6 +158,7 @@ int close_connection(handlerton *hton, THD *thd) {
   Connection *state = static_cast<Connection *>(thd_get_ha_data(thd, hton));
   if (state != nullptr) {
     end_transaction(state, false);
+    if (state->options != nullptr) riptide_txn_options_destroy(state->options);
     delete state;
     thd_set_ha_data(thd, hton, nullptr);
   }

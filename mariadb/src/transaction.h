@@ -18,6 +18,8 @@ namespace riptide_sql {
 
 struct Connection {
   riptide_txn_t *transaction = nullptr;
+  // The transaction options, kept for the connection's next transactions.
+  riptide_txn_options_t *options = nullptr;
   // Open Riptide savepoints: SQL savepoints and, on top, the statement's own.
   unsigned savepoint_depth = 0;
   // True while the current statement has its own savepoint (in a multi-statement transaction).
