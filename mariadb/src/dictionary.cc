@@ -187,6 +187,8 @@ int TableShare::load(TABLE *table) {
     return HA_ERR_TABLE_DEF_CHANGED;
   }
   if (int result = load_counters(table)) return result;
+  // The row estimate first: stored statistics count as fresh for the table's present size.
+  refresh_statistics(true);
   load_rows_per_key(table);
   return 0;
 }
@@ -230,9 +232,12 @@ void TableShare::load_rows_per_key(TABLE *table) {
   }
   std::lock_guard<std::mutex> guard(stats_mutex);
   rows_per_key = std::move(loaded);
+  // Considered fresh for the size the table has now (ANALYZE measured it at some size).
+  rows_at_estimate = rows;
+  estimate_time_us = now_us();
 }
 
-int TableShare::save_rows_per_key(const std::vector<std::vector<uint64_t>> &values) {
+int TableShare::save_rows_per_key(const std::vector<std::vector<uint64_t>> &values, bool persist) {
   std::string value;
   for (const auto &index : values) {
     value.push_back(static_cast<char>(index.size()));
@@ -241,8 +246,21 @@ int TableShare::save_rows_per_key(const std::vector<std::vector<uint64_t>> &valu
   {
     std::lock_guard<std::mutex> guard(stats_mutex);
     rows_per_key = values;
+    rows_at_estimate = rows;
+    estimate_time_us = now_us();
   }
-  return put_meta(family, kStatisticsKey, value, false);
+  return persist ? put_meta(family, kStatisticsKey, value, false) : 0;
+}
+
+bool TableShare::rows_per_key_stale() {
+  std::lock_guard<std::mutex> guard(stats_mutex);
+  if (rows == 0) return false;
+  const uint64_t now = now_us();
+  if (estimate_time_us != 0 && now - estimate_time_us < 10000000) return false;
+  const bool stale = rows_per_key.empty() || rows > 2 * rows_at_estimate || 2 * rows < rows_at_estimate;
+  // Claimed now, so concurrent handlers do not all sample at once.
+  if (stale) estimate_time_us = now;
+  return stale;
 }
 
 int TableShare::raise_auto_increment(uint64_t next) {

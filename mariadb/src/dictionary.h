@@ -78,6 +78,9 @@ class TableShare : public Handler_share {
   // Rows per distinct value of each index's first 1..n parts (index number -> parts), from
   // ANALYZE TABLE; empty until then.
   std::vector<std::vector<uint64_t>> rows_per_key;
+  // The row estimate rows_per_key was computed at, and when it was last estimated.
+  uint64_t rows_at_estimate = 0;
+  uint64_t estimate_time_us = 0;
 
   // Opens the share of `table` (column family, dictionary check, counters). Returns 0 or a
   // handler error.
@@ -88,8 +91,12 @@ class TableShare : public Handler_share {
   int persist_auto_increment(uint64_t next, bool always = false);
   // Refreshes rows and data_bytes if they are older than a second (or `force`).
   void refresh_statistics(bool force);
-  // Stores rows_per_key (memory and kStatisticsKey).
-  int save_rows_per_key(const std::vector<std::vector<uint64_t>> &values);
+  // Stores rows_per_key in memory and, when `persist` (ANALYZE TABLE), in kStatisticsKey.
+  int save_rows_per_key(const std::vector<std::vector<uint64_t>> &values, bool persist);
+  // True when rows_per_key is missing or was computed at less than half or more than twice
+  // the current row estimate, and no estimate was made in the last ten seconds (the caller then
+  // makes one).
+  bool rows_per_key_stale();
   // Re-creates the table's column family empty (TRUNCATE), keeping the dictionary record.
   int recreate(TABLE *table);
 

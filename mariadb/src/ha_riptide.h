@@ -17,6 +17,7 @@
 
 #include <cstdint>
 #include <string>
+#include <vector>
 
 #include "dictionary.h"
 #include "riptide.h"
@@ -117,6 +118,11 @@ class ha_riptide final : public handler {
   // The full stored row of `primary_key` into record_ (update and delete of a row read
   // index-only).
   const uchar *full_row(const uchar *buf);
+
+  // Statistics (ha_riptide_admin.cc): rows per distinct value of each index prefix, from the
+  // first `limit` entries of each index.
+  int count_rows_per_key(uint64_t limit, std::vector<std::vector<uint64_t>> *out);
+  void estimate_rows_per_key_if_stale();
 
   // Reading (ha_riptide_read.cc).
   int ensure_iterator();

@@ -21,8 +21,9 @@ namespace {
 const uint8_t *bytes(const std::string &s) { return reinterpret_cast<const uint8_t *>(s.data()); }
 
 // How many entries ANALYZE TABLE reads per index at most (a table's first entries in key order
-// then stand for all of it).
+// then stand for all of it), and how many the automatic estimate samples.
 constexpr uint64_t kAnalyzeEntryLimit = 1000000;
+constexpr uint64_t kSampleEntryLimit = 20000;
 
 // An iterator over index `id` of `family`, at `snapshot` (nullptr: the latest state).
 int index_iterator(riptide_cf_t *family, uint8_t id, riptide_snapshot_t *snapshot, riptide_iterator_t **out) {
@@ -44,6 +45,7 @@ int index_iterator(riptide_cf_t *family, uint8_t id, riptide_snapshot_t *snapsho
 int ha_riptide::info(uint flag) {
   if (flag & HA_STATUS_VARIABLE) {
     share_->refresh_statistics(false);
+    estimate_rows_per_key_if_stale();
     std::lock_guard<std::mutex> guard(share_->stats_mutex);
     // An estimate (entries of the primary index, versions and tombstones included): never 0,
     // which the optimizer could take for an empty table.
@@ -98,10 +100,10 @@ ha_rows ha_riptide::records_in_range(uint index, const key_range *min_key, const
   return range.entries > 0 ? range.entries : 1;
 }
 
-int ha_riptide::analyze(THD *, HA_CHECK_OPT *) {
-  // Counts, per index, the distinct values of its first 1..n parts over its entries (parts
-  // have fixed widths, so a prefix of parts is a prefix of bytes).
-  std::vector<std::vector<uint64_t>> rows_per_key(table->s->keys);
+int ha_riptide::count_rows_per_key(uint64_t limit, std::vector<std::vector<uint64_t>> *out) {
+  // Counts, per index, the distinct values of its first 1..n parts over its first `limit`
+  // entries (parts have fixed widths, so a prefix of parts is a prefix of bytes).
+  out->assign(table->s->keys, std::vector<uint64_t>());
   for (uint index = 0; index < table->s->keys; index++) {
     const KEY *key = &table->key_info[index];
     std::vector<size_t> widths;
@@ -112,13 +114,13 @@ int ha_riptide::analyze(THD *, HA_CHECK_OPT *) {
     }
     std::vector<uint64_t> distinct(widths.size(), 0);
     riptide_iterator_t *iterator = nullptr;
-    if (int result = index_iterator(family(), riptide_sql::index_id(table->s, index), nullptr, &iterator))
-      return result == 0 ? HA_ADMIN_FAILED : HA_ADMIN_FAILED;
+    if (index_iterator(family(), riptide_sql::index_id(table->s, index), nullptr, &iterator) != 0)
+      return HA_ADMIN_FAILED;
     std::string previous;
     uint64_t entries = 0;
-    while (riptide_iterator_valid(iterator) && entries < kAnalyzeEntryLimit) {
-      size_t length = 0;
-      const uint8_t *entry = riptide_iterator_key(iterator, &length);
+    const uint8_t *entry = nullptr;
+    size_t length = 0;
+    while (entries < limit && riptide_iterator_current(iterator, &entry, &length, nullptr, nullptr)) {
       for (size_t part = 0; part < widths.size(); part++) {
         const size_t w = std::min(widths[part], length);
         if (entries == 0 || previous.size() < w || memcmp(previous.data(), entry, w) != 0) {
@@ -133,12 +135,30 @@ int ha_riptide::analyze(THD *, HA_CHECK_OPT *) {
     }
     riptide_iterator_destroy(iterator);
     for (size_t part = 0; part < widths.size(); part++)
-      rows_per_key[index].push_back(distinct[part] > 0 ? (entries + distinct[part] - 1) / distinct[part] : 0);
+      (*out)[index].push_back(distinct[part] > 0 ? (entries + distinct[part] - 1) / distinct[part] : 0);
   }
-  if (share_->save_rows_per_key(rows_per_key) != 0) return HA_ADMIN_FAILED;
+  return 0;
+}
+
+int ha_riptide::analyze(THD *, HA_CHECK_OPT *) {
+  std::vector<std::vector<uint64_t>> rows_per_key;
+  if (count_rows_per_key(kAnalyzeEntryLimit, &rows_per_key) != 0) return HA_ADMIN_FAILED;
   share_->refresh_statistics(true);
+  if (share_->save_rows_per_key(rows_per_key, true) != 0) return HA_ADMIN_FAILED;
   info(HA_STATUS_CONST | HA_STATUS_VARIABLE);
   return HA_ADMIN_OK;
+}
+
+void ha_riptide::estimate_rows_per_key_if_stale() {
+  // Without ANALYZE TABLE (or long after it) the optimizer would have no idea how many rows a
+  // value of a non-unique index matches; InnoDB samples its indexes by itself, so a sample of
+  // each index's first entries is taken when the table has grown or shrunk past twice its size
+  // at the last estimate, at most once every ten seconds per table.
+  if (!share_->rows_per_key_stale()) return;
+  std::vector<std::vector<uint64_t>> rows_per_key;
+  if (count_rows_per_key(kSampleEntryLimit, &rows_per_key) != 0) return;
+  share_->save_rows_per_key(rows_per_key, false);
+  info(HA_STATUS_CONST);
 }
 
 int ha_riptide::optimize(THD *, HA_CHECK_OPT *) {
