@@ -47,7 +47,7 @@ ulonglong ha_riptide::table_flags() const {
          HA_PRIMARY_KEY_IN_READ_INDEX | HA_PRIMARY_KEY_REQUIRED_FOR_POSITION | HA_TABLE_SCAN_ON_INDEX |
          HA_CAN_INDEX_BLOBS | HA_CAN_SQL_HANDLER | HA_REQUIRES_KEY_COLUMNS_FOR_DELETE |
          HA_PRIMARY_KEY_REQUIRED_FOR_DELETE |
-         HA_ONLINE_ANALYZE;
+         HA_ONLINE_ANALYZE | HA_CAN_GEOMETRY | HA_CAN_VIRTUAL_COLUMNS;
 }
 
 ulong ha_riptide::index_flags(uint index, uint, bool) const {

@@ -161,6 +161,8 @@ class ha_riptide final : public handler {
   bool scan_started_ = false;
   // After a point read, the iterator is not positioned: the next index_next/prev ends.
   bool point_positioned_ = false;
+  // The key of the entry read last, so a scan can go on in a later statement (HANDLER).
+  std::string position_key_;
   // For exact and prefix reads: the encoded prefix every returned entry starts with.
   std::string same_prefix_;
   // The primary key of the row read last, for position(), update_row and delete_row.

@@ -194,6 +194,10 @@ int ha_riptide::check(THD *thd, HA_CHECK_OPT *) {
   }
   uint64_t rows = 0;
   uint64_t problems = 0;
+  // Every column is decoded and every virtual column computed (they may be indexed).
+  MY_BITMAP *old_read_set = table->read_set;
+  MY_BITMAP *old_write_set = table->write_set;
+  table->use_all_columns();
   riptide_iterator_t *iterator = nullptr;
   int status = index_iterator(family(), riptide_sql::kPrimaryIndexId, snapshot, &iterator) ? HA_ADMIN_FAILED : 0;
   std::string row;
@@ -213,6 +217,8 @@ int ha_riptide::check(THD *thd, HA_CHECK_OPT *) {
     if (!riptide_sql::unpack_row(table, record, bytes(row), row.size())) {
       problems++;
     } else {
+      // Indexed virtual columns are computed, as after any read.
+      if (table->vfield) table->update_virtual_fields(this, VCOL_UPDATE_FOR_READ);
       current_primary_key_ = primary_key;
       for (uint index = 0; index < table->s->keys; index++) {
         if (index == table->s->primary_key) continue;
@@ -261,6 +267,7 @@ int ha_riptide::check(THD *thd, HA_CHECK_OPT *) {
   }
   riptide_readoptions_destroy(read);
   riptide_snapshot_release(snapshot);
+  table->column_bitmaps_set(old_read_set, old_write_set);
   if (status != 0) return status;
   if (problems > 0) {
     push_warning_printf(thd, Sql_condition::WARN_LEVEL_WARN, ER_UNKNOWN_ERROR,

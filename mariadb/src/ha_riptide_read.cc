@@ -103,6 +103,21 @@ int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_ke
 
 int ha_riptide::move(bool forward) {
   riptide_error_t *error = nullptr;
+  if (iterator_ == nullptr || iterator_transaction_ != transaction()) {
+    // The scan goes on in a later statement (HANDLER ... READ NEXT), whose transaction is a
+    // new one: a new iterator starts again from the entry read last.
+    if (position_key_.empty()) return HA_ERR_END_OF_FILE;
+    if (int result = ensure_iterator()) return result;
+    riptide_code_t code = forward ? riptide_iterator_seek(iterator_, bytes(position_key_), position_key_.size(), &error)
+                                  : riptide_iterator_seek_for_prev(iterator_, bytes(position_key_),
+                                                                   position_key_.size(), &error);
+    const uint8_t *key = nullptr;
+    size_t key_length = 0;
+    if (code == RIPTIDE_OK && riptide_iterator_current(iterator_, &key, &key_length, nullptr, nullptr) &&
+        key_length == position_key_.size() && memcmp(key, position_key_.data(), key_length) == 0)
+      code = forward ? riptide_iterator_next(iterator_, &error) : riptide_iterator_prev(iterator_, &error);
+    return code == RIPTIDE_OK ? 0 : report(code, error);
+  }
   const riptide_code_t code = forward ? riptide_iterator_next(iterator_, &error) : riptide_iterator_prev(iterator_, &error);
   return code == RIPTIDE_OK ? 0 : report(code, error);
 }
@@ -122,6 +137,7 @@ int ha_riptide::read_entry(uchar *buf, bool forward) {
       return code == RIPTIDE_OK ? HA_ERR_END_OF_FILE : report(code, error);
     }
     if (key == nullptr || key_length == 0 || key[0] != scan_id_) return HA_ERR_END_OF_FILE;
+    position_key_.assign(reinterpret_cast<const char *>(key), key_length);
     if (!same_prefix_.empty() &&
         (key_length < same_prefix_.size() || memcmp(key, same_prefix_.data(), same_prefix_.size()) != 0))
       return HA_ERR_END_OF_FILE;
@@ -202,6 +218,7 @@ int ha_riptide::point_read(uchar *buf, const std::string &key) {
 int ha_riptide::rnd_init(bool) {
   scan_id_ = kPrimaryIndexId;
   same_prefix_.clear();
+  position_key_.clear();
   point_positioned_ = false;
   drop_iterator();
   if (int result = ensure_iterator()) return result;
@@ -213,7 +230,7 @@ int ha_riptide::rnd_init(bool) {
 }
 
 int ha_riptide::rnd_next(uchar *buf) {
-  if (iterator_ == nullptr) return HA_ERR_END_OF_FILE;
+  if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
   if (scan_started_) {
     if (int result = move(true)) return result;
   }
@@ -249,6 +266,7 @@ int ha_riptide::index_init(uint index, bool) {
   active_index = index;
   scan_id_ = riptide_sql::index_id(table->s, index);
   same_prefix_.clear();
+  position_key_.clear();
   point_positioned_ = false;
   // The iterator is created on first use: point reads of a unique key never need one.
   drop_iterator();
@@ -366,14 +384,14 @@ int ha_riptide::index_read_last_map(uchar *buf, const uchar *key, key_part_map k
 
 int ha_riptide::index_next(uchar *buf) {
   if (point_positioned_) return HA_ERR_END_OF_FILE;
-  if (iterator_ == nullptr) return HA_ERR_END_OF_FILE;
+  if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
   if (int result = move(true)) return result;
   return read_entry(buf, true);
 }
 
 int ha_riptide::index_prev(uchar *buf) {
   if (point_positioned_) return HA_ERR_END_OF_FILE;
-  if (iterator_ == nullptr) return HA_ERR_END_OF_FILE;
+  if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
   if (int result = move(false)) return result;
   return read_entry(buf, false);
 }

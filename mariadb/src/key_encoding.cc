@@ -18,6 +18,7 @@ bool is_string(const Field *field) {
     case MYSQL_TYPE_MEDIUM_BLOB:
     case MYSQL_TYPE_LONG_BLOB:
     case MYSQL_TYPE_BLOB:
+    case MYSQL_TYPE_GEOMETRY:  // A binary BLOB: an ordinary index on it is a byte prefix.
       return true;
     default:
       return false;
@@ -123,13 +124,6 @@ bool index_is_supported(const TABLE *table, uint index, std::string *why) {
       (key->flags & HA_FULLTEXT)) {
     *why = std::string("index ") + key->name.str + ": FULLTEXT and SPATIAL indexes are not supported";
     return false;
-  }
-  for (uint i = 0; i < key->user_defined_key_parts; i++) {
-    const Field *field = key->key_part[i].field;
-    if (field->real_type() == MYSQL_TYPE_GEOMETRY) {
-      *why = std::string("index ") + key->name.str + ": GEOMETRY key parts are not supported";
-      return false;
-    }
   }
   return true;
 }

@@ -8,11 +8,12 @@ namespace riptide_sql {
 
 namespace {
 
-// The fields of `table` that may be NULL, in field order: they own the bits of the bitmap.
+// The stored fields of `table` that may be NULL, in field order: they own the bits of the
+// bitmap. Virtual (not stored) generated columns are computed by the server after each read.
 size_t null_bitmap_bytes(TABLE *table) {
   size_t nullable = 0;
   for (Field **field = table->field; *field; field++) {
-    if ((*field)->real_maybe_null()) nullable++;
+    if ((*field)->stored_in_db() && (*field)->real_maybe_null()) nullable++;
   }
   return (nullable + 7) / 8;
 }
@@ -40,6 +41,7 @@ void pack_row(TABLE *table, const uchar *record, std::string *out) {
   size_t null_index = 0;
   for (Field **field = table->field; *field; field++) {
     Field *current = *field;
+    if (!current->stored_in_db()) continue;
     if (current->real_maybe_null()) {
       const bool is_null = current->is_real_null(offset);
       if (is_null) bitmap[null_index / 8] |= static_cast<uchar>(1u << (null_index % 8));
@@ -66,6 +68,7 @@ bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length)
   size_t null_index = 0;
   for (Field **field = table->field; *field; field++) {
     Field *current = *field;
+    if (!current->stored_in_db()) continue;
     if (current->real_maybe_null()) {
       const bool is_null = bitmap[null_index / 8] & (1u << (null_index % 8));
       null_index++;
