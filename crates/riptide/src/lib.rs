@@ -31,6 +31,7 @@ mod comparator;
 mod db;
 mod error;
 pub mod fs;
+mod hash;
 mod iterator;
 mod key;
 mod memory_charge;

@@ -5,7 +5,7 @@
 //! dropped (readers that still hold its `Arc` keep using it). Lookups take a read lock only; the
 //! recency stamp is an atomic so hits never take the write lock.
 
-use std::collections::HashMap;
+use crate::hash::FastHashMap as HashMap;
 use std::path::PathBuf;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
@@ -46,7 +46,7 @@ impl TableCache {
             file_system,
             block_cache,
             capacity: capacity.max(1),
-            tables: RwLock::new(HashMap::new()),
+            tables: RwLock::new(HashMap::default()),
             clock: AtomicU64::new(0),
         }
     }

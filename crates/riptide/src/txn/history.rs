@@ -33,7 +33,8 @@
 //! validates and sequences a group (no I/O under it); `begin`, `end` and lock-time checks take
 //! it briefly.
 
-use std::collections::{BTreeMap, HashMap, VecDeque};
+use crate::hash::{FastHashMap as HashMap, FastHashSet as HashSet};
+use std::collections::{BTreeMap, VecDeque};
 use std::ops::Bound;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -147,7 +148,7 @@ pub(crate) struct Validation {
 /// into these ranges fail validation.
 struct Guard {
     xid: Vec<u8>,
-    keys: std::collections::HashSet<(u32, Vec<u8>)>,
+    keys: HashSet<(u32, Vec<u8>)>,
     ranges: Vec<KeyRange>,
 }
 

@@ -68,7 +68,8 @@
 //! transaction holds or waits for a row lock in it, and once `escalate` returned neither does
 //! its owner (I31).
 
-use std::collections::{HashMap, HashSet, VecDeque};
+use crate::hash::{FastHashMap as HashMap, FastHashSet as HashSet};
+use std::collections::VecDeque;
 // The counters are statistics, not synchronisation: plain `std` atomics even under loom.
 use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 use std::time::{Duration, Instant};
@@ -389,7 +390,7 @@ impl WaitForGraph {
     fn cycle_through(&self, start: TransactionId) -> Option<Vec<TransactionId>> {
         // Depth-first search keeping the path, so the cycle's members are known when found.
         let mut path: Vec<(TransactionId, usize)> = vec![(start, 0)];
-        let mut visited: HashSet<TransactionId> = HashSet::new();
+        let mut visited: HashSet<TransactionId> = HashSet::default();
         visited.insert(start);
         while let Some(&mut (node, ref mut next_edge)) = path.last_mut() {
             let edges = self.edges.get(&node).map(|(edges, _)| edges.as_slice()).unwrap_or(&[]);
@@ -496,7 +497,7 @@ impl LockManager {
         LockManager {
             shards,
             graph: Mutex::new(WaitForGraph::default()),
-            escalated: Mutex::new(HashMap::new()),
+            escalated: Mutex::new(HashMap::default()),
             lock_count: AtomicUsize::new(0),
             memory_bytes: AtomicUsize::new(0),
             counters: LockCounters::default(),

@@ -39,7 +39,7 @@ pub(crate) mod spill;
 pub(crate) mod two_phase;
 pub(crate) mod write_set;
 
-use std::collections::HashSet;
+use crate::hash::FastHashSet as HashSet;
 use std::fmt;
 use std::ops::Bound;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -310,7 +310,7 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
         state: Mutex::new(State {
             writes: WriteSet::default(),
             reads: ReadSet::default(),
-            locks: HashSet::new(),
+            locks: HashSet::default(),
             column_family_locks: lock::ColumnFamilyLocks::default(),
             prepared_xid: None,
             finished: false,

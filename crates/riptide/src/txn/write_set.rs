@@ -22,8 +22,9 @@
 //! Invariants: layer ids grow from the bottom of the stack to the top; every savepoint mark is
 //! at most the number of layers; a spilled layer is never written to again.
 
+use crate::hash::FastHashMap as HashMap;
 use std::cmp::Ordering;
-use std::collections::{BTreeMap, HashMap};
+use std::collections::BTreeMap;
 use std::ops::Bound;
 use std::sync::Arc;
 
@@ -131,7 +132,7 @@ impl WriteSet {
             && matches!(self.layers.last(), Some(Layer { contents: Contents::Memory(_), .. }));
         if !reusable {
             self.next_layer_id += 1;
-            self.layers.push(Layer { id: self.next_layer_id, contents: Contents::Memory(HashMap::new()) });
+            self.layers.push(Layer { id: self.next_layer_id, contents: Contents::Memory(HashMap::default()) });
         }
         match self.layers.last_mut() {
             Some(Layer { contents: Contents::Memory(families), .. }) => families,
@@ -331,7 +332,7 @@ impl WriteSet {
         for index in 0..self.layers.len() {
             let layer = &self.layers[index];
             let Contents::Memory(families) = &layer.contents else { continue };
-            let mut runs = HashMap::new();
+            let mut runs = HashMap::default();
             let mut freed = 0;
             let mut run_memory = 0;
             for (&id, family) in families {
