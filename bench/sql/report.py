@@ -65,6 +65,17 @@ def fmt(value, digits=None):
     return "{:,.{}f}".format(value, digits)
 
 
+def full_intervals(points):
+    """The interval rows without a last partial interval shorter than half of the one before:
+    its few samples would draw a spike or a drop that is not the engine's."""
+    if len(points) >= 3:
+        last = (number(points[-1], "elapsed_s") or 0) - (number(points[-2], "elapsed_s") or 0)
+        before = (number(points[-2], "elapsed_s") or 0) - (number(points[-3], "elapsed_s") or 0)
+        if last < before / 2:
+            return points[:-1]
+    return points
+
+
 def megabytes(row, field):
     value = number(row, field)
     return value / 1048576 if value is not None else None
@@ -274,7 +285,7 @@ def iibench_section(report, directory, headline):
     plt = report.plt
     figure, axis = plt.subplots(figsize=(8, 4))
     for engine in engines:
-        points = series.get((engine, "load"), [])
+        points = full_intervals(series.get((engine, "load"), []))
         axis.plot([number(p, "elapsed_s") for p in points], [number(p, "interval_inserts_per_s") for p in points],
                   label=ENGINE_NAMES[engine], color=COLORS.get(engine), marker=".")
     axis.set_xlabel("seconds")
@@ -286,7 +297,7 @@ def iibench_section(report, directory, headline):
     figure, axes = plt.subplots(1, 2, figsize=(11, 4))
     for axis, field, title in ((axes[0], "insert_p99_ms", "mixed phase: insert p99 (ms)"), (axes[1], "query_p99_ms", "mixed phase: query p99 (ms)")):
         for engine in engines:
-            points = series.get((engine, "mixed"), [])
+            points = full_intervals(series.get((engine, "mixed"), []))
             axis.plot([number(p, "elapsed_s") for p in points], [number(p, field) for p in points],
                       label=ENGINE_NAMES[engine], color=COLORS.get(engine), marker=".")
         axis.set_xlabel("seconds")
