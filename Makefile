@@ -2,24 +2,36 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: plugin sql-engine-test sql-crash-test sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
+.PHONY: test-sql plugin sql-engine-test sql-crash-test sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
 	@command -v $(CARGO) >/dev/null || { echo "cargo not found: install Rust (rustup) first"; exit 1; }
 	@$(CARGO) fmt --version >/dev/null && $(CARGO) clippy --version >/dev/null
 
-## test: formatting, lints with warnings as errors, every test of the workspace, and the loom
-## models at their default bounds (a --cfg loom build of its own in target/loom: 2 to 2.5 minutes
-## from scratch on 2 cores, about 40 s once built; no ledger line, unlike `make loom`).
+## test: formatting, lints with warnings as errors, every test of the workspace, the C ABI's C
+## tests, the SQL layer's tests (`test-sql`) and the loom models at their default bounds (a
+## --cfg loom build of its own in target/loom: 2 to 2.5 minutes from scratch on 2 cores, about
+## 40 s once built; no ledger line, unlike `make loom`).
 LOOM_TEST = RUSTFLAGS="--cfg loom" CARGO_TARGET_DIR=target/loom $(CARGO) test -p riptide --release --lib loom_models
 test: setup
 	$(CARGO) fmt --all -- --check
 	$(CARGO) clippy --workspace --all-targets -- -D warnings
 	$(CARGO) test --workspace
 	bash crates/riptide-capi/tests/run-c-tests.sh
-	bash sqlbench/test.sh
+	$(MAKE) --no-print-directory test-sql
 	$(LOOM_TEST)
+
+## test-sql: the SQL layer's tests on a real MariaDB (installed at the version whose source
+## builds the plugin, by mariadb/setup.sh): the plugin is built, ENGINE=RIPTIDE's mtr suite runs,
+## the kill -9 crash test runs SQL_TEST_CRASH_CYCLES cycles (default 2; `make sql-crash-test`
+## runs more), and sqlbench's gofmt, go vet, unit tests and integration tests run against a
+## private server at a tiny scale (InnoDB, MyRocks, RIPTIDE). Part of `test`.
+SQL_TEST_CRASH_CYCLES ?= 2
+test-sql: plugin
+	bash mariadb/mysql-test/run.sh
+	bash mariadb/tests/crash.sh $(SQL_TEST_CRASH_CYCLES)
+	bash bench/sql/run.sh integration-test
 
 ## capi-test: the C side of the C ABI's tests (also run by `test`): builds libriptide.a/.so, runs
 ## a C program calling every function and misuse case under ASan and UBSan (and from several
