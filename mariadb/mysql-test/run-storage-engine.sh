@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs MariaDB's generic storage_engine suite (Debian's mariadb-test) against RIPTIDE and, in the
+# Runs MariaDB's generic storage_engine suite and its trx sub-suite (Debian's mariadb-test) against RIPTIDE and, in the
 # same run, against InnoDB, and compares the engines test by test: the suite's expected results
 # are partly stale in 10.11 (InnoDB itself fails many), so what matters is the tests InnoDB
 # passes and RIPTIDE does not.
@@ -18,7 +18,7 @@ export RIPTIDE_PLUGIN_DIR="$home/plugin"
 overlay="$home/mysql-test/plugin/riptide/storage_engine"
 rm -rf "$home/mysql-test/plugin/riptide"
 mkdir -p "$overlay"
-cp "$root"/mariadb/mysql-test/storage_engine/* "$overlay/"
+cp -r "$root"/mariadb/mysql-test/storage_engine/* "$overlay/"
 # The GAMMA start-up warning is expected (as in our own suite).
 cat >"$overlay/suite.pm" <<'EOF'
 package My::Suite::Riptide_SE;
@@ -27,14 +27,16 @@ push @::global_suppressions, qr/Plugin 'RIPTIDE' is of maturity level gamma whil
 bless { };
 EOF
 log="$root/var/mtr/storage_engine.log"
-(cd "$home/mysql-test" && perl mariadb-test-run.pl --suite=storage_engine-riptide,storage_engine-innobase \
+(cd "$home/mysql-test" && perl mariadb-test-run.pl \
+  --suite=storage_engine-riptide,storage_engine-innobase,storage_engine/trx-riptide,storage_engine/trx-innobase \
   --vardir="$root/var/mtr/var-se" --force --max-test-fail=0 --parallel=1 --retry=0 --testcase-timeout=5 \
   --suite-timeout=120 "$@") >"$log" 2>&1
 report="$root/var/mtr/storage_engine.txt"
 awk '
-  /^storage_engine-(riptide|innobase)\.[^ ]+ +.*\[ (pass|fail|skipped|disabled|retry-fail) \]/ {
-    split($1, a, "."); engine = a[1]; sub("storage_engine-", "", engine);
+  /^storage_engine(\/trx)?-(riptide|innobase)\.[^ ]+ +.*\[ (pass|fail|skipped|disabled|retry-fail) \]/ {
+    split($1, a, "."); engine = a[1]; sub("storage_engine(/trx)?-", "", engine);
     test = substr($1, length(a[1]) + 2);
+    if (a[1] ~ /\/trx/) test = "trx/" test;
     match($0, /\[ [a-z-]+ \]/); outcome = substr($0, RSTART + 2, RLENGTH - 4);
     result[test, engine] = outcome; tests[test] = 1
   }

@@ -151,6 +151,25 @@ handler *create_handler(handlerton *hton, TABLE_SHARE *table, MEM_ROOT *mem_root
   return new (mem_root) ha_riptide(hton, table);
 }
 
+// Temporary tables live in the server's tmpdir (their path, hence their column family name,
+// is absolute) and never outlive the server: families of them found at start-up were left by a
+// crash and are dropped.
+void drop_temporary_table_families() {
+  char **names = nullptr;
+  size_t count = 0;
+  if (riptide_list_column_families(the_database, &names, &count, nullptr) != RIPTIDE_OK) return;
+  for (size_t i = 0; i < count; i++) {
+    if (names[i][0] != '/') continue;
+    riptide_cf_t *family = nullptr;
+    if (riptide_column_family_handle(the_database, names[i], &family, nullptr) == RIPTIDE_OK && family != nullptr) {
+      if (riptide_drop_column_family(the_database, family, nullptr) == RIPTIDE_OK)
+        sql_print_information("RIPTIDE: dropped %s, a temporary table's data left by a crash", names[i]);
+      riptide_cf_destroy(family);
+    }
+  }
+  riptide_free_string_list(names, count);
+}
+
 int open_database() {
   char path[FN_REFLEN];
   snprintf(path, sizeof(path), "%s/riptide", mysql_real_data_home);
@@ -179,6 +198,7 @@ int open_database() {
     return 1;
   }
   sql_print_information("RIPTIDE: opened %s (%s)", path, riptide_version_string());
+  drop_temporary_table_families();
   return 0;
 }
 

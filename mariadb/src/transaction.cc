@@ -37,6 +37,14 @@ int end_transaction(Connection *state, bool commit) {
   riptide_error_t *error = nullptr;
   riptide_code_t code = RIPTIDE_OK;
   if (state->transaction != nullptr) {
+    // A transaction that wrote nothing has nothing to make durable: ending it by rollback
+    // spares it the commit's log sync (riptide_flush_log_at_trx_commit = 1), which would
+    // otherwise cost every read-only transaction a disk flush. Its reads were consistent
+    // either way, and a read-only SERIALIZABLE transaction needs no validation.
+    uint64_t writes = 1;
+    if (commit && riptide_txn_info(state->transaction, nullptr, &writes, nullptr, nullptr, nullptr) == RIPTIDE_OK &&
+        writes == 0)
+      commit = false;
     code = commit ? riptide_txn_commit(state->transaction, &error) : riptide_txn_rollback(state->transaction, &error);
     riptide_txn_destroy(state->transaction);
   }
