@@ -383,7 +383,7 @@ typedef struct {
   uint64_t table_bytes;
   // Entries (versions and tombstones) in tables, estimated from table properties.
   uint64_t table_entries;
-  // Entries in memtables (exact up to 10,000 per memtable, then a lower bound).
+  // Entries in memtables (exact up to 256 per memtable, then estimated from the skiplist).
   uint64_t memtable_entries;
   // `table_entries + memtable_entries`: an upper estimate of the live keys.
   uint64_t entries;

@@ -237,7 +237,7 @@ pub struct riptide_range_stats_t {
     pub table_bytes: u64,
     /// Entries (versions and tombstones) in tables, estimated from table properties.
     pub table_entries: u64,
-    /// Entries in memtables (exact up to 10,000 per memtable, then a lower bound).
+    /// Entries in memtables (exact up to 256 per memtable, then estimated from the skiplist).
     pub memtable_entries: u64,
     /// `table_entries + memtable_entries`: an upper estimate of the live keys.
     pub entries: u64,

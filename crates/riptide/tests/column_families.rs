@@ -1009,9 +1009,11 @@ fn range_stats_count_memtables_and_tables() {
     for n in 0..2000 {
         db.put_cf(&a, &key(n), &value(n, 0, 100)).expect("put");
     }
-    // Before the flush, the memtable entries are counted exactly.
+    // Before the flush, memtable entries of a short range (up to 256) are counted exactly; a
+    // longer range is estimated from the skiplist's levels.
     let half = db.approximate_range_stats(&a, &key(0), &key(1000)).expect("stats");
-    assert_eq!((half.memtable_entries, half.table_entries, half.table_bytes), (1000, 0, 0));
+    assert_eq!((half.table_entries, half.table_bytes), (0, 0));
+    assert!((500..=2000).contains(&half.memtable_entries), "{half:?}");
     assert_eq!(db.approximate_range_stats(&a, &key(500), &key(750)).expect("stats").entries(), 250);
     assert_eq!(db.approximate_range_stats(&a, &key(10), &key(10)).expect("stats").entries(), 0, "empty range");
     assert_eq!(

@@ -128,6 +128,16 @@ impl MemTable {
         }
     }
 
+    /// An estimate of the entries (versions, tombstones included) in `[start, end)` (well-formed
+    /// internal keys), for ranges too long to count; see [`SkipList::estimate_nodes_in_range`].
+    pub(crate) fn estimate_entries_in_range(&self, start: &[u8], end: &[u8], max_steps: u64) -> u64 {
+        self.list.estimate_nodes_in_range(
+            skiplist::split_internal_key(start),
+            skiplist::split_internal_key(end),
+            max_steps,
+        )
+    }
+
     /// An iterator over all entries in internal-key order, keeping this memtable alive.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIterator {
         MemTableIterator { memtable: Arc::clone(self), current: None }
