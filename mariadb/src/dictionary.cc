@@ -125,7 +125,7 @@ int create_table_family(const char *path, const TABLE *table, uint64_t auto_incr
     family = nullptr;
     if (code != RIPTIDE_OK) return report(code, error);
   }
-  code = riptide_create_column_family(database(), name.c_str(), nullptr, &family, &error);
+  code = create_family(name.c_str(), &family, &error);
   if (code != RIPTIDE_OK) return report(code, error);
   int result = 0;
   if (auto_increment > 1) {
@@ -310,7 +310,7 @@ int TableShare::recreate(TABLE *table) {
   riptide_cf_destroy(family);
   family = nullptr;
   const std::string name = table_family_name(table->s->normalized_path.str);
-  code = riptide_create_column_family(database(), name.c_str(), nullptr, &family, &error);
+  code = create_family(name.c_str(), &family, &error);
   if (code != RIPTIDE_OK) return report(code, error);
   next_row_id = 1;
   next_auto_increment = 1;

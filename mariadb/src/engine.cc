@@ -26,9 +26,10 @@ Counters the_counters;
 // System variables (documented in docs/sql/storage.md, "Settings").
 ulong flush_log_at_trx_commit_value = 1;
 ulonglong block_cache_size_value = 128ULL << 20;
-ulonglong memtable_size_value = 64ULL << 20;
+ulonglong memtable_size_value = 16ULL << 20;
 ulonglong max_memory_value = 0;
 uint background_threads_value = 2;
+uint level0_compaction_trigger_value = 4;
 my_bool deadlock_detect_value = 1;
 
 void update_block_cache_size(THD *, struct st_mysql_sys_var *, void *target, const void *save) {
@@ -46,14 +47,23 @@ MYSQL_SYSVAR_ULONGLONG(block_cache_size, block_cache_size_value, PLUGIN_VAR_RQCM
                        "Bytes of the shared block cache (uncompressed table blocks).", nullptr,
                        update_block_cache_size, 128ULL << 20, 1ULL << 20, ~0ULL, 1ULL << 20);
 MYSQL_SYSVAR_ULONGLONG(memtable_size, memtable_size_value, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
-                       "Bytes of a column family's memtable before it is flushed.", nullptr, nullptr,
-                       64ULL << 20, 1ULL << 20, 1ULL << 34, 1ULL << 20);
+                       "Bytes of a table's memtable before it is flushed (for tables created from now on). "
+                       "Small memtables keep range scans cheap after many updates: sysbench read_only after "
+                       "the write workloads ran 5-20x faster with 16 MiB than with 64 MiB.",
+                       nullptr, nullptr, 16ULL << 20, 1ULL << 20, 1ULL << 34, 1ULL << 20);
 MYSQL_SYSVAR_ULONGLONG(max_memory, max_memory_value, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
                        "The engine's memory cap (memtables, block cache, indexes, transactions); 0: half of "
                        "physical memory.",
                        nullptr, nullptr, 0, 0, ~0ULL, 1ULL << 20);
 MYSQL_SYSVAR_UINT(background_threads, background_threads_value, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
                   "Background compaction threads (flushes have one more).", nullptr, nullptr, 2, 1, 64, 0);
+MYSQL_SYSVAR_UINT(level0_compaction_trigger, level0_compaction_trigger_value,
+                  PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
+                  "Level-0 tables of a table's column family that start a compaction (for tables "
+                  "created from now on). Every level-0 table is read by every range scan, so fewer "
+                  "keep reads cheaper after writes at the cost of more compaction (MyRocks: 4; "
+                  "Riptide's own default: 8).",
+                  nullptr, nullptr, 4, 2, 64, 0);
 MYSQL_SYSVAR_BOOL(deadlock_detect, deadlock_detect_value, PLUGIN_VAR_RQCMDARG,
                   "Detect deadlocks among lock waiters (the youngest transaction of a cycle fails with "
                   "ER_LOCK_DEADLOCK); off: only the lock wait timeout ends a cycle.",
@@ -65,7 +75,8 @@ MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
 
 struct st_mysql_sys_var *system_variables[] = {
     MYSQL_SYSVAR(flush_log_at_trx_commit), MYSQL_SYSVAR(block_cache_size), MYSQL_SYSVAR(memtable_size),
-    MYSQL_SYSVAR(max_memory), MYSQL_SYSVAR(background_threads), MYSQL_SYSVAR(deadlock_detect),
+    MYSQL_SYSVAR(max_memory), MYSQL_SYSVAR(background_threads), MYSQL_SYSVAR(level0_compaction_trigger),
+    MYSQL_SYSVAR(deadlock_detect),
     MYSQL_SYSVAR(lock_wait_timeout), nullptr};
 
 // Status variables: one function fills names and values into the server's buffer, so
@@ -182,6 +193,8 @@ int open_database() {
   if (code == RIPTIDE_OK) code = riptide_options_set_max_memory_bytes(options, max_memory_value, &error);
   if (code == RIPTIDE_OK)
     code = riptide_options_set_max_background_compactions(options, background_threads_value, &error);
+  if (code == RIPTIDE_OK)
+    code = riptide_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, &error);
   // Keys of string indexes are collation weights and can be several times the key's length.
   if (code == RIPTIDE_OK) code = riptide_options_set_max_key_size_bytes(options, 256 * 1024, &error);
   // The once-a-second sync of setting 2 is the WAL's background sync; with 0 at start-up
@@ -244,6 +257,17 @@ unsigned long flush_log_at_trx_commit() { return flush_log_at_trx_commit_value; 
 uint64_t lock_wait_timeout_us(THD *thd) { return static_cast<uint64_t>(THDVAR(thd, lock_wait_timeout)) * 1000000; }
 
 bool deadlock_detect() { return deadlock_detect_value; }
+
+riptide_code_t create_family(const char *name, riptide_cf_t **out, riptide_error_t **error) {
+  riptide_cf_options_t *options = nullptr;
+  riptide_code_t code = riptide_cf_options_create(&options, error);
+  if (code == RIPTIDE_OK) code = riptide_cf_options_set_memtable_size_bytes(options, memtable_size_value, error);
+  if (code == RIPTIDE_OK)
+    code = riptide_cf_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, error);
+  if (code == RIPTIDE_OK) code = riptide_create_column_family(the_database, name, options, out, error);
+  if (options != nullptr) riptide_cf_options_destroy(options);
+  return code;
+}
 
 int report(riptide_code_t code, riptide_error_t *error) {
   int handler_error = HA_ERR_INTERNAL_ERROR;

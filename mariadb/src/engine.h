@@ -40,6 +40,10 @@ uint64_t lock_wait_timeout_us(THD *thd);
 // riptide_deadlock_detect.
 bool deadlock_detect();
 
+// Creates column family `name` with the options every table's family gets (memtable size,
+// level-0 compaction trigger from the system variables). Returns the Riptide code.
+riptide_code_t create_family(const char *name, riptide_cf_t **out, riptide_error_t **error);
+
 // Counters shown as status variables.
 struct Counters {
   std::atomic<uint64_t> rows_read{0};
