@@ -593,8 +593,11 @@ fn range_queries_follow_the_order() {
     }
     // In reverse order "key001500" comes before "key000500".
     let (high, low) = (common::key(1500), common::key(500));
+    // A short range is counted, a long one estimated from the skiplist, both in the order.
+    let short = db.approximate_range_stats(&family, &common::key(1100), &common::key(1000)).expect("stats");
+    assert_eq!(short.memtable_entries, 100, "{short:?}");
     let in_memory = db.approximate_range_stats(&family, &high, &low).expect("stats");
-    assert_eq!(in_memory.memtable_entries, 1000, "{in_memory:?}");
+    assert!((500..=2000).contains(&in_memory.memtable_entries), "{in_memory:?}");
     assert_eq!(db.approximate_range_stats(&family, &low, &high).expect("stats").entries(), 0);
     db.flush().expect("flush");
     db.compact_all().expect("compact_all");
