@@ -154,9 +154,9 @@ fn table_range_stats(
 }
 
 /// Memtable entries counted one by one per memtable and range query, at most. A longer range is
-/// estimated from the skiplist's levels instead (two searches): a SQL optimizer asks for the
-/// size of every range it considers, and counting thousands of versions per question cost as
-/// much as the query itself (sysbench read-only after writes: about 30 % of the server's CPU
+/// estimated from the skiplist's levels instead (one search and a few hundred steps): a SQL
+/// optimizer asks for the size of every range it considers, and counting thousands of versions
+/// per question cost as much as the query itself (sysbench read-only after writes: about 30 % of the server's CPU
 /// when the limit was 10,000).
 const MEMTABLE_EXACT_COUNT_LIMIT: u64 = 256;
 

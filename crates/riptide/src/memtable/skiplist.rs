@@ -472,7 +472,8 @@ impl SkipList {
     /// (towers grow a level with probability 1/4), so the range's nodes at the lowest level
     /// above 0 where they number at most `max_steps`, times `4^l`, estimate the whole; with
     /// at least `max_steps / 4` nodes counted there, the relative error is a few tens of percent
-    /// at most. Costs one search plus at most `max_steps` steps per level tried.
+    /// at most. Costs one search plus at most `max_steps` steps per level tried. `start` must not
+    /// be a stored internal key (range bounds are lookup keys at the largest sequence number).
     pub(crate) fn estimate_nodes_in_range(
         &self,
         (start_key, start_trailer): (&[u8], u64),
@@ -480,31 +481,22 @@ impl SkipList {
         max_steps: u64,
     ) -> u64 {
         let height = self.height.load(MemoryOrdering::Relaxed);
-        // The last node before `start` at every level (the head where there is none).
-        let mut predecessors = [self.head.as_ptr(); MAX_HEIGHT];
-        let mut current = self.head.as_ptr();
+        // The first node at or after `start` at every level (null where there is none), found by
+        // the same per-level walk that inserts use, each level starting from the one above.
+        let mut first_in_range = [ptr::null_mut(); MAX_HEIGHT];
+        let mut predecessor = self.head.as_ptr();
+        let mut successor: *mut Node = ptr::null_mut();
         for level in (0..height).rev() {
-            loop {
-                // SAFETY: as in `seek`, `current` has height greater than `level`.
-                let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
-                let next_is_before = !next.is_null()
-                    // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
-                    && self.compare_with_target(unsafe { node_key(next) }, start_key, start_trailer) == Ordering::Less;
-                if !next_is_before {
-                    break;
-                }
-                current = next;
-            }
-            predecessors[level] = current;
+            (predecessor, successor) =
+                self.find_splice_at_level(predecessor, level, start_key, start_trailer, successor);
+            first_in_range[level] = successor;
         }
         let mut weight: u64 = 1;
         let mut steps = 0;
-        for (level, &predecessor) in predecessors.iter().enumerate().take(height).skip(1) {
+        for (level, &first) in first_in_range.iter().enumerate().take(height).skip(1) {
             weight = weight.saturating_mul(HEIGHT_BRANCHING);
             steps = 0;
-            // SAFETY: `predecessor` is the head or a node reached at this level, so its height
-            // exceeds `level`.
-            let mut node = unsafe { tower_slot(predecessor, level) }.load(MemoryOrdering::Acquire);
+            let mut node = first;
             while !node.is_null()
                 // SAFETY: `node` was Acquire-loaded from a link, so it is a fully written node.
                 && self.compare_with_target(unsafe { node_key(node) }, end_key, end_trailer) == Ordering::Less
