@@ -96,3 +96,18 @@ func Engines(ctx context.Context, db *sql.DB) (map[string]bool, error) {
 	}
 	return engines, rows.Err()
 }
+
+// Drain reads and discards every row of a query's result (the rows and error QueryContext
+// returned), so that a measured query includes fetching its result, and closes it.
+func Drain(rows *sql.Rows, err error) error {
+	if err != nil {
+		return err
+	}
+	for rows.Next() {
+	}
+	if err := rows.Err(); err != nil {
+		rows.Close()
+		return err
+	}
+	return rows.Close()
+}

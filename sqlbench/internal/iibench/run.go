@@ -437,17 +437,7 @@ func (s *taskState) query(stop context.Context, db *sql.DB, reader int) error {
 
 // drain runs a query and reads every row, so the measured time includes fetching the result.
 func drain(ctx context.Context, statement *sql.Stmt, args []any) error {
-	rows, err := statement.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return err
-	}
-	return rows.Close()
+	return dbutil.Drain(statement.QueryContext(ctx, args...))
 }
 
 // ignoreStop drops errors caused by the task ending while a worker was still setting up.

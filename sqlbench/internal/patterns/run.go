@@ -223,17 +223,7 @@ func (r *runner) measure(ctx context.Context, before int64) (Size, error) {
 }
 
 func drainQuery(ctx context.Context, db *sql.DB, query string) error {
-	rows, err := db.QueryContext(ctx, query)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return err
-	}
-	return rows.Close()
+	return dbutil.Drain(db.QueryContext(ctx, query))
 }
 
 // DirectoryBytes is the bytes of the files under directory.
@@ -401,17 +391,7 @@ func drainOrExec(ctx context.Context, statement *sql.Stmt, read bool, args []any
 		_, err := statement.ExecContext(ctx, args...)
 		return err
 	}
-	rows, err := statement.QueryContext(ctx, args...)
-	if err != nil {
-		return err
-	}
-	for rows.Next() {
-	}
-	if err := rows.Err(); err != nil {
-		rows.Close()
-		return err
-	}
-	return rows.Close()
+	return dbutil.Drain(statement.QueryContext(ctx, args...))
 }
 
 // MeasureSize reports the table's logical bytes (the columns' data: 8 + 4 + the payload's length
