@@ -53,8 +53,9 @@ STRESS_LOAD ?= 0
 test-stress-suite: setup
 	STRESS_RUNS=$(STRESS_RUNS) STRESS_COPIES=$(STRESS_COPIES) STRESS_LOAD=$(STRESS_LOAD) bash reliability/test-stress-suite.sh
 
-## bench: Riptide vs RocksDB side by side (the benchtool, crates/riptide-bench). Installs what it
-## needs (clang, libclang-dev, matplotlib), builds with RocksDB into target/bench (the first build
+## bench: Riptide vs RocksDB vs TidesDB side by side (the benchtool, crates/riptide-bench). Installs
+## what it needs (clang, libclang-dev, cmake, liblz4-dev, matplotlib), builds with RocksDB and
+## TidesDB into target/bench (the first build
 ## compiles RocksDB: ~40 min on 2 cores; later builds reuse it), runs the suite and writes
 ## bench/results/<timestamp>/report.md (bench/results/latest points at it).
 ## SUITE=quick (default, minutes) | standard (seed 004's 8-thread suite) | large (16 threads, 4x).
@@ -73,10 +74,10 @@ bench: setup bench-deps bench-build
 bench-deps:
 	bash bench/install-deps.sh
 
-## bench-build: build the benchtool with RocksDB (same target dir and flags every time, so the
-## compiled RocksDB is reused).
+## bench-build: build the benchtool with RocksDB and TidesDB (same target dir and flags every
+## time, so the compiled RocksDB is reused; TidesDB's C source builds with cmake in about a minute).
 bench-build:
-	CARGO_TARGET_DIR=$(BENCH_TARGET_DIR) RUSTFLAGS="$(BENCH_RUSTFLAGS)" $(CARGO) build --release -p riptide-bench --features rocksdb
+	CARGO_TARGET_DIR=$(BENCH_TARGET_DIR) RUSTFLAGS="$(BENCH_RUSTFLAGS)" $(CARGO) build --release -p riptide-bench --features rocksdb,tidesdb
 
 ## bench-longrun: the long random-write run, Riptide then RocksDB (same build as `bench`): uniform
 ## 16-byte keys and 100-byte values in batches of 100 from 2 threads, far beyond the 64 MiB

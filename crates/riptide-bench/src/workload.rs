@@ -277,7 +277,11 @@ impl RunParameters {
             bail!("--max-seconds must be 0 or positive");
         }
         if !self.engine.is_available() {
-            bail!("engine {} is not compiled into this binary (build with `--features rocksdb`)", self.engine.as_str());
+            bail!(
+                "engine {} is not compiled into this binary (build with `--features {}`)",
+                self.engine.as_str(),
+                self.engine.feature().unwrap_or("")
+            );
         }
         if self.workload == Workload::Transaction {
             if !matches!(self.pattern, KeyPattern::Uniform | KeyPattern::Zipfian) {

@@ -22,6 +22,8 @@ pub mod riptide_engine;
 pub mod rocksdb_engine;
 pub mod rocksdb_properties;
 pub mod rocksdb_status;
+#[cfg(feature = "tidesdb")]
+pub mod tidesdb_engine;
 
 use std::path::Path;
 use std::time::Duration;
@@ -37,6 +39,8 @@ pub enum EngineKind {
     Riptide,
     /// RocksDB through the `rocksdb` crate (needs the `rocksdb` cargo feature).
     Rocksdb,
+    /// TidesDB through the `tidesdb` crate (needs the `tidesdb` cargo feature).
+    Tidesdb,
 }
 
 impl EngineKind {
@@ -45,6 +49,7 @@ impl EngineKind {
         match self {
             EngineKind::Riptide => "riptide",
             EngineKind::Rocksdb => "rocksdb",
+            EngineKind::Tidesdb => "tidesdb",
         }
     }
 
@@ -53,6 +58,7 @@ impl EngineKind {
         match name {
             "riptide" => Some(EngineKind::Riptide),
             "rocksdb" => Some(EngineKind::Rocksdb),
+            "tidesdb" => Some(EngineKind::Tidesdb),
             _ => None,
         }
     }
@@ -62,12 +68,43 @@ impl EngineKind {
         match self {
             EngineKind::Riptide => true,
             EngineKind::Rocksdb => cfg!(feature = "rocksdb"),
+            EngineKind::Tidesdb => cfg!(feature = "tidesdb"),
+        }
+    }
+
+    /// Every engine the benchtool knows, Riptide first (the order of report columns).
+    pub const ALL: [EngineKind; 3] = [EngineKind::Riptide, EngineKind::Rocksdb, EngineKind::Tidesdb];
+
+    /// The engine's name as reports print it.
+    pub fn display_name(self) -> &'static str {
+        match self {
+            EngineKind::Riptide => "Riptide",
+            EngineKind::Rocksdb => "RocksDB",
+            EngineKind::Tidesdb => "TidesDB",
+        }
+    }
+
+    /// The cargo feature that compiles the engine in (`None`: always there).
+    pub fn feature(self) -> Option<&'static str> {
+        match self {
+            EngineKind::Riptide => None,
+            EngineKind::Rocksdb => Some("rocksdb"),
+            EngineKind::Tidesdb => Some("tidesdb"),
+        }
+    }
+
+    /// True when the engine can run the transaction workload in `mode`.
+    pub fn supports_transactions(self, mode: TransactionMode) -> bool {
+        match self {
+            EngineKind::Riptide | EngineKind::Rocksdb => true,
+            // TidesDB validates at commit and has no locks.
+            EngineKind::Tidesdb => mode == TransactionMode::Optimistic,
         }
     }
 
     /// Every engine compiled into this binary, Riptide first.
     pub fn available() -> Vec<EngineKind> {
-        [EngineKind::Riptide, EngineKind::Rocksdb].into_iter().filter(|kind| kind.is_available()).collect()
+        EngineKind::ALL.into_iter().filter(|kind| kind.is_available()).collect()
     }
 }
 
@@ -273,7 +310,54 @@ pub fn describe_settings(kind: EngineKind, settings: &EngineSettings) -> String 
             Err(error) => format!("invalid Riptide options: {error}"),
         },
         EngineKind::Rocksdb => rocksdb_settings_text(settings),
+        EngineKind::Tidesdb => tidesdb_settings_text(settings),
     }
+}
+
+/// The TidesDB settings the benchtool sets (everything else is TidesDB's default; a run's
+/// configuration dump adds the full effective configuration).
+pub fn tidesdb_settings_text(settings: &EngineSettings) -> String {
+    let bloom = if settings.bloom {
+        "bloom filters on, false-positive rate 0.01 (what 10 bits per key give)"
+    } else {
+        "bloom filters off"
+    };
+    let mut lines = vec![
+        "one column family (\"bench\") holding every key".to_string(),
+        format!(
+            "memtable_write_buffer_size = {} bytes (one memtable shared by the column families)",
+            settings.memtable_size_bytes
+        ),
+        format!("block_cache_size = {} bytes", settings.block_cache_size_bytes),
+        "encoding pipeline = [LZ4] (key log and separated values)".to_string(),
+        bloom.to_string(),
+        if settings.sync {
+            "memtable_sync_mode = FULL (the WAL is synced by every commit)".to_string()
+        } else {
+            "memtable_sync_mode = NONE (WAL on, no sync per commit)".to_string()
+        },
+        "log_level = WARN (INFO logs every flush and compaction on stderr)".to_string(),
+        "everything else TidesDB's default (flush and compaction threads, level ratio, klog block size, value \
+         separation threshold, stall thresholds)"
+            .to_string(),
+        "writes: a put, delete or batch is one READ COMMITTED transaction, reset and reused per session".to_string(),
+        "reads: a get or scan reads in a READ COMMITTED transaction reset for it; scans: a new iterator per scan"
+            .to_string(),
+    ];
+    if settings.max_memory_bytes > 0 {
+        lines.push(format!(
+            "memory budget {} bytes: not applied (the binding exposes no engine-wide memory limit)",
+            settings.max_memory_bytes
+        ));
+    }
+    if settings.transactions.is_some() {
+        lines.push(
+            "transactions: SNAPSHOT isolation (frozen snapshot, written keys first-committer-wins at commit), the \
+             optimistic mode only"
+                .to_string(),
+        );
+    }
+    lines.join("\n")
 }
 
 /// The RocksDB options the benchtool sets (everything else is RocksDB's default).
@@ -346,6 +430,12 @@ pub fn with_engine<T>(
         #[cfg(not(feature = "rocksdb"))]
         EngineKind::Rocksdb => crate::bail!(
             "this binary was built without RocksDB; rebuild with `--features rocksdb` (as `make bench` does)"
+        ),
+        #[cfg(feature = "tidesdb")]
+        EngineKind::Tidesdb => body.run(tidesdb_engine::TidesDbEngine::open(path, settings)?),
+        #[cfg(not(feature = "tidesdb"))]
+        EngineKind::Tidesdb => crate::bail!(
+            "this binary was built without TidesDB; rebuild with `--features tidesdb` (as `make bench` does)"
         ),
     }
 }
