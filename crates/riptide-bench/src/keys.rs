@@ -11,7 +11,8 @@
 //!
 //! Values are slices of a pool of pseudo-random bytes in which every 100-byte chunk repeats a
 //! random prefix, so that LZ4 compresses them to about the chosen fraction (half by default, as
-//! RocksDB's `db_bench` does), never to a tenth like a constant pattern.
+//! RocksDB's `db_bench` does), never to a tenth like a constant pattern. A key's value is chosen
+//! by its number alone, so that reads can be checked (`crate::verify`).
 
 use clap::ValueEnum;
 
@@ -350,23 +351,23 @@ impl ValuePool {
         self.compressibility
     }
 
-    /// A starting offset for thread `thread`, so threads do not write identical values.
-    pub fn start_offset(&self, thread: usize) -> usize {
-        (mix64(thread as u64 + 7) as usize) % self.bytes.len()
-    }
-
-    /// The next value of `length_bytes` at `*offset`, advancing the offset (consecutive values
-    /// of one thread are distinct stretches of the pool, so they do not compress against each
-    /// other inside a block).
-    pub fn next_value(&self, offset: &mut usize, length_bytes: usize) -> &[u8] {
-        if *offset + length_bytes > self.bytes.len() {
-            *offset = 0;
-        }
-        let start = *offset;
-        *offset += length_bytes;
-        &self.bytes[start..start + length_bytes]
+    /// The value of key number `number`, `length_bytes` long (at most the size the pool was
+    /// made for): a stretch of the pool starting at a chunk boundary chosen by hashing the
+    /// number. Every write of a key writes this value, whichever thread or phase writes it, so
+    /// a reader can check what any engine returns (`crate::verify`); keys that follow each
+    /// other get unrelated stretches, so neighbouring values in a block do not compress
+    /// against each other (but for the rare two keys that draw the same stretch).
+    pub fn value_for_key(&self, number: u64, length_bytes: usize) -> &[u8] {
+        let length = length_bytes.min(self.bytes.len());
+        let slots = (self.bytes.len() - length) / VALUE_CHUNK_BYTES + 1;
+        let start = (mix64(number ^ VALUE_SALT) % slots as u64) as usize * VALUE_CHUNK_BYTES;
+        &self.bytes[start..start + length]
     }
 }
+
+/// Mixed into key numbers before they choose their value, so that values do not follow the
+/// key permutation's own mixer.
+const VALUE_SALT: u64 = 0x6a09_e667_f3bc_c908;
 
 #[cfg(test)]
 mod tests {
@@ -523,10 +524,11 @@ mod tests {
     fn values_compress_to_about_the_chosen_fraction() {
         for compressibility in [0.25, 0.5, 1.0] {
             let pool = ValuePool::new(4096, compressibility, 1).unwrap();
-            let mut offset = pool.start_offset(0);
             let mut block = Vec::new();
+            let mut number = 0;
             while block.len() < 64 * 1024 {
-                block.extend_from_slice(pool.next_value(&mut offset, 100));
+                block.extend_from_slice(pool.value_for_key(number, 100));
+                number += 1;
             }
             let compressed = lz4_flex::block::compress(&block);
             let ratio = compressed.len() as f64 / block.len() as f64;
@@ -539,14 +541,14 @@ mod tests {
     }
 
     #[test]
-    fn consecutive_values_differ() {
-        let pool = ValuePool::new(100, 0.5, 1).unwrap();
-        let mut offset = 0;
-        let first = pool.next_value(&mut offset, 100).to_vec();
-        let second = pool.next_value(&mut offset, 100).to_vec();
-        assert_ne!(first, second);
-        let mut wrap = pool.bytes.len() - 10;
-        assert_eq!(pool.next_value(&mut wrap, 100).len(), 100);
-        assert_eq!(wrap, 100);
+    fn a_key_always_gets_its_own_value() {
+        let pool = ValuePool::new(4096, 0.5, 1).unwrap();
+        assert_eq!(pool.value_for_key(7, 100), pool.value_for_key(7, 100));
+        assert_ne!(pool.value_for_key(7, 100), pool.value_for_key(8, 100));
+        assert_eq!(pool.value_for_key(7, 4096).len(), 4096);
+        let whole = pool.bytes.len();
+        assert_eq!(pool.value_for_key(u64::MAX, whole).len(), whole);
+        let same_seed = ValuePool::new(4096, 0.5, 1).unwrap();
+        assert_eq!(pool.value_for_key(12_345, 64), same_seed.value_for_key(12_345, 64));
     }
 }

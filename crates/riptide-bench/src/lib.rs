@@ -1,4 +1,4 @@
-//! Riptide's benchtool: Riptide and RocksDB side by side, with CSV results, reports and charts.
+//! Riptide's benchtool: Riptide, RocksDB and TidesDB side by side, with CSV results, reports and charts.
 //!
 //! The binary `riptide-bench` runs one workload on one engine (`run`), a whole suite on every
 //! engine (`suite`, each run in a child process of its own), regenerates a suite's report
@@ -6,8 +6,8 @@
 //! tests can drive them: key and value generation ([`keys`]), the engines ([`engine`]), one
 //! measured run ([`workload`]), the transaction workload's read-modify-write transactions
 //! ([`transaction`]), metric arithmetic and `/proc` counters ([`metrics`]), result
-//! files ([`csv`]), throughput over time ([`timeline`]), reports ([`report`]), suites ([`suite`])
-//! and comparisons ([`compare`]).
+//! files ([`csv`]), throughput over time ([`timeline`]), reports ([`report`]), suites ([`suite`]),
+//! comparisons ([`compare`]) and the checks of every engine's answers ([`verify`]).
 
 pub mod compare;
 pub mod csv;
@@ -20,4 +20,5 @@ pub mod suite;
 pub mod system;
 pub mod timeline;
 pub mod transaction;
+pub mod verify;
 pub mod workload;

@@ -27,10 +27,11 @@ use hdrhistogram::Histogram;
 
 use crate::bail;
 use crate::engine::{
-    with_engine, Engine, EngineKind, EngineSettings, EngineUser, Session, TransactionMode, WriteStalls,
+    with_engine, Engine, EngineKind, EngineSettings, EngineUser, ScanCapture, ScanIterator, ScanOutcome, Scanner,
+    Session, TransactionMode, WriteStalls,
 };
 use crate::error::{BenchError, Context, Result};
-use crate::keys::{check_key_size, encode_key, KeyPattern, KeySpace, SplitMix64, ValuePool};
+use crate::keys::{check_key_size, encode_key, KeyCursor, KeyPattern, KeySpace, SplitMix64, ValuePool};
 use crate::metrics::{
     directory_size_bytes, merge_histogram, new_histogram, peak_rss_bytes, ratio, reset_peak_rss, LatencySummary,
     ProcessSnapshot, ResourceUse,
@@ -39,6 +40,7 @@ use crate::transaction::{
     TransactionCounts, TransactionOutcome, TransactionWorker, COUNTER_BYTES, DEFAULT_TRANSACTION_KEY_COUNT,
     KEYS_PER_TRANSACTION,
 };
+use crate::verify::{Checker, PopulatedKeys, Verdicts, FULL_CHECK_INTERVAL};
 
 /// What the measured phase does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, ValueEnum)]
@@ -51,9 +53,10 @@ pub enum Workload {
     Mixed,
     /// Deletes of populated keys (in batches).
     Delete,
-    /// An iterator per operation, positioned with `seek` and read once.
+    /// A `seek` and one entry read, per operation (`--scan-iterator`: a new iterator per seek,
+    /// or one per thread re-seeked).
     Seek,
-    /// An iterator per operation, positioned with `seek` and read for `--range-size` entries.
+    /// A `seek` and `--range-size` entries read, per operation (`--scan-iterator` as for seeks).
     Range,
     /// Read-modify-write transactions over a populated key space (`--transaction-keys`): each
     /// reads 4 keys and writes them back incremented (`--transaction-mode`); aborts are counted,
@@ -120,6 +123,10 @@ pub struct RunParameters {
     /// Entries read per range scan.
     #[arg(long = "range-size", default_value_t = 100)]
     pub range_size: usize,
+    /// Seeks and range scans: a new iterator per scan (fresh, what a SQL engine does per query)
+    /// or one iterator per thread re-seeked for every scan (reseek).
+    #[arg(long = "scan-iterator", value_enum, default_value = "fresh")]
+    pub scan_iterator: ScanIterator,
     /// Transaction workload: locks (pessimistic: `get_for_update`, RocksDB's `TransactionDB`) or
     /// validation at commit (optimistic: `get`, RocksDB's `OptimisticTransactionDB`).
     #[arg(long = "transaction-mode", value_enum, default_value = "pessimistic")]
@@ -193,6 +200,7 @@ impl Default for RunParameters {
             pattern: KeyPattern::Random,
             workload: Workload::Write,
             range_size: 100,
+            scan_iterator: ScanIterator::Fresh,
             transaction_mode: TransactionMode::Pessimistic,
             transaction_key_count: DEFAULT_TRANSACTION_KEY_COUNT,
             sync: false,
@@ -234,6 +242,9 @@ impl RunParameters {
         }
         if self.workload == Workload::Range {
             name.push_str(&format!("_r{}", self.range_size));
+        }
+        if matches!(self.workload, Workload::Seek | Workload::Range) && self.scan_iterator == ScanIterator::Reseek {
+            name.push_str("_reseek");
         }
         if matches!(self.workload, Workload::Write | Workload::Mixed | Workload::Delete) {
             name.push_str(&format!("_b{}", self.batch_size));
@@ -324,6 +335,8 @@ impl RunParameters {
             self.workload.as_str().to_string(),
             "--range-size".to_string(),
             self.range_size.to_string(),
+            "--scan-iterator".to_string(),
+            self.scan_iterator.as_str().to_string(),
             "--transaction-mode".to_string(),
             self.transaction_mode.as_str().to_string(),
             "--transaction-keys".to_string(),
@@ -453,6 +466,12 @@ pub struct RunResult {
     pub write_stalls: Option<WriteStalls>,
     /// Transaction runs: how the attempted transactions ended.
     pub transactions: Option<TransactionCounts>,
+    /// Answers of gets and scans checked against what was written (`crate::verify`).
+    pub answers_checked: u64,
+    /// Answers that were wrong (a run with any fails).
+    pub wrong_answers: u64,
+    /// The first wrong answers, described.
+    pub wrong_examples: Vec<String>,
 }
 
 impl RunResult {
@@ -558,6 +577,9 @@ fn run_in_directory(parameters: &RunParameters, test: &str, directory: &Path) ->
         live_keys,
         write_stalls: measured.write_stalls,
         transactions: (parameters.workload == Workload::Transaction).then_some(phase.transactions),
+        answers_checked: phase.verdicts.checked,
+        wrong_answers: phase.verdicts.wrong,
+        wrong_examples: phase.verdicts.examples.clone(),
     };
     Ok(RunOutput { result, samples: measured.samples })
 }
@@ -601,17 +623,20 @@ impl EngineUser for MeasuredRun<'_> {
         if parameters.workload.populates() {
             let started = Instant::now();
             let spec = populate_spec(parameters, &label);
-            populate = Some(run_phase(&engine, parameters, self.pool, &spec)?);
+            populate = Some(run_phase(&engine, parameters, self.pool, &spec, None)?);
             engine.settle()?;
             populate_seconds = started.elapsed().as_secs_f64();
         }
+        // The keys the populate wrote, to check the answers of the reads; made before the peak
+        // RSS is reset, so its few bytes per key count for every engine alike.
+        let populated = populate.as_ref().map(|outcome| populated_keys(parameters, outcome));
         let peak_rss_reset = reset_peak_rss();
         let before = ProcessSnapshot::now()?;
         let spec = measured_spec(parameters, &label);
         // The engines' stall counters run from open; the difference keeps the populate phase's
         // stalls and the settling flush out of the measured phase's figure.
         let stalls_before = engine.write_stalls();
-        let phase = run_phase(&engine, parameters, self.pool, &spec)?;
+        let phase = run_phase(&engine, parameters, self.pool, &spec, populated.as_ref())?;
         let write_stalls = stalls_before.zip(engine.write_stalls()).map(|(before, after)| after.since(&before));
         let settle_started = Instant::now();
         engine.settle()?;
@@ -696,8 +721,8 @@ fn measured_spec(parameters: &RunParameters, label: &str) -> PhaseSpec {
             Workload::Read => PhaseKind::Read,
             Workload::Mixed => PhaseKind::Mixed,
             Workload::Delete => PhaseKind::Delete,
-            Workload::Seek => PhaseKind::Scan { limit: 1 },
-            Workload::Range => PhaseKind::Scan { limit: parameters.range_size },
+            Workload::Seek => PhaseKind::Scan { limit: 1, iterator: parameters.scan_iterator },
+            Workload::Range => PhaseKind::Scan { limit: parameters.range_size, iterator: parameters.scan_iterator },
             Workload::Transaction => PhaseKind::Transaction { mode: parameters.transaction_mode },
         },
         // Transactions draw their keys from a space of their own size; every other phase has an
@@ -725,38 +750,45 @@ pub fn thread_share(operations: u64, threads: usize, thread: usize) -> (u64, u64
     (start, end)
 }
 
+/// Adds (`present`) or removes the keys `done[thread]` operations of each thread consumed of
+/// `space`'s stream `stream_base + thread`.
+fn mark_keys(keys: &mut PopulatedKeys, space: &KeySpace, stream_base: u64, done: &[u64], present: bool) {
+    for (thread, &count) in done.iter().enumerate() {
+        let (start, _) = thread_share(space.operations(), done.len(), thread);
+        let mut cursor = space.cursor(stream_base + thread as u64);
+        for offset in 0..count {
+            keys.set(cursor.key_number(start + offset), present);
+        }
+    }
+}
+
+/// The keys a populate phase wrote, replayed from its key streams.
+fn populated_keys(parameters: &RunParameters, populate: &PhaseOutcome) -> PopulatedKeys {
+    let space = populate_space(parameters);
+    let mut keys = PopulatedKeys::new(space.key_number_bound().max(measured_space(parameters).key_number_bound()));
+    mark_keys(&mut keys, &space, POPULATE_STREAM, &populate.written_per_thread, true);
+    keys
+}
+
 /// Counts the live keys after the run by replaying every key stream into a bitmap.
 fn count_live(parameters: &RunParameters, measured: &Measured) -> (u64, u64) {
     let phase_space = measured_space(parameters);
     let bound = populate_space(parameters).key_number_bound().max(phase_space.key_number_bound());
-    let mut bitmap = vec![0u64; bound.div_ceil(64) as usize];
-    let mut apply = |space: &KeySpace, stream_base: u64, done: &[u64], set: bool| {
-        for (thread, &count) in done.iter().enumerate() {
-            let (start, _) = thread_share(space.operations(), done.len(), thread);
-            let mut cursor = space.cursor(stream_base + thread as u64);
-            for offset in 0..count {
-                let number = cursor.key_number(start + offset);
-                let (word, bit) = ((number / 64) as usize, number % 64);
-                if set {
-                    bitmap[word] |= 1 << bit;
-                } else {
-                    bitmap[word] &= !(1 << bit);
-                }
-            }
-        }
-    };
+    let mut keys = PopulatedKeys::new(bound);
     if let Some(populate) = &measured.populate {
-        apply(&populate_space(parameters), POPULATE_STREAM, &populate.written_per_thread, true);
+        mark_keys(&mut keys, &populate_space(parameters), POPULATE_STREAM, &populate.written_per_thread, true);
     }
     match parameters.workload {
         Workload::Write | Workload::Mixed => {
-            apply(&phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, true)
+            mark_keys(&mut keys, &phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, true)
         }
-        Workload::Delete => apply(&phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, false),
+        Workload::Delete => {
+            mark_keys(&mut keys, &phase_space, MEASURED_STREAM, &measured.phase.written_per_thread, false)
+        }
         // Transactions rewrite populated keys only.
         Workload::Read | Workload::Seek | Workload::Range | Workload::Transaction => {}
     }
-    let live_keys: u64 = bitmap.iter().map(|word| u64::from(word.count_ones())).sum();
+    let live_keys = keys.len();
     (live_keys, live_keys * (parameters.key_size_bytes + parameters.value_size_bytes) as u64)
 }
 
@@ -767,7 +799,7 @@ enum PhaseKind {
     Delete,
     Read,
     Mixed,
-    Scan { limit: usize },
+    Scan { limit: usize, iterator: ScanIterator },
     Transaction { mode: TransactionMode },
 }
 
@@ -813,6 +845,7 @@ struct PhaseOutcome {
     logical_read_bytes: u64,
     samples: Vec<Sample>,
     transactions: TransactionCounts,
+    verdicts: Verdicts,
 }
 
 /// What one worker thread produced.
@@ -829,6 +862,7 @@ struct WorkerOutcome {
     found: u64,
     logical_read_bytes: u64,
     transactions: TransactionCounts,
+    verdicts: Verdicts,
 }
 
 /// A progress counter on its own cache line, written by one thread and read by the sampler.
@@ -841,6 +875,7 @@ fn run_phase<E: Engine>(
     parameters: &RunParameters,
     pool: &ValuePool,
     spec: &PhaseSpec,
+    populated: Option<&PopulatedKeys>,
 ) -> Result<PhaseOutcome> {
     let threads = parameters.threads;
     let counters: Vec<PaddedCounter> = (0..threads).map(|_| PaddedCounter::default()).collect();
@@ -851,8 +886,16 @@ fn run_phase<E: Engine>(
     let (duration_seconds, outcomes, samples) = std::thread::scope(|scope| {
         let workers: Vec<_> = (0..threads)
             .map(|thread| {
-                let context =
-                    WorkerContext { engine, parameters, pool, spec, thread, counter: &counters[thread].0, stop: &stop };
+                let context = WorkerContext {
+                    engine,
+                    parameters,
+                    pool,
+                    spec,
+                    populated,
+                    thread,
+                    counter: &counters[thread].0,
+                    stop: &stop,
+                };
                 let barrier = &barrier;
                 scope.spawn(move || {
                     barrier.wait();
@@ -907,6 +950,7 @@ fn run_phase<E: Engine>(
         logical_read_bytes: 0,
         samples,
         transactions: TransactionCounts::default(),
+        verdicts: Verdicts::default(),
     };
     for outcome in outcomes {
         let outcome = outcome?;
@@ -922,6 +966,7 @@ fn run_phase<E: Engine>(
         phase.found += outcome.found;
         phase.logical_read_bytes += outcome.logical_read_bytes;
         phase.transactions.add(&outcome.transactions);
+        phase.verdicts.add(&outcome.verdicts);
     }
     phase.histogram = histogram;
     phase.get_histogram = get_histogram;
@@ -1000,6 +1045,8 @@ struct WorkerContext<'a, E> {
     parameters: &'a RunParameters,
     pool: &'a ValuePool,
     spec: &'a PhaseSpec,
+    /// The keys the populate phase wrote (`None` when the run populated nothing).
+    populated: Option<&'a PopulatedKeys>,
     thread: usize,
     counter: &'a AtomicU64,
     stop: &'a AtomicBool,
@@ -1017,9 +1064,12 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
     let mut cursor = spec.space.cursor(spec.stream_base + context.thread as u64);
     let mut get_cursor = spec.space.cursor(GET_STREAM + context.thread as u64);
     let mut choice = SplitMix64::new(parameters.seed ^ ((context.thread as u64) << 32));
-    let mut value_offset = context.pool.start_offset(context.thread);
     let mut key = vec![0u8; parameters.key_size_bytes];
     let value_size = parameters.value_size_bytes;
+    let pool = context.pool;
+    // The reused buffer gets return their value in, and the checks of what they return.
+    let mut value = Vec::with_capacity(value_size);
+    let mut checker = Checker::new(context.populated, pool, parameters.key_size_bytes, value_size);
     // Values of the transaction populate: a pool value with a zero counter at its start.
     let mut counter_value = Vec::with_capacity(value_size);
     let mut transactions = match spec.kind {
@@ -1040,7 +1090,18 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
         found: 0,
         logical_read_bytes: 0,
         transactions: TransactionCounts::default(),
+        verdicts: Verdicts::default(),
     };
+    if let PhaseKind::Scan { limit, iterator } = spec.kind {
+        let mut scans = ScanShare { context, start, end, limit, cursor, outcome, checker };
+        match iterator {
+            ScanIterator::Fresh => scans.run(&mut FreshScans(&mut session))?,
+            ScanIterator::Reseek => session.with_reseeked_iterator(&mut |scanner| scans.run(scanner))?,
+        }
+        let mut outcome = scans.outcome;
+        outcome.verdicts = scans.checker.verdicts;
+        return Ok(outcome);
+    }
     let mut index = start;
     // Mixed runs alternate a batch of puts (consuming write indexes) and a batch of gets.
     let mut mixed_turn_is_put = true;
@@ -1061,22 +1122,24 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
                 let is_write = spec.kind == PhaseKind::Write;
                 let began = Instant::now();
                 if chunk == 1 && batch_size == 1 {
-                    encode_key(cursor.key_number(index), &mut key);
+                    let number = cursor.key_number(index);
+                    encode_key(number, &mut key);
                     if is_write {
-                        session.put(&key, context.pool.next_value(&mut value_offset, value_size))?;
+                        session.put(&key, pool.value_for_key(number, value_size))?;
                     } else {
                         session.delete(&key)?;
                     }
                 } else {
                     for offset in 0..chunk {
-                        encode_key(cursor.key_number(index + offset), &mut key);
+                        let number = cursor.key_number(index + offset);
+                        encode_key(number, &mut key);
                         if is_write && spec.zero_counters {
                             counter_value.clear();
-                            counter_value.extend_from_slice(context.pool.next_value(&mut value_offset, value_size));
+                            counter_value.extend_from_slice(pool.value_for_key(number, value_size));
                             crate::transaction::write_counter(0, &mut counter_value)?;
                             session.batch_put(&key, &counter_value);
                         } else if is_write {
-                            session.batch_put(&key, context.pool.next_value(&mut value_offset, value_size));
+                            session.batch_put(&key, pool.value_for_key(number, value_size));
                         } else {
                             session.batch_delete(&key);
                         }
@@ -1090,27 +1153,23 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
                 outcome.operations_done += chunk;
                 outcome.written += chunk;
             }
-            PhaseKind::Read | PhaseKind::Scan { .. } => {
-                encode_key(cursor.key_number(index), &mut key);
+            PhaseKind::Read => {
+                let number = cursor.key_number(index);
+                encode_key(number, &mut key);
                 let began = Instant::now();
-                let (found, bytes) = match spec.kind {
-                    PhaseKind::Scan { limit } => {
-                        let scan = session.scan(&key, limit)?;
-                        (scan.entries > 0, scan.bytes)
-                    }
-                    _ => match session.get(&key)? {
-                        Some(length) => (true, (key.len() + length) as u64),
-                        None => (false, 0),
-                    },
-                };
+                let found = session.get(&key, &mut value)?;
                 let ended = Instant::now();
                 outcome.histogram.saturating_record(nanos_since(began, ended));
                 last_check = ended;
-                outcome.found += u64::from(found);
-                outcome.logical_read_bytes += bytes;
+                checker.check_get(number, found.then_some(value.as_slice()), false);
+                if found {
+                    outcome.found += 1;
+                    outcome.logical_read_bytes += (key.len() + value.len()) as u64;
+                }
                 index += 1;
                 outcome.operations_done += 1;
             }
+            PhaseKind::Scan { .. } => bail!("internal error: scans run in their own loop"),
             PhaseKind::Mixed => {
                 if mixed_turn_is_put {
                     // Puts take the next write indexes of this thread's share.
@@ -1118,12 +1177,14 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
                     let puts = chunk.min(end - write_index);
                     let began = Instant::now();
                     if puts == 1 && batch_size == 1 {
-                        encode_key(cursor.key_number(write_index), &mut key);
-                        session.put(&key, context.pool.next_value(&mut value_offset, value_size))?;
+                        let number = cursor.key_number(write_index);
+                        encode_key(number, &mut key);
+                        session.put(&key, pool.value_for_key(number, value_size))?;
                     } else {
                         for offset in 0..puts {
-                            encode_key(cursor.key_number(write_index + offset), &mut key);
-                            session.batch_put(&key, context.pool.next_value(&mut value_offset, value_size));
+                            let number = cursor.key_number(write_index + offset);
+                            encode_key(number, &mut key);
+                            session.batch_put(&key, pool.value_for_key(number, value_size));
                         }
                         session.commit_batch()?;
                     }
@@ -1139,21 +1200,23 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
                     let gets = chunk;
                     let began_all = Instant::now();
                     for _ in 0..gets {
-                        // Injective patterns read a key this thread already wrote; zipfian and
-                        // uniform take a fresh draw of their distribution.
-                        let number = if spec.space.pattern().is_injective() {
+                        // Injective patterns read a key this thread already wrote (so it must be
+                        // found); zipfian and uniform take a fresh draw of their distribution.
+                        let injective = spec.space.pattern().is_injective();
+                        let number = if injective {
                             cursor.key_number(start + choice.next_below(outcome.written.max(1)))
                         } else {
                             get_cursor.key_number(0)
                         };
                         encode_key(number, &mut key);
                         let began = Instant::now();
-                        let found = session.get(&key)?;
+                        let found = session.get(&key, &mut value)?;
                         let ended = Instant::now();
                         outcome.get_histogram.saturating_record(nanos_since(began, ended));
-                        if let Some(length) = found {
+                        checker.check_get(number, found.then_some(value.as_slice()), injective && outcome.written > 0);
+                        if found {
                             outcome.found += 1;
-                            outcome.logical_read_bytes += (key.len() + length) as u64;
+                            outcome.logical_read_bytes += (key.len() + value.len()) as u64;
                         }
                     }
                     let ended = Instant::now();
@@ -1189,7 +1252,61 @@ fn run_worker<E: Engine>(context: &WorkerContext<'_, E>) -> Result<WorkerOutcome
         outcome.transactions = worker.counts;
         outcome.logical_read_bytes += worker.read_bytes;
     }
+    outcome.verdicts = checker.verdicts;
     Ok(outcome)
+}
+
+/// A session's scans, each with an iterator of its own (the fresh form).
+struct FreshScans<'s, S>(&'s mut S);
+
+impl<S: Session> Scanner for FreshScans<'_, S> {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
+        self.0.scan(start, limit, capture)
+    }
+}
+
+/// A worker's share of a seek or range phase, run through whichever iterator form it uses.
+struct ScanShare<'c, 'a, E> {
+    context: &'c WorkerContext<'a, E>,
+    start: u64,
+    end: u64,
+    limit: usize,
+    cursor: KeyCursor<'a>,
+    outcome: WorkerOutcome,
+    checker: Checker<'a>,
+}
+
+impl<E> ScanShare<'_, '_, E> {
+    /// Runs the share's scans through `scanner`, each timed alone and then checked.
+    fn run(&mut self, scanner: &mut dyn Scanner) -> Result<()> {
+        let context = self.context;
+        let mut key = vec![0u8; context.parameters.key_size_bytes];
+        let mut capture = ScanCapture::default();
+        let mut last_check = Instant::now();
+        for index in self.start..self.end {
+            if context.stop.load(Ordering::Relaxed) {
+                break;
+            }
+            if context.spec.deadline.is_some_and(|deadline| last_check >= deadline) {
+                self.outcome.capped = true;
+                break;
+            }
+            let number = self.cursor.key_number(index);
+            encode_key(number, &mut key);
+            capture.clear(index % FULL_CHECK_INTERVAL == 0);
+            let began = Instant::now();
+            let scan = scanner.scan(&key, self.limit, &mut capture)?;
+            let ended = Instant::now();
+            self.outcome.histogram.saturating_record(nanos_since(began, ended));
+            last_check = ended;
+            self.checker.check_scan(number, self.limit, scan.entries, &capture);
+            self.outcome.found += u64::from(scan.entries > 0);
+            self.outcome.logical_read_bytes += scan.bytes;
+            self.outcome.operations_done += 1;
+            context.counter.store(self.outcome.operations_done, Ordering::Relaxed);
+        }
+        Ok(())
+    }
 }
 
 /// Appends the throughput samples of a run to a CSV file (header when new).
@@ -1222,7 +1339,8 @@ pub fn append_timeseries(path: &Path, test: &str, engine: &str, samples: &[Sampl
     Ok(())
 }
 
-/// Runs `parameters` and writes the outputs it asks for (CSV row, samples, report).
+/// Runs `parameters` and writes the outputs it asks for (CSV row, samples, report); fails,
+/// after recording them, when any answer of the engine was wrong.
 pub fn run_and_record(parameters: &RunParameters) -> Result<RunOutput> {
     let output = run(parameters)?;
     if let Some(path) = &parameters.csv {
@@ -1235,6 +1353,17 @@ pub fn run_and_record(parameters: &RunParameters) -> Result<RunOutput> {
         let rows = vec![crate::csv::Row::from_result(&output.result)];
         let text = crate::report::single_run_report(&rows);
         std::fs::write(path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let result = &output.result;
+    if result.wrong_answers > 0 {
+        bail!(
+            "{} on {}: {} of {} answers checked were wrong; first: {}",
+            result.test,
+            result.engine,
+            result.wrong_answers,
+            result.answers_checked,
+            result.wrong_examples.join("; ")
+        );
     }
     Ok(output)
 }
@@ -1339,11 +1468,11 @@ mod tests {
             let _ = std::fs::remove_dir_all(&directory);
             let engine = RiptideEngine::open(&directory, &parameters.engine_settings().unwrap()).unwrap();
             let pool = ValuePool::new(parameters.value_size_bytes, parameters.value_compressibility, 1).unwrap();
-            let populate = run_phase(&engine, &parameters, &pool, &populate_spec(&parameters, "test")).unwrap();
+            let populate = run_phase(&engine, &parameters, &pool, &populate_spec(&parameters, "test"), None).unwrap();
             assert_eq!(populate.operations_done, 16);
             engine.settle().unwrap();
             assert_eq!(counter_sum(engine.db(), &parameters), 0, "the populate writes zero counters");
-            let phase = run_phase(&engine, &parameters, &pool, &measured_spec(&parameters, "test")).unwrap();
+            let phase = run_phase(&engine, &parameters, &pool, &measured_spec(&parameters, "test"), None).unwrap();
             let counts = phase.transactions;
             let context = format!("{mode:?} {pattern:?}: {counts:?}");
             assert_eq!(counts.attempts, parameters.operations, "{context}");

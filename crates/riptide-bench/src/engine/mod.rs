@@ -209,6 +209,73 @@ pub struct ScanOutcome {
     pub bytes: u64,
 }
 
+/// What a scan hands back for checking: the first entry's key and value, and, when asked for,
+/// every key it visited (concatenated, in the order visited).
+///
+/// Engines call [`ScanCapture::record`] for every entry they visit; it copies the first entry
+/// and then only keys, and only when `all_keys` is set, so the checks cost a measured scan
+/// little (the workload asks for every key of a sample of scans, see `crate::verify`).
+#[derive(Clone, Debug, Default)]
+pub struct ScanCapture {
+    /// Record every key visited, not only the first.
+    pub all_keys: bool,
+    /// The first entry's key, then (with `all_keys`) every further key, back to back.
+    pub keys: Vec<u8>,
+    /// The byte length of each key in `keys`.
+    pub key_lengths: Vec<usize>,
+    /// The first entry's value.
+    pub first_value: Vec<u8>,
+}
+
+impl ScanCapture {
+    /// Empties the capture for the next scan.
+    pub fn clear(&mut self, all_keys: bool) {
+        self.all_keys = all_keys;
+        self.keys.clear();
+        self.key_lengths.clear();
+        self.first_value.clear();
+    }
+
+    /// Notes entry number `position` (0 for the first) of the scan.
+    #[inline]
+    pub fn record(&mut self, position: u64, key: &[u8], value: &[u8]) {
+        if position == 0 {
+            self.first_value.extend_from_slice(value);
+        } else if !self.all_keys {
+            return;
+        }
+        self.keys.extend_from_slice(key);
+        self.key_lengths.push(key.len());
+    }
+}
+
+/// How a workload's scans get their iterator.
+#[derive(Clone, Copy, Debug, Default, PartialEq, Eq, Hash, ValueEnum)]
+pub enum ScanIterator {
+    /// A new iterator for every scan, as a SQL engine creates one per query.
+    #[default]
+    Fresh,
+    /// One iterator per thread for the whole phase, positioned anew by a seek for every scan.
+    Reseek,
+}
+
+impl ScanIterator {
+    /// The name used on the command line and in result files.
+    pub fn as_str(self) -> &'static str {
+        match self {
+            ScanIterator::Fresh => "fresh",
+            ScanIterator::Reseek => "reseek",
+        }
+    }
+}
+
+/// One iterator that scans again and again (see [`Session::with_reseeked_iterator`]).
+pub trait Scanner {
+    /// Seeks to the first key `>= start` and reads up to `limit` entries, noting them in
+    /// `capture`.
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome>;
+}
+
 /// How long writes waited for flushes and compactions, as the engine itself counts it.
 ///
 /// Both engines count the time a writer (the leader of a write group) spent waiting before its
@@ -277,10 +344,14 @@ pub trait Session {
     fn batch_delete(&mut self, key: &[u8]);
     /// Writes the pending batch atomically and starts a new one.
     fn commit_batch(&mut self) -> Result<()>;
-    /// Reads a key; returns the value length when found.
-    fn get(&mut self, key: &[u8]) -> Result<Option<usize>>;
-    /// Positions an iterator at the first key `>= start` and reads up to `limit` entries.
-    fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome>;
+    /// Reads a key into `value` (replacing its contents); returns false when the key is absent.
+    fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool>;
+    /// Creates an iterator, positions it at the first key `>= start` and reads up to `limit`
+    /// entries, noting them in `capture`.
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome>;
+    /// Creates one iterator and lends it to `body`, which scans with it as often as it likes
+    /// (each scan a seek, then `next`); the iterator lives until `body` returns.
+    fn with_reseeked_iterator(&mut self, body: &mut dyn FnMut(&mut dyn Scanner) -> Result<()>) -> Result<()>;
     /// Begins a transaction (with its snapshot taken now) in the mode the engine was opened
     /// with; fails when the engine was opened without transactions or one is already open.
     fn begin_transaction(&mut self) -> Result<()>;

@@ -21,8 +21,8 @@ use riptide::{
 };
 
 use super::{
-    AbortKind, Engine, EngineSettings, ScanOutcome, Session, TransactionError, TransactionMode, WriteStalls,
-    BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY, TRANSACTION_LOCK_TIMEOUT,
+    AbortKind, Engine, EngineSettings, ScanCapture, ScanOutcome, Scanner, Session, TransactionError, TransactionMode,
+    WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY, TRANSACTION_LOCK_TIMEOUT,
 };
 use crate::bail;
 use crate::error::{BenchError, Context, Result};
@@ -232,24 +232,25 @@ impl Session for RiptideSession<'_> {
         Ok(self.engine.db.write_opt(batch, &self.engine.write_options)?)
     }
 
-    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
-        Ok(self.engine.db.get_opt(key, &self.read_options)?.map(|value| value.len()))
+    fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
+        // Riptide's get returns an owned value: moving it in costs no copy.
+        match self.engine.db.get_opt(key, &self.read_options)? {
+            Some(found) => {
+                *value = found;
+                Ok(true)
+            }
+            None => Ok(false),
+        }
     }
 
-    fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome> {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
         let mut iterator: DbIterator = self.engine.db.iter(&self.read_options)?;
-        iterator.seek(start);
-        let mut outcome = ScanOutcome::default();
-        while iterator.valid() {
-            outcome.entries += 1;
-            outcome.bytes += (iterator.key().len() + iterator.value().len()) as u64;
-            if outcome.entries >= limit as u64 {
-                break;
-            }
-            iterator.next();
-        }
-        iterator.status()?;
-        Ok(outcome)
+        scan_with(&mut iterator, start, limit, capture)
+    }
+
+    fn with_reseeked_iterator(&mut self, body: &mut dyn FnMut(&mut dyn Scanner) -> Result<()>) -> Result<()> {
+        let mut scanner = RiptideScanner { iterator: self.engine.db.iter(&self.read_options)? };
+        body(&mut scanner)
     }
 
     fn begin_transaction(&mut self) -> Result<()> {
@@ -297,6 +298,36 @@ impl Session for RiptideSession<'_> {
             Some(transaction) => transaction.rollback().context("rolling back a Riptide transaction"),
             None => Ok(()),
         }
+    }
+}
+
+/// Seeks `iterator` to `start` and reads up to `limit` entries (Riptide's iterators may be
+/// positioned again by a seek at any time).
+fn scan_with(iterator: &mut DbIterator, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
+    iterator.seek(start);
+    let mut outcome = ScanOutcome::default();
+    while iterator.valid() {
+        let (key, value) = (iterator.key(), iterator.value());
+        capture.record(outcome.entries, key, value);
+        outcome.entries += 1;
+        outcome.bytes += (key.len() + value.len()) as u64;
+        if outcome.entries >= limit as u64 {
+            break;
+        }
+        iterator.next();
+    }
+    iterator.status()?;
+    Ok(outcome)
+}
+
+/// A thread's one iterator, re-seeked for every scan.
+struct RiptideScanner {
+    iterator: DbIterator,
+}
+
+impl Scanner for RiptideScanner {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
+        scan_with(&mut self.iterator, start, limit, capture)
     }
 }
 

@@ -18,9 +18,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, DBCompressionType, MultiThreaded, OptimisticTransactionDB, OptimisticTransactionOptions,
-    Options, ReadOptions, Transaction, TransactionDBOptions, TransactionOptions, WaitForCompactOptions, WriteBatch,
-    WriteBatchWithTransaction, WriteBufferManager, WriteOptions, DB,
+    BlockBasedOptions, Cache, DBAccess, DBCompressionType, DBRawIteratorWithThreadMode, MultiThreaded,
+    OptimisticTransactionDB, OptimisticTransactionOptions, Options, ReadOptions, Transaction, TransactionDBOptions,
+    TransactionOptions, WaitForCompactOptions, WriteBatch, WriteBatchWithTransaction, WriteBufferManager, WriteOptions,
+    DB,
 };
 
 use super::rocksdb_properties::{
@@ -28,8 +29,9 @@ use super::rocksdb_properties::{
 };
 use super::rocksdb_status::classify_rocksdb_error;
 use super::{
-    rocksdb_settings_text, Engine, EngineSettings, ScanOutcome, Session, TransactionError, TransactionMode,
-    WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY, ROCKSDB_BACKGROUND_JOBS, TRANSACTION_LOCK_TIMEOUT,
+    rocksdb_settings_text, Engine, EngineSettings, ScanCapture, ScanOutcome, Scanner, Session, TransactionError,
+    TransactionMode, WriteStalls, BLOCK_SIZE_BYTES, BLOOM_BITS_PER_KEY, ROCKSDB_BACKGROUND_JOBS,
+    TRANSACTION_LOCK_TIMEOUT,
 };
 use crate::bail;
 use crate::error::{BenchError, Context, Result};
@@ -346,29 +348,32 @@ impl Session for RocksDbSession<'_> {
         .context("RocksDB write")
     }
 
-    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
+    fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
         let read_options = &self.read_options;
-        let length = with_db!(&self.engine.db, db => db
-            .get_pinned_opt(key, read_options)
-            .map(|value| value.map(|value| value.len())));
-        length.context("RocksDB get")
+        // A pinned read lends the value from the block cache or memtable; the copy into the
+        // caller's reused buffer is the one copy a caller that keeps the value pays.
+        let found = with_db!(&self.engine.db, db => db.get_pinned_opt(key, read_options).map(|pinned| match pinned {
+            Some(bytes) => {
+                value.clear();
+                value.extend_from_slice(&bytes);
+                true
+            }
+            None => false,
+        }));
+        found.context("RocksDB get")
     }
 
-    fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome> {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
         with_db!(&self.engine.db, db => {
             let mut iterator = db.raw_iterator_opt(ReadOptions::default());
-            iterator.seek(start);
-            let mut outcome = ScanOutcome::default();
-            while let (Some(key), Some(value)) = (iterator.key(), iterator.value()) {
-                outcome.entries += 1;
-                outcome.bytes += (key.len() + value.len()) as u64;
-                if outcome.entries >= limit as u64 {
-                    break;
-                }
-                iterator.next();
-            }
-            iterator.status().context("RocksDB iterator")?;
-            Ok(outcome)
+            scan_with(&mut iterator, start, limit, capture)
+        })
+    }
+
+    fn with_reseeked_iterator(&mut self, body: &mut dyn FnMut(&mut dyn Scanner) -> Result<()>) -> Result<()> {
+        with_db!(&self.engine.db, db => {
+            let mut scanner = RocksDbScanner { iterator: db.raw_iterator_opt(ReadOptions::default()) };
+            body(&mut scanner)
         })
     }
 
@@ -429,5 +434,39 @@ impl Session for RocksDbSession<'_> {
             None => Ok(()),
         }
         .context("rolling back a RocksDB transaction")
+    }
+}
+
+/// Seeks `iterator` to `start` and reads up to `limit` entries (RocksDB documents re-seeking a
+/// raw iterator as its intended use; it reads at the snapshot it was created with).
+fn scan_with<D: DBAccess>(
+    iterator: &mut DBRawIteratorWithThreadMode<'_, D>,
+    start: &[u8],
+    limit: usize,
+    capture: &mut ScanCapture,
+) -> Result<ScanOutcome> {
+    iterator.seek(start);
+    let mut outcome = ScanOutcome::default();
+    while let (Some(key), Some(value)) = (iterator.key(), iterator.value()) {
+        capture.record(outcome.entries, key, value);
+        outcome.entries += 1;
+        outcome.bytes += (key.len() + value.len()) as u64;
+        if outcome.entries >= limit as u64 {
+            break;
+        }
+        iterator.next();
+    }
+    iterator.status().context("RocksDB iterator")?;
+    Ok(outcome)
+}
+
+/// A thread's one raw iterator, re-seeked for every scan.
+struct RocksDbScanner<'a, D: DBAccess> {
+    iterator: DBRawIteratorWithThreadMode<'a, D>,
+}
+
+impl<D: DBAccess> Scanner for RocksDbScanner<'_, D> {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
+        scan_with(&mut self.iterator, start, limit, capture)
     }
 }

@@ -20,13 +20,13 @@ use std::path::Path;
 use std::time::Duration;
 
 use tidesdb::{
-    ColumnFamily, ColumnFamilyConfig, CompressionAlgorithm, Config, ErrorCode, IsolationLevel, LogLevel, SyncMode,
-    TidesDB, Transaction,
+    ColumnFamily, ColumnFamilyConfig, CompressionAlgorithm, Config, ErrorCode, IsolationLevel, Iterator, LogLevel,
+    SyncMode, TidesDB, Transaction,
 };
 
 use super::{
-    tidesdb_settings_text, AbortKind, Engine, EngineSettings, ScanOutcome, Session, TransactionError, TransactionMode,
-    WriteStalls,
+    tidesdb_settings_text, AbortKind, Engine, EngineSettings, ScanCapture, ScanOutcome, Scanner, Session,
+    TransactionError, TransactionMode, WriteStalls,
 };
 use crate::bail;
 use crate::error::{BenchError, Result};
@@ -276,30 +276,30 @@ impl Session for TidesDbSession<'_> {
         self.commit_writer()
     }
 
-    fn get(&mut self, key: &[u8]) -> Result<Option<usize>> {
+    fn get(&mut self, key: &[u8], value: &mut Vec<u8>) -> Result<bool> {
         self.fresh_reader()?;
+        // The binding returns an owned copy of the value: moving it in costs no further copy.
         match self.reader.get(&self.family, key) {
-            Ok(value) => Ok(Some(value.len())),
-            Err(error) if is_not_found(&error) => Ok(None),
+            Ok(found) => {
+                *value = found;
+                Ok(true)
+            }
+            Err(error) if is_not_found(&error) => Ok(false),
             Err(error) => Err(failed("TidesDB get", error)),
         }
     }
 
-    fn scan(&mut self, start: &[u8], limit: usize) -> Result<ScanOutcome> {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
         self.fresh_reader()?;
         let mut iterator = self.reader.new_iterator(&self.family).map_err(|error| failed("TidesDB iterator", error))?;
-        iterator.seek(start).map_err(|error| failed("TidesDB seek", error))?;
-        let mut outcome = ScanOutcome::default();
-        while iterator.is_valid() {
-            let (key, value) = iterator.key_value().map_err(|error| failed("TidesDB iterator entry", error))?;
-            outcome.entries += 1;
-            outcome.bytes += (key.len() + value.len()) as u64;
-            if outcome.entries >= limit as u64 {
-                break;
-            }
-            iterator.next().map_err(|error| failed("TidesDB next", error))?;
-        }
-        Ok(outcome)
+        scan_with(&mut iterator, start, limit, capture)
+    }
+
+    fn with_reseeked_iterator(&mut self, body: &mut dyn FnMut(&mut dyn Scanner) -> Result<()>) -> Result<()> {
+        self.fresh_reader()?;
+        let iterator = self.reader.new_iterator(&self.family).map_err(|error| failed("TidesDB iterator", error))?;
+        let mut scanner = TidesDbScanner { iterator };
+        body(&mut scanner)
     }
 
     fn begin_transaction(&mut self) -> Result<()> {
@@ -354,5 +354,39 @@ impl Session for TidesDbSession<'_> {
             }
             None => Ok(()),
         }
+    }
+}
+
+/// Seeks `iterator` to `start` and reads up to `limit` entries.
+fn scan_with(
+    iterator: &mut Iterator<'_>,
+    start: &[u8],
+    limit: usize,
+    capture: &mut ScanCapture,
+) -> Result<ScanOutcome> {
+    iterator.seek(start).map_err(|error| failed("TidesDB seek", error))?;
+    let mut outcome = ScanOutcome::default();
+    while iterator.is_valid() {
+        // The binding copies the key and value out of the C library into new vectors.
+        let (key, value) = iterator.key_value().map_err(|error| failed("TidesDB iterator entry", error))?;
+        capture.record(outcome.entries, &key, &value);
+        outcome.entries += 1;
+        outcome.bytes += (key.len() + value.len()) as u64;
+        if outcome.entries >= limit as u64 {
+            break;
+        }
+        iterator.next().map_err(|error| failed("TidesDB next", error))?;
+    }
+    Ok(outcome)
+}
+
+/// A thread's one iterator (over its reader transaction's snapshot), re-seeked for every scan.
+struct TidesDbScanner<'a> {
+    iterator: Iterator<'a>,
+}
+
+impl Scanner for TidesDbScanner<'_> {
+    fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
+        scan_with(&mut self.iterator, start, limit, capture)
     }
 }
