@@ -14,8 +14,9 @@ import math
 import os
 import sys
 
-ENGINES = ["riptide", "rocksdb"]
-COLORS = {"riptide": "#1f77b4", "rocksdb": "#ff7f0e"}
+ENGINES = ["riptide", "rocksdb", "tidesdb"]
+COLORS = {"riptide": "#1f77b4", "rocksdb": "#ff7f0e", "tidesdb": "#9467bd"}
+TITLES = {"riptide": "Riptide", "rocksdb": "RocksDB", "tidesdb": "TidesDB"}
 
 
 def number(row, name):
@@ -69,31 +70,42 @@ def grouped_bars(axis, tests, by_key, field, scale=1.0, log=False, label=""):
     axis.legend(fontsize=8)
 
 
-def plot_speedup(plt, directory, tests, by_key):
+def speedup_pairs(tests, by_key, other):
+    """(test, Riptide ops/s over `other`'s) for every test both ran."""
     pairs = []
     for test in tests:
-        riptide, rocksdb = by_key.get((test, "riptide")), by_key.get((test, "rocksdb"))
-        if riptide and rocksdb:
-            new, old = number(riptide, "ops_per_second"), number(rocksdb, "ops_per_second")
+        riptide, peer = by_key.get((test, "riptide")), by_key.get((test, other))
+        if riptide and peer:
+            new, old = number(riptide, "ops_per_second"), number(peer, "ops_per_second")
             if new and old:
                 pairs.append((test, new / old))
-    if not pairs:
+    return pairs
+
+
+def plot_speedup(plt, directory, tests, by_key):
+    """One panel per other engine: Riptide's throughput over that engine's, per test."""
+    panels = [(other, speedup_pairs(tests, by_key, other)) for other in ENGINES[1:]]
+    panels = [(other, pairs) for other, pairs in panels if pairs]
+    if not panels:
         return
-    figure, axis = plt.subplots(figsize=(10, 0.3 * len(pairs) + 1.5))
-    names = [name for name, _ in pairs]
-    ratios = [ratio for _, ratio in pairs]
-    colors = ["#2ca02c" if ratio >= 1 else "#d62728" for ratio in ratios]
-    axis.barh(range(len(pairs)), ratios, color=colors)
-    axis.axvline(1.0, color="black", linewidth=1)
-    axis.set_xscale("log")
-    axis.set_yticks(range(len(pairs)))
-    axis.set_yticklabels(names, fontsize=7)
-    axis.invert_yaxis()
-    for position, ratio in enumerate(ratios):
-        axis.text(ratio, position, f" {ratio:.2f}x", va="center", fontsize=7)
-    geometric_mean = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios))
-    axis.set_title(f"Riptide ops/s / RocksDB ops/s (geometric mean {geometric_mean:.2f}x; right of 1 = Riptide faster)")
-    axis.grid(axis="x", alpha=0.3)
+    rows = max(len(pairs) for _, pairs in panels)
+    figure, axes = plt.subplots(1, len(panels), figsize=(10 * len(panels), 0.3 * rows + 1.5), squeeze=False)
+    for axis, (other, pairs) in zip(axes[0], panels):
+        names = [name for name, _ in pairs]
+        ratios = [ratio for _, ratio in pairs]
+        colors = ["#2ca02c" if ratio >= 1 else "#d62728" for ratio in ratios]
+        axis.barh(range(len(pairs)), ratios, color=colors)
+        axis.axvline(1.0, color="black", linewidth=1)
+        axis.set_xscale("log")
+        axis.set_yticks(range(len(pairs)))
+        axis.set_yticklabels(names, fontsize=7)
+        axis.invert_yaxis()
+        for position, ratio in enumerate(ratios):
+            axis.text(ratio, position, f" {ratio:.2f}x", va="center", fontsize=7)
+        geometric_mean = math.exp(sum(math.log(ratio) for ratio in ratios) / len(ratios))
+        title = TITLES.get(other, other)
+        axis.set_title(f"Riptide / {title} ops/s (geometric mean {geometric_mean:.2f}x; right of 1 = Riptide faster)")
+        axis.grid(axis="x", alpha=0.3)
     figure.tight_layout()
     figure.savefig(os.path.join(directory, "speedup.png"), dpi=110)
     plt.close(figure)

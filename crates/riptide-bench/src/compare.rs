@@ -45,7 +45,7 @@ fn ratio_of(after: &Row, before: &Row, field: &str) -> Option<f64> {
 pub fn compare_rows(before: &[Row], after: &[Row]) -> Vec<Comparison> {
     let mut comparisons = Vec::new();
     for test in test_names(after) {
-        for engine in ["riptide", "rocksdb"] {
+        for engine in ["riptide", "rocksdb", "tidesdb"] {
             let (Some(old), Some(new)) = (find_row(before, &test, engine), find_row(after, &test, engine)) else {
                 continue;
             };
@@ -105,7 +105,7 @@ pub fn format_comparison(comparisons: &[Comparison], threshold: f64) -> String {
         );
     }
     let _ = writeln!(out);
-    for engine in ["riptide", "rocksdb"] {
+    for engine in ["riptide", "rocksdb", "tidesdb"] {
         let ratios: Vec<f64> = comparisons
             .iter()
             .filter(|comparison| comparison.engine == engine)

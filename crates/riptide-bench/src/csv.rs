@@ -10,6 +10,10 @@
 //! builds before them read back with those fields absent, which readers treat alike. In those
 //! runs `operations_done`, `ops_per_second` and the `latency_*` columns (unit `txn`) are those of
 //! committed transactions.
+//!
+//! The last columns say which iterator form a seek or scan run used (`scan_iterator`: fresh or
+//! reseek, empty for other workloads) and how many of the run's answers were checked and wrong
+//! (`answers_checked`, `wrong_answers`; see `crate::verify`).
 
 use std::collections::HashMap;
 use std::io::Write;
@@ -19,7 +23,7 @@ use crate::bail;
 use crate::error::{Context, Result};
 use crate::metrics::LatencySummary;
 use crate::transaction::TransactionCounts;
-use crate::workload::RunResult;
+use crate::workload::{RunResult, Workload};
 
 /// One run's fields, in column order.
 #[derive(Clone, Debug, Default, PartialEq)]
@@ -146,6 +150,11 @@ impl Row {
             result.write_stalls.map(|stalls| stalls.stall_count.to_string()).unwrap_or_default(),
         );
         push_transactions(&mut row, result);
+        // Seeks and scans name their iterator form; every run says how many answers were checked.
+        let scans = matches!(parameters.workload, Workload::Seek | Workload::Range);
+        row.push("scan_iterator", if scans { parameters.scan_iterator.as_str() } else { "" });
+        row.push("answers_checked", result.answers_checked.to_string());
+        row.push("wrong_answers", result.wrong_answers.to_string());
         row
     }
 }

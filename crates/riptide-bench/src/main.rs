@@ -25,7 +25,7 @@ static ALLOCATOR: mimalloc::MiMalloc = mimalloc::MiMalloc;
 #[global_allocator]
 static ALLOCATOR: tikv_jemallocator::Jemalloc = tikv_jemallocator::Jemalloc;
 
-/// Riptide vs RocksDB, side by side: workloads, suites, reports and comparisons.
+/// Riptide vs RocksDB vs TidesDB, side by side: workloads, suites, reports and comparisons.
 #[derive(Parser)]
 #[command(name = "riptide-bench", version)]
 struct Cli {

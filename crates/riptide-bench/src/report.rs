@@ -1,7 +1,9 @@
 //! Markdown reports: the speedup table and the detail tables of a suite, or one run's summary.
 //!
-//! Speedup is Riptide's ops/s over RocksDB's for the same test (above 1: Riptide is faster),
-//! summarized by the geometric mean. The other tables show every engine's throughput, the
+//! Speedup is Riptide's ops/s over another engine's for the same test (above 1: Riptide is
+//! faster), against each other engine that ran (RocksDB, TidesDB), summarized by a geometric mean
+//! per engine; the first table has a throughput column per engine and a speedup column per other
+//! engine. The other tables show every engine's throughput, the
 //! transaction runs (each engine and concurrency mode side by side, with aborts by kind), latency
 //! percentiles, write/read/space amplification and resource use, then the engines' full
 //! configurations and the machine, build and commit the numbers belong to. Rows from files
@@ -51,23 +53,34 @@ pub struct ReportContext {
 /// seconds for their first and last tenths to say anything.
 pub const MIN_SUMMARIZED_PHASE_SECONDS: f64 = 30.0;
 
-/// One test's speedup of Riptide over RocksDB.
+/// One test's speedup of Riptide over another engine.
 #[derive(Clone, Debug, PartialEq)]
 pub struct Speedup {
     /// The test name.
     pub test: String,
     /// Riptide's ops/s.
     pub riptide_ops_per_second: f64,
-    /// RocksDB's ops/s.
-    pub rocksdb_ops_per_second: f64,
-    /// Riptide over RocksDB.
+    /// The other engine's ops/s.
+    pub other_ops_per_second: f64,
+    /// Riptide over the other engine.
     pub ratio: f64,
-    /// Riptide's peak RSS over RocksDB's.
+    /// Riptide's peak RSS over the other engine's.
     pub rss_ratio: Option<f64>,
-    /// Riptide's write amplification over RocksDB's.
+    /// Riptide's write amplification over the other engine's.
     pub write_amplification_ratio: Option<f64>,
-    /// Riptide's database size over RocksDB's.
+    /// Riptide's database size over the other engine's.
     pub size_ratio: Option<f64>,
+}
+
+/// The engines Riptide is compared with, in report order.
+pub const OTHER_ENGINES: [&str; 2] = ["rocksdb", "tidesdb"];
+
+/// How reports name an engine of the result files.
+pub fn engine_title(engine: &str) -> String {
+    match crate::engine::EngineKind::parse(engine) {
+        Some(kind) => kind.display_name().to_string(),
+        None => engine.to_string(),
+    }
 }
 
 /// Test names in order of first appearance.
@@ -93,26 +106,31 @@ fn field_ratio(riptide: &Row, rocksdb: &Row, field: &str) -> Option<f64> {
     (denominator > 0.0).then(|| numerator / denominator)
 }
 
-/// The speedup of every test that both engines ran.
+/// The speedup over RocksDB of every test that Riptide and RocksDB both ran.
 pub fn speedups(rows: &[Row]) -> Vec<Speedup> {
+    speedups_against(rows, "rocksdb")
+}
+
+/// The speedup over `other` of every test that Riptide and `other` both ran.
+pub fn speedups_against(rows: &[Row], other: &str) -> Vec<Speedup> {
     test_names(rows)
         .into_iter()
         .filter_map(|test| {
             let riptide = find_row(rows, &test, "riptide")?;
-            let rocksdb = find_row(rows, &test, "rocksdb")?;
+            let peer = find_row(rows, &test, other)?;
             let riptide_ops_per_second = riptide.number("ops_per_second")?;
-            let rocksdb_ops_per_second = rocksdb.number("ops_per_second")?;
-            if rocksdb_ops_per_second <= 0.0 {
+            let other_ops_per_second = peer.number("ops_per_second")?;
+            if other_ops_per_second <= 0.0 {
                 return None;
             }
             Some(Speedup {
-                ratio: riptide_ops_per_second / rocksdb_ops_per_second,
-                rss_ratio: field_ratio(riptide, rocksdb, "peak_rss_bytes"),
-                write_amplification_ratio: field_ratio(riptide, rocksdb, "write_amplification"),
-                size_ratio: field_ratio(riptide, rocksdb, "db_size_bytes"),
+                ratio: riptide_ops_per_second / other_ops_per_second,
+                rss_ratio: field_ratio(riptide, peer, "peak_rss_bytes"),
+                write_amplification_ratio: field_ratio(riptide, peer, "write_amplification"),
+                size_ratio: field_ratio(riptide, peer, "db_size_bytes"),
                 test,
                 riptide_ops_per_second,
-                rocksdb_ops_per_second,
+                other_ops_per_second,
             })
         })
         .collect()
@@ -144,67 +162,133 @@ fn micros(value: Option<f64>) -> String {
     }
 }
 
-/// The speedup section: table, geometric mean and the weakest tests.
+/// The speedup section: a column per engine and a speedup per other engine, the geometric
+/// means, then per other engine the weakest tests and the resource ratios.
 fn speedup_section(out: &mut String, rows: &[Row]) {
-    let speedups = speedups(rows);
-    let _ = writeln!(out, "## Speedup: Riptide / RocksDB\n");
-    if speedups.is_empty() {
-        let _ = writeln!(out, "No test ran on both engines, so there is no speedup to show.\n");
+    let others: Vec<&str> =
+        OTHER_ENGINES.into_iter().filter(|other| !speedups_against(rows, other).is_empty()).collect();
+    let titles: Vec<String> = others.iter().map(|other| engine_title(other)).collect();
+    let _ = writeln!(
+        out,
+        "## Speedup: Riptide / {}\n",
+        if titles.is_empty() { "RocksDB".to_string() } else { titles.join(", Riptide / ") }
+    );
+    if others.is_empty() {
+        let _ = writeln!(out, "No test ran on Riptide and another engine, so there is no speedup to show.\n");
         return;
     }
     let _ = writeln!(
         out,
-        "Throughput ratio per test (above 1: Riptide is faster). The last three columns compare peak RSS, write \
-         amplification and database size (below 1: Riptide uses less).\n"
+        "Ops/s per test and engine, and Riptide's throughput over each other engine's (above 1: Riptide is \
+         faster).\n"
     );
-    let _ =
-        writeln!(out, "| Test | Riptide ops/s | RocksDB ops/s | Speedup | RSS ratio | Write amp ratio | Size ratio |");
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
-    for speedup in &speedups {
+    let mut header = "| Test | Riptide ops/s |".to_string();
+    let mut rule = "|---|---:|".to_string();
+    for title in &titles {
+        header.push_str(&format!(" {title} ops/s |"));
+        rule.push_str("---:|");
+    }
+    for title in &titles {
+        header.push_str(&format!(" Riptide / {title} |"));
+        rule.push_str("---:|");
+    }
+    let _ = writeln!(out, "{header}\n{rule}");
+    let per_other: Vec<Vec<Speedup>> = others.iter().map(|other| speedups_against(rows, other)).collect();
+    for test in test_names(rows) {
+        let Some(riptide) = find_row(rows, &test, "riptide") else {
+            continue;
+        };
+        let mut line = format!("| {test} | {} |", rate(riptide.number("ops_per_second")));
+        for other in &others {
+            line.push_str(&format!(
+                " {} |",
+                rate(find_row(rows, &test, other).and_then(|row| row.number("ops_per_second")))
+            ));
+        }
+        for speedups in &per_other {
+            let ratio = speedups.iter().find(|speedup| speedup.test == test).map(|speedup| speedup.ratio);
+            line.push_str(&format!(" **{}** |", times(ratio)));
+        }
+        let _ = writeln!(out, "{line}");
+    }
+    let mut mean_line = "| **Geometric mean** | |".to_string();
+    for _ in &others {
+        mean_line.push_str(" |");
+    }
+    for speedups in &per_other {
+        let ratios: Vec<f64> = speedups.iter().map(|speedup| speedup.ratio).collect();
+        mean_line.push_str(&format!(" **{}** ({} tests) |", times(geometric_mean(&ratios)), speedups.len()));
+    }
+    let _ = writeln!(out, "{mean_line}\n");
+    for (title, speedups) in titles.iter().zip(&per_other) {
+        let mut weakest: Vec<&Speedup> = speedups.iter().collect();
+        weakest.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
+        let listed: Vec<String> = weakest
+            .iter()
+            .take(3)
+            .map(|speedup| format!("`{}` ({})", speedup.test, times(Some(speedup.ratio))))
+            .collect();
+        let losses = speedups.iter().filter(|speedup| speedup.ratio < 1.0).count();
         let _ = writeln!(
             out,
-            "| {} | {} | {} | **{}** | {} | {} | {} |",
+            "Against {title}: weakest for Riptide {}; {title} is faster on {losses} of {} tests.\n",
+            listed.join(", "),
+            speedups.len()
+        );
+    }
+    let capped: Vec<&str> =
+        rows.iter().filter(|row| row.text("capped") == "true").map(|row| row.text("test")).collect();
+    if !capped.is_empty() {
+        let mut unique: Vec<&str> = Vec::new();
+        for test in capped {
+            if !unique.contains(&test) {
+                unique.push(test);
+            }
+        }
+        let _ = writeln!(
+            out,
+            "Stopped by the time limit on some engine (ops/s is over the operations done): {}.\n",
+            unique.iter().map(|test| format!("`{test}`")).collect::<Vec<_>>().join(", ")
+        );
+    }
+    for ((other, title), speedups) in others.iter().zip(&titles).zip(&per_other) {
+        ratio_table(out, rows, other, title, speedups);
+    }
+}
+
+/// Riptide's resource ratios against one other engine, and the two sides of its mixed runs.
+fn ratio_table(out: &mut String, rows: &[Row], other: &str, title: &str, speedups: &[Speedup]) {
+    let _ = writeln!(out, "### Riptide / {title}: resources\n");
+    let _ = writeln!(
+        out,
+        "Peak RSS, write amplification and database size of Riptide over {title}'s (below 1: Riptide uses less).\n"
+    );
+    let _ = writeln!(out, "| Test | Speedup | RSS ratio | Write amp ratio | Size ratio |\n|---|---:|---:|---:|---:|");
+    for speedup in speedups {
+        let _ = writeln!(
+            out,
+            "| {} | {} | {} | {} | {} |",
             speedup.test,
-            rate(Some(speedup.riptide_ops_per_second)),
-            rate(Some(speedup.rocksdb_ops_per_second)),
             times(Some(speedup.ratio)),
             times(speedup.rss_ratio),
             times(speedup.write_amplification_ratio),
             times(speedup.size_ratio),
         );
     }
-    let ratios: Vec<f64> = speedups.iter().map(|speedup| speedup.ratio).collect();
     let _ = writeln!(
         out,
-        "| **Geometric mean** ({} tests) | | | **{}** | {} | {} | {} |\n",
+        "| **Geometric mean** ({} tests) | {} | {} | {} | {} |\n",
         speedups.len(),
-        times(geometric_mean(&ratios)),
+        times(geometric_mean(&speedups.iter().map(|speedup| speedup.ratio).collect::<Vec<_>>())),
         times(geometric_mean(&speedups.iter().filter_map(|speedup| speedup.rss_ratio).collect::<Vec<_>>())),
         times(geometric_mean(
             &speedups.iter().filter_map(|speedup| speedup.write_amplification_ratio).collect::<Vec<_>>()
         )),
         times(geometric_mean(&speedups.iter().filter_map(|speedup| speedup.size_ratio).collect::<Vec<_>>())),
     );
-    let mut weakest: Vec<&Speedup> = speedups.iter().collect();
-    weakest.sort_by(|a, b| a.ratio.total_cmp(&b.ratio));
-    let listed: Vec<String> =
-        weakest.iter().take(3).map(|speedup| format!("`{}` ({})", speedup.test, times(Some(speedup.ratio)))).collect();
-    let _ = writeln!(out, "Weakest for Riptide: {}.\n", listed.join(", "));
-    let losses = speedups.iter().filter(|speedup| speedup.ratio < 1.0).count();
-    let _ = writeln!(out, "RocksDB is faster on {losses} of {} tests.\n", speedups.len());
-    let capped: Vec<&str> =
-        rows.iter().filter(|row| row.text("capped") == "true").map(|row| row.text("test")).collect();
-    if !capped.is_empty() {
-        let _ = writeln!(
-            out,
-            "Stopped by the time limit (ops/s is over the operations done): {}.\n",
-            capped.iter().map(|test| format!("`{test}`")).collect::<Vec<_>>().join(", ")
-        );
-    }
     let mut sides = String::new();
     for test in test_names(rows) {
-        let (Some(riptide), Some(rocksdb)) = (find_row(rows, &test, "riptide"), find_row(rows, &test, "rocksdb"))
-        else {
+        let (Some(riptide), Some(peer)) = (find_row(rows, &test, "riptide"), find_row(rows, &test, other)) else {
             continue;
         };
         if riptide.text("workload") != "mixed" {
@@ -215,8 +299,8 @@ fn speedup_section(out: &mut String, rows: &[Row]) {
                 sides,
                 "| {test} | {side} | {} | {} | {} |",
                 rate(riptide.number(field)),
-                rate(rocksdb.number(field)),
-                times(field_ratio(riptide, rocksdb, field)),
+                rate(peer.number(field)),
+                times(field_ratio(riptide, peer, field)),
             );
         }
     }
@@ -224,7 +308,7 @@ fn speedup_section(out: &mut String, rows: &[Row]) {
         let _ = writeln!(
             out,
             "Mixed runs, each side (operations per second of time spent in puts or in gets; not in the geometric \
-             mean):\n\n| Test | Side | Riptide ops/s | RocksDB ops/s | Speedup |\n|---|---|---:|---:|---:|\n{sides}"
+             mean):\n\n| Test | Side | Riptide ops/s | {title} ops/s | Speedup |\n|---|---|---:|---:|---:|\n{sides}"
         );
     }
 }
@@ -232,14 +316,14 @@ fn speedup_section(out: &mut String, rows: &[Row]) {
 fn engine_rows(rows: &[Row]) -> Vec<(String, &Row)> {
     let mut ordered = Vec::new();
     for test in test_names(rows) {
-        for engine in ["riptide", "rocksdb"] {
+        for engine in ["riptide", "rocksdb", "tidesdb"] {
             if let Some(row) = find_row(rows, &test, engine) {
                 ordered.push((test.clone(), row));
             }
         }
         for row in rows.iter().filter(|row| row.text("test") == test) {
             let engine = row.text("engine");
-            if engine != "riptide" && engine != "rocksdb" && find_row(rows, &test, engine) == Some(row) {
+            if !["riptide", "rocksdb", "tidesdb"].contains(&engine) && find_row(rows, &test, engine) == Some(row) {
                 ordered.push((test.clone(), row));
             }
         }
@@ -294,8 +378,13 @@ fn throughput_section(out: &mut String, rows: &[Row]) {
 }
 
 /// The engine and mode columns of the transaction tables, in order.
-const TRANSACTION_VARIANTS: [(&str, &str); 4] =
-    [("riptide", "pessimistic"), ("riptide", "optimistic"), ("rocksdb", "pessimistic"), ("rocksdb", "optimistic")];
+const TRANSACTION_VARIANTS: [(&str, &str); 5] = [
+    ("riptide", "pessimistic"),
+    ("riptide", "optimistic"),
+    ("rocksdb", "pessimistic"),
+    ("rocksdb", "optimistic"),
+    ("tidesdb", "optimistic"),
+];
 
 /// What makes transaction runs comparable: the same key pattern, transactions, threads, key
 /// space and sizes; everything but the engine and the mode.
@@ -341,7 +430,9 @@ fn transaction_section(out: &mut String, rows: &[Row]) {
          (Riptide's optimistic transactions, RocksDB's `OptimisticTransactionDB`). Both engines take a snapshot \
          per transaction, wait at most 1 s for a lock and detect deadlocks. A transaction that fails (conflict, \
          deadlock, lock timeout) is rolled back and counted, not retried: txn/s counts committed transactions, \
-         latencies are those of committed transactions (begin to commit), the abort rate is aborts / attempts.\n"
+         latencies are those of committed transactions (begin to commit), the abort rate is aborts / attempts. \
+         TidesDB runs the optimistic mode only, at its SNAPSHOT isolation (a frozen snapshot, written keys claimed \
+         first-committer-wins at commit); it has no locks, so its pessimistic runs are left out.\n"
     );
     let mut setups: Vec<String> = Vec::new();
     for (_, row) in &runs {
@@ -358,10 +449,10 @@ fn transaction_section(out: &mut String, rows: &[Row]) {
     let _ = writeln!(out, "Committed txn/s (abort rate %), each engine and mode side by side:\n");
     let _ = writeln!(
         out,
-        "| Setup | Riptide pessimistic | Riptide optimistic | RocksDB pessimistic | RocksDB optimistic | \
-         Riptide / RocksDB pessimistic | Riptide / RocksDB optimistic |"
+        "| Setup | Riptide pessimistic | Riptide optimistic | RocksDB pessimistic | RocksDB optimistic | TidesDB \
+         optimistic | Riptide / RocksDB pessimistic | Riptide / RocksDB optimistic | Riptide / TidesDB optimistic |"
     );
-    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|");
+    let _ = writeln!(out, "|---|---:|---:|---:|---:|---:|---:|---:|---:|");
     for setup in &setups {
         let cells: Vec<String> = TRANSACTION_VARIANTS
             .iter()
@@ -374,8 +465,8 @@ fn transaction_section(out: &mut String, rows: &[Row]) {
                 None => "-".to_string(),
             })
             .collect();
-        let speedup = |mode: &str| match (variant(setup, "riptide", mode), variant(setup, "rocksdb", mode)) {
-            (Some(riptide), Some(rocksdb)) => match field_ratio(riptide, rocksdb, "ops_per_second") {
+        let speedup = |other: &str, mode: &str| match (variant(setup, "riptide", mode), variant(setup, other, mode)) {
+            (Some(riptide), Some(peer)) => match field_ratio(riptide, peer, "ops_per_second") {
                 Some(ratio) => format!("**{}**", times(Some(ratio))),
                 None => "-".to_string(),
             },
@@ -383,10 +474,11 @@ fn transaction_section(out: &mut String, rows: &[Row]) {
         };
         let _ = writeln!(
             out,
-            "| {setup} | {} | {} | {} |",
+            "| {setup} | {} | {} | {} | {} |",
             cells.join(" | "),
-            speedup("pessimistic"),
-            speedup("optimistic")
+            speedup("rocksdb", "pessimistic"),
+            speedup("rocksdb", "optimistic"),
+            speedup("tidesdb", "optimistic")
         );
     }
     let _ = writeln!(out);
@@ -758,8 +850,9 @@ fn methodology_section(out: &mut String) {
          the order differs; zipfian reads draw from the same hot keys.",
         "Mixed runs alternate a batch of puts and as many gets (of keys the thread already wrote, or fresh zipfian \
          draws): the operation count is puts plus gets.",
-        "Seeks and scans create an iterator per operation, position it with `seek`, and read one (seek) or \
-         `range_size` (range) entries.",
+        "Seeks and scans create an iterator per operation (or, in `_reseek` tests, one per thread that every \
+         operation seeks again), position it with `seek`, and read one (seek) or `range_size` (range) entries. \
+         Values are a function of their key, so every engine's answers are checked (see above).",
         "Transactions populate their key space first (every key once, values starting with an 8-byte counter at \
          zero), then each attempt reads 4 distinct keys drawn from the pattern and writes them back with the \
          counter incremented; an aborted attempt is counted, not retried, so ops/s is committed transactions per \
@@ -773,10 +866,46 @@ fn methodology_section(out: &mut String) {
     let _ = writeln!(out);
 }
 
+/// How each engine's scans were made, what its unsynced writes survive, and the answer checks.
+fn answers_section(out: &mut String, rows: &[Row]) {
+    let checked: f64 = rows.iter().filter_map(|row| row.number("answers_checked")).sum();
+    let wrong: f64 = rows.iter().filter_map(|row| row.number("wrong_answers")).sum();
+    let _ = writeln!(out, "## Access patterns, answers and durability\n");
+    let _ = writeln!(
+        out,
+        "- Answers checked: {} gets and scans over all runs, {} wrong (a run with a wrong answer fails). Every get \
+         must return the value written for its key (values are a function of the key) or nothing for a key never \
+         written; every seek or scan must start at the first written key at or after its target with that key's \
+         value and return the requested count; every eighth scan is checked key by key (ascending, no gap).",
+        group_thousands(checked as u64),
+        group_thousands(wrong as u64)
+    );
+    let _ = writeln!(
+        out,
+        "- Scans: tests without `_reseek` create a new iterator per scan (Riptide `Db::iter`, RocksDB \
+         `raw_iterator_opt`, TidesDB a new iterator in a READ COMMITTED transaction reset per scan); `_reseek` tests \
+         create one iterator per thread and seek it again for every scan (each engine documents seeking an \
+         existing iterator as supported; its answers are checked like the others)."
+    );
+    let _ = writeln!(out, "- Unsynced writes (WAL on, no sync per write; `bench/durability.sh`): {DURABILITY_NOTE}\n");
+}
+
+/// What each engine's unsynced (acknowledged, not fsynced) writes survive, as the kill -9 test
+/// of `bench/durability.sh` found it (see bench/README.md).
+pub const DURABILITY_NOTE: &str = "Riptide hands every write to the operating system before acknowledging it, \
+     so a process crash (`kill -9`) loses no acknowledged write; see bench/README.md for RocksDB's and TidesDB's \
+     kill -9 results.";
+
 /// The Markdown report of a suite.
 pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
     let mut out = String::new();
-    let _ = writeln!(out, "# Riptide vs RocksDB: `{}` suite\n", context.suite);
+    let engines: Vec<String> = crate::engine::EngineKind::ALL
+        .iter()
+        .filter(|kind| rows.iter().any(|row| row.text("engine") == kind.as_str()))
+        .map(|kind| kind.display_name().to_string())
+        .collect();
+    let title = if engines.len() > 1 { engines.join(" vs ") } else { "Riptide vs RocksDB".to_string() };
+    let _ = writeln!(out, "# {title}: `{}` suite\n", context.suite);
     let machine = &context.machine;
     let _ = writeln!(out, "- Started: {} (suite wall time {:.1} min)", context.started, context.wall_seconds / 60.0);
     let _ = writeln!(out, "- Commit: `{}`", context.commit);
@@ -803,7 +932,11 @@ pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
         let _ = writeln!(out, "- Load average (1 min): {start} at the start, at most {highest} before a run{warning}");
     }
     if let Some(rustc) = &context.rustc {
-        let _ = writeln!(out, "- Compiler: {rustc}; RocksDB 11.8.1 through the `rocksdb` crate 0.25");
+        let _ = writeln!(
+            out,
+            "- Compiler: {rustc}; RocksDB 11.8.1 through the `rocksdb` crate 0.25; TidesDB 10.2.1 through the \
+             `tidesdb` crate 1.0.0"
+        );
     }
     let _ = writeln!(out, "- Runs: {} rows, {} failed\n", rows.len(), context.failures.len());
     if !context.failures.is_empty() {
@@ -814,6 +947,7 @@ pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {
         let _ = writeln!(out);
     }
     speedup_section(&mut out, rows);
+    answers_section(&mut out, rows);
     if !context.charts.is_empty() || context.chart_note.is_some() {
         let _ = writeln!(out, "## Charts\n");
         for (file, title) in &context.charts {
@@ -901,6 +1035,35 @@ mod tests {
     }
 
     #[test]
+    fn three_engines_get_a_column_each_and_a_ratio_against_each_other() {
+        let rows = vec![
+            row("a", "riptide", 300.0, 100.0),
+            row("a", "rocksdb", 100.0, 50.0),
+            row("a", "tidesdb", 150.0, 200.0),
+            row("b", "riptide", 100.0, 100.0),
+            row("b", "rocksdb", 100.0, 100.0),
+            row("b", "tidesdb", 400.0, 100.0),
+        ];
+        let against_tidesdb = speedups_against(&rows, "tidesdb");
+        assert_eq!(against_tidesdb.iter().map(|speedup| speedup.ratio).collect::<Vec<_>>(), vec![2.0, 0.25]);
+        let report = suite_report(&ReportContext { suite: "unit".to_string(), ..Default::default() }, &rows);
+        assert!(report.contains("## Speedup: Riptide / RocksDB, Riptide / TidesDB"), "{report}");
+        assert!(
+            report.contains(
+                "| Test | Riptide ops/s | RocksDB ops/s | TidesDB ops/s | Riptide / RocksDB | Riptide / TidesDB |"
+            ),
+            "{report}"
+        );
+        assert!(report.contains("| a | 300 | 100 | 150 | **3.00x** | **2.00x** |"), "{report}");
+        assert!(
+            report.contains("| **Geometric mean** | | | | **1.73x** (2 tests) | **0.71x** (2 tests) |"),
+            "{report}"
+        );
+        assert!(report.contains("### Riptide / TidesDB: resources"), "{report}");
+        assert!(report.contains("TidesDB is faster on 1 of 2 tests"), "{report}");
+    }
+
+    #[test]
     fn speedups_and_geometric_mean() {
         let rows = vec![
             row("a", "riptide", 200.0, 100.0),
@@ -916,10 +1079,11 @@ mod tests {
         assert_eq!(speedups[0].write_amplification_ratio, None);
         assert_eq!(speedups[1].ratio, 0.5);
         let report = suite_report(&ReportContext { suite: "unit".to_string(), ..Default::default() }, &rows);
-        assert!(report.contains("| a | 200 | 100 | **2.00x** | 2.00x | - | - |"), "{report}");
-        assert!(report.contains("**Geometric mean** (2 tests) | | | **1.00x**"), "{report}");
-        assert!(report.contains("Weakest for Riptide: `b` (0.50x), `a` (2.00x)."));
-        assert!(report.contains("RocksDB is faster on 1 of 2 tests."));
+        assert!(report.contains("| a | 200 | 100 | **2.00x** |"), "{report}");
+        assert!(report.contains("| a | 2.00x | 2.00x | - | - |"), "{report}");
+        assert!(report.contains("| **Geometric mean** | | | **1.00x** (2 tests) |"), "{report}");
+        assert!(report
+            .contains("Against RocksDB: weakest for Riptide `b` (0.50x), `a` (2.00x); RocksDB is faster on 1 of 2"));
         assert!(report.contains("## Latency (µs)"));
         assert!(report.contains("## Memory and CPU"));
     }
@@ -1040,8 +1204,8 @@ mod tests {
         assert!(report.contains("## Transactions"), "{report}");
         assert!(
             report.contains(
-                "| zipfian, 100,000 txns, 8 threads, 100,000 keys | 30,000 (5.0) | 40,000 (5.0) | 20,000 (5.0) | - | \
-                 **1.50x** | - |"
+                "| zipfian, 100,000 txns, 8 threads, 100,000 keys | 30,000 (5.0) | 40,000 (5.0) | 20,000 (5.0) | - | - \
+                 | **1.50x** | - | - |"
             ),
             "{report}"
         );

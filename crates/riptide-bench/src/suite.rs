@@ -1,7 +1,8 @@
 //! Suites: seed 004's benchmark cases, each run on every engine in a child process, then reports.
 //!
 //! `standard` reproduces seed 004's 8-thread suite case by case (writes, reads, mixed, deletes,
-//! value sizes, batch sizes, seeks, range scans) plus synced random writes at 1, 4, 8 and 16
+//! value sizes, batch sizes, seeks, range scans; seeks and scans each with a new iterator per
+//! scan and with one iterator per thread re-seeked) plus synced random writes at 1, 4, 8 and 16
 //! threads and read-modify-write transactions (pessimistic and optimistic, uniform and zipfian
 //! keys over 100,000 populated keys); `large` runs the same cases at 16 threads with 4x the
 //! operations; `quick` runs the standard cases with a tenth of the operations; `longrun` writes
@@ -23,7 +24,7 @@ use clap::{Args, ValueEnum};
 
 use crate::bail;
 use crate::csv::{parse_records, read_rows, Row};
-use crate::engine::{describe_settings, EngineKind, TransactionMode};
+use crate::engine::{describe_settings, EngineKind, ScanIterator, TransactionMode};
 use crate::error::{Context, Result};
 use crate::keys::KeyPattern;
 use crate::report::{suite_report, utc_timestamps, ReportContext};
@@ -69,6 +70,17 @@ fn capped_twin(case: &RunParameters) -> RunParameters {
     twin.max_memory_bytes = TIGHT_CAP_BYTES;
     if let Some(name) = &case.test_name {
         twin.test_name = Some(format!("{name}{}", crate::workload::capped_suffix(TIGHT_CAP_BYTES)));
+    }
+    twin
+}
+
+/// `case` (a seek or scan with a new iterator per scan) with one iterator per thread re-seeked
+/// instead (its name gets `_reseek`).
+fn reseeked_twin(case: &RunParameters) -> RunParameters {
+    let mut twin = case.clone();
+    twin.scan_iterator = ScanIterator::Reseek;
+    if let Some(name) = &case.test_name {
+        twin.test_name = Some(format!("{name}_reseek"));
     }
     twin
 }
@@ -275,15 +287,14 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
             batch,
         ));
     }
-    // Seeks (section 11).
+    // Seeks (section 11), each with a new iterator per seek and again with one iterator per
+    // thread re-seeked (`_reseek`).
     for pattern in [KeyPattern::Random, KeyPattern::Seq, KeyPattern::Zipfian] {
-        cases.push(case(
-            format!("seek_{}_{}_t{threads}", pattern.as_str(), label(five)),
-            Workload::Seek,
-            pattern,
-            five,
-            1,
-        ));
+        let fresh =
+            case(format!("seek_{}_{}_t{threads}", pattern.as_str(), label(five)), Workload::Seek, pattern, five, 1);
+        let reseeked = reseeked_twin(&fresh);
+        cases.push(fresh);
+        cases.push(reseeked);
     }
     // Range scans (section 12).
     for (pattern, range_size, base) in [
@@ -292,7 +303,7 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
         (KeyPattern::Seq, 100, 1_000_000),
     ] {
         let operations = scaled(base);
-        cases.push(RunParameters {
+        let fresh = RunParameters {
             range_size,
             ..case(
                 format!("range_{}_{range_size}_{}_t{threads}", pattern.as_str(), label(operations)),
@@ -301,7 +312,10 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
                 operations,
                 1,
             )
-        });
+        };
+        let reseeked = reseeked_twin(&fresh);
+        cases.push(fresh);
+        cases.push(reseeked);
     }
     // Read-modify-write transactions of 4 keys over the default 100,000 populated keys (the same
     // key space in every suite, so that contention does not change with the scale), each
@@ -341,7 +355,7 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
 
 /// Chart files the plot script writes, with their titles.
 pub const CHARTS: [(&str, &str); 6] = [
-    ("speedup.png", "Speedup, Riptide / RocksDB"),
+    ("speedup.png", "Speedup, Riptide / RocksDB and Riptide / TidesDB"),
     ("throughput.png", "Throughput per test"),
     ("latency.png", "Latency percentiles"),
     ("amplification.png", "Write and space amplification"),
@@ -623,6 +637,10 @@ mod tests {
             "range_random_100_1M_t8",
             "range_random_1000_500K_t8",
             "range_seq_100_1M_t8",
+            "seek_random_5M_t8_reseek",
+            "range_random_100_1M_t8_reseek",
+            "range_random_1000_500K_t8_reseek",
+            "range_seq_100_1M_t8_reseek",
             "sync_write_random_200K_t1_b1",
             "sync_write_random_200K_t16_b1",
             "transaction_pessimistic_uniform_500K_t8",
@@ -632,7 +650,11 @@ mod tests {
         ] {
             assert!(names.iter().any(|name| name == expected), "missing {expected}");
         }
-        assert_eq!(cases.len(), 32);
+        assert_eq!(cases.len(), 38);
+        for case in cases.iter().filter(|case| matches!(case.workload, Workload::Seek | Workload::Range)) {
+            let reseeks = case.effective_test_name().ends_with("_reseek");
+            assert_eq!(case.scan_iterator == ScanIterator::Reseek, reseeks);
+        }
         let transactions: Vec<&RunParameters> =
             cases.iter().filter(|case| case.workload == Workload::Transaction).collect();
         assert_eq!(transactions.len(), 4);

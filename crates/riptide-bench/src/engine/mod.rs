@@ -412,7 +412,8 @@ pub fn tidesdb_settings_text(settings: &EngineSettings) -> String {
          separation threshold, stall thresholds)"
             .to_string(),
         "writes: a put, delete or batch is one READ COMMITTED transaction, reset and reused per session".to_string(),
-        "reads: a get or scan reads in a READ COMMITTED transaction reset for it; scans: a new iterator per scan"
+        "reads: a get or scan reads in a READ COMMITTED transaction reset for it; scans: a new iterator per scan, \
+         or in _reseek tests one per thread (in a transaction reset once) sought again per scan"
             .to_string(),
     ];
     if settings.max_memory_bytes > 0 {
@@ -460,7 +461,9 @@ pub fn rocksdb_settings_text(settings: &EngineSettings) -> String {
             format!("block_based_table: block_cache = LRU cache of {} bytes", settings.block_cache_size_bytes)
         },
         "write options: WAL on; WriteOptions.sync = true only in --sync runs (the sync_* tests)".to_string(),
-        "reads: get_pinned_opt with one ReadOptions per thread; scans: a raw iterator per scan".to_string(),
+        "reads: get_pinned_opt with one ReadOptions per thread; scans: a raw iterator per scan, or in _reseek tests \
+         one per thread sought again per scan"
+            .to_string(),
     ];
     let mut text = lines.join("\n");
     if let Some(mode) = settings.transactions {
