@@ -174,7 +174,7 @@ fn speedup_section(out: &mut String, rows: &[Row]) {
         if titles.is_empty() { "RocksDB".to_string() } else { titles.join(", Riptide / ") }
     );
     if others.is_empty() {
-        let _ = writeln!(out, "No test ran on Riptide and another engine, so there is no speedup to show.\n");
+        let _ = writeln!(out, "No test ran on both engines (Riptide and another), so there is no speedup to show.\n");
         return;
     }
     let _ = writeln!(
