@@ -7,10 +7,12 @@
 //! measured run ([`workload`]), the transaction workload's read-modify-write transactions
 //! ([`transaction`]), metric arithmetic and `/proc` counters ([`metrics`]), result
 //! files ([`csv`]), throughput over time ([`timeline`]), reports ([`report`]), suites ([`suite`]),
-//! comparisons ([`compare`]) and the checks of every engine's answers ([`verify`]).
+//! comparisons ([`compare`]), the checks of every engine's answers ([`verify`]) and the kill -9 test
+//! of unsynced writes ([`durability`]).
 
 pub mod compare;
 pub mod csv;
+pub mod durability;
 pub mod engine;
 pub mod error;
 pub mod keys;

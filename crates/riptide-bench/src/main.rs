@@ -1,4 +1,4 @@
-//! The `riptide-bench` command line: `run`, `suite`, `report` and `compare`.
+//! The `riptide-bench` command line: `run`, `suite`, `report`, `compare` and `durability`.
 //!
 //! Errors are printed with their context and the process exits with status 1 (2 for usage
 //! errors, from clap); `compare` exits with status 3 when it finds regressions and
@@ -10,6 +10,7 @@ use std::process::ExitCode;
 use clap::{Parser, Subcommand};
 
 use riptide_bench::compare::compare_files;
+use riptide_bench::durability::{run_durability, run_writer, DurabilityOptions, WriterOptions};
 use riptide_bench::error::Result;
 use riptide_bench::suite::{default_plot_script, run_suite, write_report, SuiteOptions};
 use riptide_bench::workload::{format_rate, run_and_record, RunParameters};
@@ -50,6 +51,11 @@ enum Command {
         #[arg(long = "no-plots")]
         no_plots: bool,
     },
+    /// The kill -9 test of unsynced writes: write, SIGKILL the writer, reopen, count lost puts.
+    Durability(DurabilityOptions),
+    /// The writer child of `durability` (puts and prints acknowledgements until killed).
+    #[command(hide = true)]
+    DurabilityWriter(WriterOptions),
     /// Compare two results.csv files: per-test ratios of the second over the first.
     Compare {
         /// The baseline (before).
@@ -121,6 +127,14 @@ fn execute(command: Command) -> Result<ExitCode> {
         Command::Report { directory, plot_script, no_plots } => {
             let script = if no_plots { None } else { Some(plot_script.unwrap_or_else(default_plot_script)) };
             write_report(&directory, script.as_deref())?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::Durability(options) => {
+            run_durability(&options)?;
+            Ok(ExitCode::SUCCESS)
+        }
+        Command::DurabilityWriter(options) => {
+            run_writer(&options)?;
             Ok(ExitCode::SUCCESS)
         }
         Command::Compare { before, after, threshold, fail_on_regression } => {
