@@ -65,8 +65,8 @@ MYSQL_SYSVAR_UINT(level0_compaction_trigger, level0_compaction_trigger_value,
                   "Riptide's own default: 8).",
                   nullptr, nullptr, 4, 2, 64, 0);
 MYSQL_SYSVAR_BOOL(deadlock_detect, deadlock_detect_value, PLUGIN_VAR_RQCMDARG,
-                  "Detect deadlocks among lock waiters (the youngest transaction of a cycle fails with "
-                  "ER_LOCK_DEADLOCK); off: only the lock wait timeout ends a cycle.",
+                  "Detect deadlocks among lock waiters (the lock request that would close a cycle fails "
+                  "with ER_LOCK_DEADLOCK); off: only the lock wait timeout ends a cycle.",
                   nullptr, nullptr, 1);
 MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
                    "Seconds a row lock request waits before it fails with ER_LOCK_WAIT_TIMEOUT (the "

@@ -56,8 +56,8 @@ pub enum Error {
     /// Nothing of the transaction was written; roll it back and retry. MariaDB maps this to
     /// `ER_LOCK_DEADLOCK` / `HA_ERR_LOCK_DEADLOCK` (a serialization failure, SQLSTATE 40001).
     Conflict(String),
-    /// The transaction was chosen as the victim of a deadlock among lock waiters (the youngest
-    /// transaction of the cycle is chosen; see `docs/transactions.md`). Its lock request was
+    /// The transaction was the victim of a deadlock among lock waiters (the one whose lock
+    /// request would have closed the cycle; see `docs/transactions.md`). Its lock request was
     /// not granted; roll it back and retry. MariaDB maps this to `ER_LOCK_DEADLOCK` (SQLSTATE
     /// 40001).
     Deadlock(String),

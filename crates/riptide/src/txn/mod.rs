@@ -109,8 +109,8 @@ pub struct TransactionOptions {
     /// How long a lock request may wait before failing with [`Error::LockTimeout`]; `None`
     /// waits without limit, `Some(Duration::ZERO)` never waits. Default 1 second.
     pub lock_timeout: Option<Duration>,
-    /// Look for a deadlock whenever a lock request has to wait (and fail the youngest member of
-    /// a cycle with [`Error::Deadlock`]). Without it, deadlocks end only by lock timeouts.
+    /// Look for a deadlock whenever a lock request has to wait (and fail the request that would
+    /// close a cycle with [`Error::Deadlock`]). Without it, deadlocks end only by lock timeouts.
     /// Default on.
     pub deadlock_detection: bool,
     /// The most row locks the transaction may hold; a request past it fails with

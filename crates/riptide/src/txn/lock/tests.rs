@@ -32,6 +32,14 @@ fn wait_for_waits(manager: &LockManager, count: u64) {
     }
 }
 
+/// Waits until `transaction` has recorded whom it waits for in the wait-for graph: from then on,
+/// a request that closes a cycle through it finds the cycle.
+fn wait_for_edge(manager: &LockManager, transaction: TransactionId) {
+    while !manager.graph.lock().edges.contains_key(&transaction) {
+        thread::yield_now();
+    }
+}
+
 /// A transaction's own accounts, as its state keeps them.
 #[derive(Default)]
 struct Accounts {
@@ -94,50 +102,59 @@ fn waiter_is_granted_when_holder_releases() {
 }
 
 #[test]
-fn two_way_deadlock_picks_the_youngest() {
-    let manager = Arc::new(LockManager::new());
-    let (old, young) = (slot(), slot());
-    manager.acquire(1, &old, &key("a"), LockMode::Exclusive, forever()).unwrap();
-    manager.acquire(2, &young, &key("b"), LockMode::Exclusive, forever()).unwrap();
-    // The old transaction waits for b; the young one then asks for a and closes the cycle.
-    let old_waiter = {
-        let manager = Arc::clone(&manager);
-        thread::spawn(move || manager.acquire(1, &old, &key("b"), LockMode::Exclusive, forever()))
-    };
-    wait_for_waits(&manager, 1);
-    let young_result = manager.acquire(2, &young, &key("a"), LockMode::Exclusive, forever());
-    match young_result {
-        Err(Error::Deadlock(_)) => {}
-        // The young one may have asked before the old one recorded its edge; then the old
-        // one found the cycle, and chose the young one, which was waiting.
-        other => panic!("expected the youngest to be the victim, got {other:?}"),
+fn a_deadlock_fails_the_request_that_closes_it() {
+    // Either transaction may close the cycle; the one that does fails at once, whatever its
+    // age, and the other one gets its lock once the victim lets its own go.
+    for young_closes in [true, false] {
+        let manager = Arc::new(LockManager::new());
+        let (old, young) = (slot(), slot());
+        manager.acquire(1, &old, &key("a"), LockMode::Exclusive, forever()).unwrap();
+        manager.acquire(2, &young, &key("b"), LockMode::Exclusive, forever()).unwrap();
+        let (waiter, waiter_key, closer, closer_slot, closer_key, closer_held) =
+            if young_closes { (1, "b", 2, &young, "a", "b") } else { (2, "a", 1, &old, "b", "a") };
+        let waiter_slot = if young_closes { Arc::clone(&old) } else { Arc::clone(&young) };
+        let waiting = {
+            let manager = Arc::clone(&manager);
+            thread::spawn(move || {
+                manager.acquire(waiter, &waiter_slot, &key(waiter_key), LockMode::Exclusive, forever())
+            })
+        };
+        wait_for_edge(&manager, waiter);
+        let closed = manager.acquire(closer, closer_slot, &key(closer_key), LockMode::Exclusive, forever());
+        assert!(matches!(closed, Err(Error::Deadlock(_))), "young closes: {young_closes}: {closed:?}");
+        // The victim's edges left the graph with its failure.
+        assert!(!manager.graph.lock().edges.contains_key(&closer));
+        manager.release(closer, &key(closer_held));
+        assert_eq!(waiting.join().unwrap().unwrap(), Granted::New);
+        assert_eq!(manager.counters.deadlocks.load(Ordering::Relaxed), 1);
     }
-    manager.release(2, &key("b"));
-    assert_eq!(old_waiter.join().unwrap().unwrap(), Granted::New);
-    assert_eq!(manager.counters.deadlocks.load(Ordering::Relaxed), 1);
 }
 
 #[test]
-fn victim_waiting_elsewhere_is_woken() {
-    // The young transaction waits first; the old one closes the cycle, and the young one,
-    // asleep, must be woken and fail.
+fn a_woken_member_of_a_broken_cycle_does_not_fail_too() {
+    // The victim of a deadlock fails at once but lets its locks go only when its transaction
+    // rolls back, a moment later. A member of the broken cycle woken in between (here by a
+    // spurious bump) checks the graph again and must not find the cycle a second time: the
+    // victim's edges left the graph when it failed.
     let manager = Arc::new(LockManager::new());
     let (old, young) = (slot(), slot());
     manager.acquire(1, &old, &key("a"), LockMode::Exclusive, forever()).unwrap();
     manager.acquire(2, &young, &key("b"), LockMode::Exclusive, forever()).unwrap();
-    let young_waiter = {
-        let manager = Arc::clone(&manager);
-        thread::spawn(move || manager.acquire(2, &young, &key("a"), LockMode::Exclusive, forever()))
-    };
-    wait_for_waits(&manager, 1);
     let old_waiter = {
-        let manager = Arc::clone(&manager);
-        let old = Arc::clone(&old);
+        let (manager, old) = (Arc::clone(&manager), Arc::clone(&old));
         thread::spawn(move || manager.acquire(1, &old, &key("b"), LockMode::Exclusive, forever()))
     };
-    assert!(matches!(young_waiter.join().unwrap(), Err(Error::Deadlock(_))));
+    wait_for_edge(&manager, 1);
+    assert!(matches!(manager.acquire(2, &young, &key("a"), LockMode::Exclusive, forever()), Err(Error::Deadlock(_))));
+    let waits_seen = manager.counters.waits.load(Ordering::Relaxed);
+    old.bump();
+    // Give the woken waiter time to look again: it must go back to sleep, still waiting.
+    thread::sleep(Duration::from_millis(20));
+    assert!(!old_waiter.is_finished(), "the surviving member failed or was granted a held lock");
+    assert_eq!(manager.counters.waits.load(Ordering::Relaxed), waits_seen);
     manager.release(2, &key("b"));
     assert_eq!(old_waiter.join().unwrap().unwrap(), Granted::New);
+    assert_eq!(manager.counters.deadlocks.load(Ordering::Relaxed), 1);
 }
 
 #[test]
@@ -159,9 +176,8 @@ fn queue_is_first_come_first_served() {
 #[test]
 fn cycle_search_finds_long_cycles_only() {
     let mut graph = WaitForGraph::default();
-    let slot = slot();
     for (from, to) in [(1, 2), (2, 3), (3, 4), (4, 2)] {
-        graph.edges.insert(from, (vec![to], Arc::clone(&slot)));
+        graph.edges.insert(from, vec![to]);
     }
     // 1 reaches a cycle but is not on it.
     assert_eq!(graph.cycle_through(1), None);
@@ -299,41 +315,44 @@ fn a_waiter_for_a_column_family_is_granted_when_it_is_let_go() {
 }
 
 #[test]
-fn a_deadlock_through_a_column_family_picks_the_youngest_either_way() {
+fn a_deadlock_through_a_column_family_fails_whoever_closes_it() {
     for young_waits_first in [false, true] {
         // The old transaction holds family 0 whole; the young one holds a row of family 1.
-        // Each then asks for what the other holds.
+        // Each then asks for what the other holds; the second to ask closes the cycle.
         let manager = Arc::new(LockManager::new());
         let (old, young) = (slot(), slot());
         let mut old_accounts = Accounts::default();
         old_accounts.lock(&manager, 1, key_in(0, "a"), Some(0));
         manager.acquire(2, &young, &key_in(1, "b"), LockMode::Exclusive, forever()).unwrap();
-        let old_waits = |manager: &Arc<LockManager>| {
-            let manager = Arc::clone(manager);
-            let old = Arc::clone(&old);
-            thread::spawn(move || manager.acquire(1, &old, &key_in(1, "b"), LockMode::Exclusive, forever()))
-        };
-        let (old_waiter, young_result) = if young_waits_first {
+        if young_waits_first {
             let young_waiter = {
                 let (manager, young) = (Arc::clone(&manager), Arc::clone(&young));
                 thread::spawn(move || manager.acquire(2, &young, &key_in(0, "x"), LockMode::Shared, forever()))
             };
-            wait_for_waits(&manager, 1);
-            // The old one closes the cycle and must wake the young one, asleep on the family.
-            let old_waiter = old_waits(&manager);
-            (old_waiter, young_waiter.join().unwrap())
+            wait_for_edge(&manager, 2);
+            // The old one closes the cycle through the family lock and fails; the young one,
+            // asleep on the family, gets its key once the old one lets the family go.
+            let old_result = manager.acquire(1, &old, &key_in(1, "b"), LockMode::Exclusive, forever());
+            assert!(matches!(old_result, Err(Error::Deadlock(_))), "{old_result:?}");
+            manager.release_column_families(1);
+            assert_eq!(young_waiter.join().unwrap().unwrap(), Granted::New);
+            manager.release(2, &key_in(0, "x"));
+            manager.release(2, &key_in(1, "b"));
         } else {
-            let old_waiter = old_waits(&manager);
-            wait_for_waits(&manager, 1);
-            (old_waiter, manager.acquire(2, &young, &key_in(0, "x"), LockMode::Shared, forever()))
-        };
-        assert!(matches!(young_result, Err(Error::Deadlock(_))), "{young_result:?}");
-        manager.release(2, &key_in(1, "b"));
-        assert_eq!(old_waiter.join().unwrap().unwrap(), Granted::New);
+            let old_waiter = {
+                let (manager, old) = (Arc::clone(&manager), Arc::clone(&old));
+                thread::spawn(move || manager.acquire(1, &old, &key_in(1, "b"), LockMode::Exclusive, forever()))
+            };
+            wait_for_edge(&manager, 1);
+            let young_result = manager.acquire(2, &young, &key_in(0, "x"), LockMode::Shared, forever());
+            assert!(matches!(young_result, Err(Error::Deadlock(_))), "{young_result:?}");
+            manager.release(2, &key_in(1, "b"));
+            assert_eq!(old_waiter.join().unwrap().unwrap(), Granted::New);
+            manager.release(1, &key_in(1, "b"));
+            manager.release_column_families(1);
+        }
         assert_eq!(manager.counters.deadlocks.load(Ordering::Relaxed), 1);
-        manager.release(1, &key_in(1, "b"));
-        manager.release_column_families(1);
-        assert!(manager.is_empty());
+        assert!(manager.is_empty(), "young waits first: {young_waits_first}");
     }
 }
 
