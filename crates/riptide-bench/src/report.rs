@@ -893,8 +893,11 @@ fn answers_section(out: &mut String, rows: &[Row]) {
 /// What each engine's unsynced (acknowledged, not fsynced) writes survive, as the kill -9 test
 /// of `bench/durability.sh` found it (see bench/README.md).
 pub const DURABILITY_NOTE: &str = "Riptide hands every write to the operating system before acknowledging it, \
-     so a process crash (`kill -9`) loses no acknowledged write; see bench/README.md for RocksDB's and TidesDB's \
-     kill -9 results.";
+     so a process crash (`kill -9`) loses no acknowledged write: 0 of 3,817,199 in 20 kill -9 cycles of 2 writer \
+     threads. RocksDB (WAL written to the OS per write group) lost 0 of 4,686,020. TidesDB (SyncMode NONE \
+     acknowledges a commit once it is staged in the log's in-memory ring) lost 2,468 of 3,463,501 acknowledged \
+     puts, in 9 of 20 cycles: its unsynced numbers are not at equal durability; its sync_* numbers are. \
+     (`riptide-bench durability -e ENGINE --cycles 20 -t 2`, 2026-11-26; bench/README.md.)";
 
 /// The Markdown report of a suite.
 pub fn suite_report(context: &ReportContext, rows: &[Row]) -> String {

@@ -1446,6 +1446,54 @@ mod tests {
         }
     }
 
+    /// The sum of the transaction counters read through an engine's session.
+    fn session_counter_sum<E: Engine>(engine: &E, parameters: &RunParameters) -> u64 {
+        let mut session = engine.session().unwrap();
+        let mut key = vec![0u8; parameters.key_size_bytes];
+        let mut value = Vec::new();
+        let mut sum = 0;
+        for number in 0..parameters.transaction_key_count {
+            encode_key(number, &mut key);
+            assert!(session.get(&key, &mut value).unwrap(), "every key of the space is populated");
+            sum += crate::transaction::read_counter(&value).unwrap();
+        }
+        sum
+    }
+
+    #[cfg(feature = "tidesdb")]
+    #[test]
+    fn tidesdb_optimistic_transactions_add_up_and_lose_no_update() {
+        use crate::engine::tidesdb_engine::TidesDbEngine;
+        for pattern in [KeyPattern::Zipfian, KeyPattern::Uniform] {
+            let parameters = transaction_parameters(TransactionMode::Optimistic, pattern, 16);
+            let directory = std::env::temp_dir().join(format!(
+                "riptide-bench-tidesdb-transactions-{}-{}",
+                pattern.as_str(),
+                std::process::id()
+            ));
+            let _ = std::fs::remove_dir_all(&directory);
+            std::fs::create_dir_all(&directory).unwrap();
+            let engine = TidesDbEngine::open(&directory, &parameters.engine_settings().unwrap()).unwrap();
+            let pool = ValuePool::new(parameters.value_size_bytes, parameters.value_compressibility, 1).unwrap();
+            run_phase(&engine, &parameters, &pool, &populate_spec(&parameters, "test"), None).unwrap();
+            engine.settle().unwrap();
+            assert_eq!(session_counter_sum(&engine, &parameters), 0);
+            let phase = run_phase(&engine, &parameters, &pool, &measured_spec(&parameters, "test"), None).unwrap();
+            let counts = phase.transactions;
+            assert_eq!(counts.committed + counts.aborts(), counts.attempts, "{counts:?}");
+            assert!(counts.committed > 0, "{counts:?}");
+            assert_eq!(counts.deadlocks + counts.lock_timeouts, 0, "TidesDB has no locks: {counts:?}");
+            // Each commit added 4, each abort nothing: no lost update, no leaked abort.
+            assert_eq!(session_counter_sum(&engine, &parameters), 4 * counts.committed, "{counts:?}");
+            engine.close().unwrap();
+            std::fs::remove_dir_all(&directory).unwrap();
+        }
+        let pessimistic = transaction_parameters(TransactionMode::Pessimistic, KeyPattern::Uniform, 16);
+        let directory = std::env::temp_dir().join(format!("riptide-bench-tidesdb-pessimistic-{}", std::process::id()));
+        assert!(TidesDbEngine::open(&directory, &pessimistic.engine_settings().unwrap()).is_err());
+        let _ = std::fs::remove_dir_all(&directory);
+    }
+
     #[test]
     fn riptide_transactions_add_up_and_lose_no_update() {
         use crate::engine::riptide_engine::RiptideEngine;
@@ -1484,6 +1532,7 @@ mod tests {
             assert!(phase.logical_read_bytes >= counts.committed * 4 * (16 + 100), "{context}");
             // Each commit added 4, each abort nothing: no lost update, no leaked abort.
             assert_eq!(counter_sum(engine.db(), &parameters), 4 * counts.committed, "{context}");
+            assert_eq!(session_counter_sum(&engine, &parameters), 4 * counts.committed, "{context}");
             // The engine saw the same transactions end the same ways.
             let stats = engine.db().stats().transactions;
             assert_eq!(stats.begun, counts.attempts, "{context}");

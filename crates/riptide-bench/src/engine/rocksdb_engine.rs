@@ -1,9 +1,12 @@
 //! RocksDB behind the [`Engine`] interface, configured as a fair peer of Riptide.
 //!
 //! The options mirror Riptide's (see [`super::rocksdb_settings_text`] for the list): LZ4,
-//! full bloom filters at 10 bits per key, an LRU block cache of the same size, 4 KiB blocks,
+//! full bloom filters at 10 bits per key, a block cache of the same size, 4 KiB blocks,
 //! 64 MiB write buffers with up to two immutable ones, 2 background jobs on this 2-core
-//! machine, dynamic level sizes, WAL on and synced only with `--sync`.
+//! machine, dynamic level sizes, WAL on and synced only with `--sync`. Beyond the aligned sizes
+//! RocksDB gets what its tuning guide recommends and measured faster here ([`RocksDbTuning`]:
+//! the HyperClockCache and pipelined writes); `ROCKSDB_BENCH_TUNING` overrides those choices for measurements
+//! (`bench/rocksdb-tuning.sh`, results in bench/README.md).
 //!
 //! For the transaction workload the same options open a `TransactionDB` (pessimistic) or an
 //! `OptimisticTransactionDB` instead of a plain `DB` (see
@@ -18,10 +21,10 @@ use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use rocksdb::{
-    BlockBasedOptions, Cache, DBAccess, DBCompressionType, DBRawIteratorWithThreadMode, MultiThreaded,
-    OptimisticTransactionDB, OptimisticTransactionOptions, Options, ReadOptions, Transaction, TransactionDBOptions,
-    TransactionOptions, WaitForCompactOptions, WriteBatch, WriteBatchWithTransaction, WriteBufferManager, WriteOptions,
-    DB,
+    BlockBasedOptions, Cache, DBAccess, DBCompressionType, DBRawIteratorWithThreadMode, DataBlockIndexType,
+    MultiThreaded, OptimisticTransactionDB, OptimisticTransactionOptions, Options, ReadOptions, Transaction,
+    TransactionDBOptions, TransactionOptions, WaitForCompactOptions, WriteBatch, WriteBatchWithTransaction,
+    WriteBufferManager, WriteOptions, DB,
 };
 
 use super::rocksdb_properties::{
@@ -47,6 +50,85 @@ const BACKGROUND_WORK_PROPERTIES: [&str; 4] = [
     "rocksdb.compaction-pending",
     "rocksdb.num-running-compactions",
 ];
+
+/// The environment variable holding tuning overrides for experiments, e.g.
+/// `cache=lru,pipelined_write=true`; the report's configuration shows what a run used.
+pub const TUNING_VARIABLE: &str = "ROCKSDB_BENCH_TUNING";
+
+/// The RocksDB settings beyond the aligned sizes that the benchtool chooses (see
+/// [`super::rocksdb_settings_text`] for what each was measured to do).
+#[derive(Clone, Debug, PartialEq)]
+pub struct RocksDbTuning {
+    /// HyperClockCache (RocksDB's recommended block cache) instead of the LRU cache.
+    pub hyper_clock_cache: bool,
+    /// `enable_pipelined_write`: the WAL write and the memtable insert of write groups overlap.
+    pub pipelined_write: bool,
+    /// `allow_concurrent_memtable_write` (RocksDB's default: on).
+    pub concurrent_memtable_write: bool,
+    /// `enable_write_thread_adaptive_yield` (RocksDB's default: on).
+    pub adaptive_yield: bool,
+    /// `bytes_per_sync` (0: RocksDB's default, off).
+    pub bytes_per_sync: u64,
+    /// A hash index in data blocks for point lookups (`kDataBlockBinaryAndHash`).
+    pub data_block_hash_index: bool,
+}
+
+impl Default for RocksDbTuning {
+    fn default() -> RocksDbTuning {
+        RocksDbTuning {
+            hyper_clock_cache: true,
+            pipelined_write: true,
+            concurrent_memtable_write: true,
+            adaptive_yield: true,
+            bytes_per_sync: 0,
+            data_block_hash_index: false,
+        }
+    }
+}
+
+impl RocksDbTuning {
+    /// The defaults with the overrides of [`TUNING_VARIABLE`] applied.
+    pub fn from_environment() -> Result<RocksDbTuning> {
+        let mut tuning = RocksDbTuning::default();
+        if let Ok(text) = std::env::var(TUNING_VARIABLE) {
+            tuning.apply(&text).with_context(|| format!("reading {TUNING_VARIABLE}={text:?}"))?;
+        }
+        Ok(tuning)
+    }
+
+    /// Applies comma-separated `name=value` overrides; an unknown name or value is an error,
+    /// so a typo never measures the defaults.
+    pub fn apply(&mut self, text: &str) -> Result<()> {
+        for setting in text.split(',').map(str::trim).filter(|setting| !setting.is_empty()) {
+            let (name, value) =
+                setting.split_once('=').ok_or_else(|| BenchError::new(format!("{setting:?} is not name=value")))?;
+            let flag = || match value {
+                "true" | "1" | "on" => Ok(true),
+                "false" | "0" | "off" => Ok(false),
+                _ => Err(BenchError::new(format!("{name}: {value:?} is not true or false"))),
+            };
+            match name {
+                "cache" => {
+                    self.hyper_clock_cache = match value {
+                        "hyper_clock" => true,
+                        "lru" => false,
+                        _ => bail!("cache: {value:?} is neither hyper_clock nor lru"),
+                    }
+                }
+                "pipelined_write" => self.pipelined_write = flag()?,
+                "concurrent_memtable_write" => self.concurrent_memtable_write = flag()?,
+                "adaptive_yield" => self.adaptive_yield = flag()?,
+                "data_block_hash_index" => self.data_block_hash_index = flag()?,
+                "bytes_per_sync" => {
+                    self.bytes_per_sync =
+                        value.parse().map_err(|_| BenchError::new(format!("bytes_per_sync: {value:?}")))?
+                }
+                _ => bail!("unknown tuning option {name:?}"),
+            }
+        }
+        Ok(())
+    }
+}
 
 /// The pessimistic transaction database. Its thread mode only decides how column family handles
 /// are shared (the runs use the default column family alone), but the `rocksdb` crate gives
@@ -83,6 +165,7 @@ pub struct RocksDbEngine {
     db: Handle,
     path: PathBuf,
     settings: EngineSettings,
+    tuning: RocksDbTuning,
     write_options: WriteOptions,
     // The cache (and the write buffer manager charging it) must outlive the database.
     _cache: Cache,
@@ -95,8 +178,17 @@ impl RocksDbEngine {
         // Under a memory budget, the cache has the whole budget as its capacity, memtables are
         // charged to it by a write buffer manager (which stalls writers past its limit), and
         // index and filter blocks live in it: RocksDB's way of bounding memory by one number.
+        let tuning = RocksDbTuning::from_environment()?;
         let budget = settings.max_memory_bytes;
-        let cache = Cache::new_lru_cache(if budget > 0 { budget } else { settings.block_cache_size_bytes });
+        let capacity = if budget > 0 { budget } else { settings.block_cache_size_bytes };
+        // An estimated entry charge of 0 picks the HyperClockCache that sizes its table itself
+        // (RocksDB's recommendation when the charge is not known, as with a write buffer
+        // manager charging memtables to the cache).
+        let cache = if tuning.hyper_clock_cache {
+            Cache::new_hyper_clock_cache(capacity, 0)
+        } else {
+            Cache::new_lru_cache(capacity)
+        };
         let write_buffer_manager = (budget > 0)
             .then(|| WriteBufferManager::new_write_buffer_manager_with_cache(budget / 2, true, cache.clone()));
         let mut table_options = BlockBasedOptions::default();
@@ -107,6 +199,9 @@ impl RocksDbEngine {
         }
         if settings.bloom {
             table_options.set_bloom_filter(f64::from(BLOOM_BITS_PER_KEY), false);
+        }
+        if tuning.data_block_hash_index {
+            table_options.set_data_block_index_type(DataBlockIndexType::BinaryAndHash);
         }
         let mut options = Options::default();
         options.create_if_missing(true);
@@ -120,6 +215,12 @@ impl RocksDbEngine {
         options.set_block_based_table_factory(&table_options);
         if let Some(manager) = &write_buffer_manager {
             options.set_write_buffer_manager(manager);
+        }
+        options.set_enable_pipelined_write(tuning.pipelined_write);
+        options.set_allow_concurrent_memtable_write(tuning.concurrent_memtable_write);
+        options.set_enable_write_thread_adaptive_yield(tuning.adaptive_yield);
+        if tuning.bytes_per_sync > 0 {
+            options.set_bytes_per_sync(tuning.bytes_per_sync);
         }
         let opening = || format!("opening RocksDB in {}", path.display());
         let db = match settings.transactions {
@@ -149,6 +250,7 @@ impl RocksDbEngine {
             db,
             path: path.to_path_buf(),
             settings: settings.clone(),
+            tuning,
             write_options,
             _cache: cache,
             _write_buffer_manager: write_buffer_manager,
@@ -210,6 +312,9 @@ impl Engine for RocksDbEngine {
 
     fn configuration(&self) -> String {
         let mut text = format!("rocksdb crate 0.25 (RocksDB 11.8.1)\n{}", rocksdb_settings_text(&self.settings));
+        if self.tuning != RocksDbTuning::default() {
+            text.push_str(&format!("\n{TUNING_VARIABLE} overrides in force: {:?}", self.tuning));
+        }
         if let Some(options_file) = self.options_file_text() {
             text.push_str("\n\nEffective options (RocksDB's OPTIONS file):\n");
             text.push_str(&options_file);
@@ -468,5 +573,23 @@ struct RocksDbScanner<'a, D: DBAccess> {
 impl<D: DBAccess> Scanner for RocksDbScanner<'_, D> {
     fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
         scan_with(&mut self.iterator, start, limit, capture)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn tuning_overrides_parse_and_typos_fail() {
+        let mut tuning = RocksDbTuning::default();
+        assert!(tuning.hyper_clock_cache && tuning.pipelined_write && !tuning.data_block_hash_index);
+        tuning.apply("cache=lru, pipelined_write=false,bytes_per_sync=1048576,data_block_hash_index=1").unwrap();
+        assert!(!tuning.hyper_clock_cache && !tuning.pipelined_write && tuning.data_block_hash_index);
+        assert_eq!(tuning.bytes_per_sync, 1 << 20);
+        assert!(tuning.apply("cache=clock").is_err());
+        assert!(tuning.apply("pipelined_writes=true").is_err());
+        assert!(tuning.apply("adaptive_yield=maybe").is_err());
+        assert!(tuning.apply("bytes_per_sync").is_err());
     }
 }
