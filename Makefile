@@ -2,7 +2,7 @@
 CARGO ?= cargo
 RESULTS_DIR := bench/results
 
-.PHONY: test-sql plugin sql-engine-test sql-crash-test sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
+.PHONY: test-sql plugin sql-engine-test sql-crash-test sql sql-stop sql-test sql-smoke bench-sql test capi-test capi-bench bench setup fmt lint unit bench-core bench-deps bench-build bench-riptide bench-longrun bench-durability bench-report bench-compare clean soak fuzz sanitize loom test-stress-suite
 
 ## setup: check the toolchain (Rust with rustfmt and clippy) is present.
 setup:
@@ -93,6 +93,12 @@ bench-longrun: setup bench-deps bench-build
 bench-riptide: setup
 	CARGO_TARGET_DIR=target/bench-riptide RUSTFLAGS="$(BENCH_RUSTFLAGS)" $(CARGO) build --release -p riptide-bench
 	target/bench-riptide/release/riptide-bench suite --suite $(SUITE) --engines riptide --db-path $(BENCH_DB_PATH) $(BENCH_ARGS)
+
+## bench-durability: the kill -9 test of unsynced writes on every engine (DURABILITY_CYCLES
+## cycles, default 20, of 2 writer threads each): acknowledged puts lost after SIGKILL and reopen.
+DURABILITY_CYCLES ?= 20
+bench-durability: setup bench-deps bench-build
+	for engine in riptide rocksdb tidesdb; do $(BENCH_BIN) durability -e $$engine --cycles $(DURABILITY_CYCLES) --threads 2 --db-path $(BENCH_DB_PATH) || exit 1; done
 
 ## bench-report: redraw the charts and rewrite the report of the latest results.
 bench-report: bench-build
