@@ -1447,6 +1447,16 @@ riptide_code_t riptide_options_set_transaction_history_limit_bytes(riptide_optio
                                                                    size_t value,
                                                                    riptide_error_t **err);
 
+// Once a write-ahead log has been synced, zeros are written this many bytes at a time ahead of
+// its records, so that later syncs overwrite existing blocks instead of growing the file; 0
+// turns it off (at most 1 GiB). Default 4 MiB.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_wal_preallocate_bytes(riptide_options_t *options,
+                                                         uint64_t value,
+                                                         riptide_error_t **err);
+
 // How recovery treats a damaged write-ahead log, a `RIPTIDE_WAL_RECOVERY_*` value.
 //
 // # Safety

@@ -88,6 +88,7 @@ pub fn options_for_seed(seed: u64) -> Options {
         level0_stop_writes_files: 16,
         max_open_tables: [16, 64][rng.gen_range(0..2)],
         wal_sync_mode: sync_mode,
+        wal_preallocate_bytes: [0, 4096, 64 << 10][rng.gen_range(0..3)],
         ..Options::default()
     }
 }

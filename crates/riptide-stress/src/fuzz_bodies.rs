@@ -48,14 +48,22 @@ pub fn body(name: &str) -> Option<Body> {
 
 const POLICIES: [WalRecovery; 3] = [WalRecovery::TolerateTornTail, WalRecovery::Absolute, WalRecovery::SkipCorrupt];
 
-/// WAL (and manifest) record framing: the first byte picks the policy and whether this is the
-/// newest log; the rest is the file.
+/// WAL (and manifest) record framing: the first byte picks the policy, whether this is the
+/// newest log, and whether it is read as a write-ahead log (which may end in preallocated
+/// zeros) or as a manifest; the rest is the file.
 pub fn wal_record(data: &[u8]) {
     let Some((&selector, log)) = data.split_first() else { return };
     let policy = POLICIES[usize::from(selector % 3)];
     let is_last_log = selector & 4 != 0;
-    let Ok(contents) = decode::log_records(log, policy, is_last_log) else { return };
-    let mut accounted = contents.dropped_tail_bytes + contents.skipped_bytes;
+    let read = if selector & 8 != 0 { decode::wal_records } else { decode::log_records };
+    let Ok(contents) = read(log, policy, is_last_log) else { return };
+    if selector & 8 == 0 {
+        assert_eq!(contents.preallocated_tail_bytes, 0, "a manifest read found a preallocated tail");
+    } else if contents.preallocated_tail_bytes > 0 {
+        let tail = &log[log.len() - contents.preallocated_tail_bytes as usize..];
+        assert!(tail.iter().all(|&byte| byte == 0), "a preallocated tail holds a non-zero byte");
+    }
+    let mut accounted = contents.dropped_tail_bytes + contents.skipped_bytes + contents.preallocated_tail_bytes;
     let mut previous_end = 0u64;
     for (offset, payload) in &contents.records {
         assert!(!payload.is_empty(), "an empty record was returned at offset {offset}");
@@ -63,7 +71,11 @@ pub fn wal_record(data: &[u8]) {
         previous_end = offset + (decode::LOG_RECORD_HEADER_SIZE_BYTES + payload.len()) as u64;
         accounted += (decode::LOG_RECORD_HEADER_SIZE_BYTES + payload.len()) as u64;
     }
-    assert_eq!(accounted, log.len() as u64, "records, skipped bytes and dropped tail do not add up to the file");
+    assert_eq!(
+        accounted,
+        log.len() as u64,
+        "records, skipped bytes, dropped and preallocated tails do not add up to the file"
+    );
     // The records found, written again, read back exactly under the strictest policy.
     let payloads: Vec<Vec<u8>> = contents.records.iter().map(|(_, payload)| payload.clone()).collect();
     let rewritten = match encode::log(&payloads) {

@@ -85,11 +85,23 @@ pub mod decode {
         pub skipped_records: u64,
         /// Bytes in the skipped regions.
         pub skipped_bytes: u64,
+        /// Preallocated zeros that ended the file (only for [`wal_records`]).
+        pub preallocated_tail_bytes: u64,
     }
 
-    /// Reads every record of a log file held in `data` with `LogReader`, under `policy`.
+    /// Reads every record of a log file held in `data` with `LogReader`, under `policy`, as
+    /// the manifest is read (no preallocated tail).
     pub fn log_records(data: &[u8], policy: WalRecovery, torn_tail_allowed: bool) -> Result<LogContents> {
-        let mut reader = LogReader::new(data.to_vec(), PathBuf::from("/fuzz/000001.log"), policy, torn_tail_allowed);
+        read_log(LogReader::new(data.to_vec(), PathBuf::from("/fuzz/000001.log"), policy, torn_tail_allowed))
+    }
+
+    /// [`log_records`] as a write-ahead log is read: the file may end in preallocated zeros.
+    pub fn wal_records(data: &[u8], policy: WalRecovery, torn_tail_allowed: bool) -> Result<LogContents> {
+        let reader = LogReader::new(data.to_vec(), PathBuf::from("/fuzz/000001.log"), policy, torn_tail_allowed);
+        read_log(reader.allow_preallocated_tail())
+    }
+
+    fn read_log(mut reader: LogReader) -> Result<LogContents> {
         let mut contents = LogContents::default();
         while let Some((offset, payload)) = reader.next_record()? {
             contents.records.push((offset, payload.to_vec()));
@@ -97,6 +109,7 @@ pub mod decode {
         contents.dropped_tail_bytes = reader.dropped_tail_bytes();
         contents.skipped_records = reader.skipped_records();
         contents.skipped_bytes = reader.skipped_bytes();
+        contents.preallocated_tail_bytes = reader.preallocated_tail_bytes();
         Ok(contents)
     }
 

@@ -112,6 +112,12 @@ pub struct Options {
     pub wal_sync_mode: SyncMode,
     /// WAL damage policy at recovery. Default [`WalRecovery::TolerateTornTail`].
     pub wal_recovery: WalRecovery,
+    /// Once a log has been synced, zeros are written this many bytes at a time ahead of its
+    /// records, so that later syncs overwrite existing blocks instead of growing the file (on
+    /// ext4 here a sync that grows a file took 2.3 ms against 0.64 ms; see `wal/writer.rs`).
+    /// Logs that are never synced are never preallocated. 0 turns it off. At most 1 GiB.
+    /// Default 4 MiB.
+    pub wal_preallocate_bytes: u64,
     /// Level-0 file count that triggers a compaction into the base level. Default 8.
     ///
     /// A level-0 job merges every level-0 file with the overlapping part of the base level
@@ -206,6 +212,7 @@ impl Default for Options {
             max_open_tables: 1000,
             wal_sync_mode: SyncMode::None,
             wal_recovery: WalRecovery::TolerateTornTail,
+            wal_preallocate_bytes: 4 << 20,
             level0_compaction_trigger_files: 8,
             level0_slowdown_writes_files: 12,
             level0_stop_writes_files: 20,
@@ -284,6 +291,7 @@ impl Options {
         check((1..=1 << 20).contains(&self.max_key_size_bytes), "max_key_size_bytes must be between 1 and 1 MiB")?;
         check(self.max_value_size_bytes <= 1 << 30, "max_value_size_bytes must be at most 1 GiB")?;
         check(self.max_batch_size_bytes <= 1 << 30, "max_batch_size_bytes must be at most 1 GiB")?;
+        check(self.wal_preallocate_bytes <= 1 << 30, "wal_preallocate_bytes must be at most 1 GiB")?;
         check(
             self.transaction_history_limit_bytes >= 1 << 20,
             "transaction_history_limit_bytes must be at least 1 MiB",

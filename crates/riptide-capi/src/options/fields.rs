@@ -742,6 +742,24 @@ pub unsafe extern "C" fn riptide_options_set_transaction_history_limit_bytes(
     })
 }
 
+/// Once a write-ahead log has been synced, zeros are written this many bytes at a time ahead of
+/// its records, so that later syncs overwrite existing blocks instead of growing the file; 0
+/// turns it off (at most 1 GiB). Default 4 MiB.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_wal_preallocate_bytes(
+    options: *mut riptide_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.wal_preallocate_bytes = value;
+        Ok(())
+    })
+}
+
 /// How recovery treats a damaged write-ahead log, a `RIPTIDE_WAL_RECOVERY_*` value.
 ///
 /// # Safety

@@ -140,6 +140,7 @@ static void test_options(void) {
     OK(riptide_options_set_wal_recovery(o, RIPTIDE_WAL_RECOVERY_ABSOLUTE, NULL));
     OK(riptide_options_set_wal_recovery(o, RIPTIDE_WAL_RECOVERY_SKIP_CORRUPT, NULL));
     OK(riptide_options_set_wal_recovery(o, RIPTIDE_WAL_RECOVERY_TOLERATE_TORN_TAIL, NULL));
+    OK(riptide_options_set_wal_preallocate_bytes(o, 1 << 20, NULL));
     OK(riptide_options_set_level0_compaction_trigger_files(o, 4, NULL));
     OK(riptide_options_set_level0_slowdown_writes_files(o, 10, NULL));
     OK(riptide_options_set_level0_stop_writes_files(o, 16, NULL));

@@ -101,6 +101,12 @@ fn inspect_wal(file: &Path, entries: bool, style: Style, output: &mut Output) ->
         }
     }
     print_damage(output, &scan.damage)?;
+    if scan.preallocated_tail_bytes > 0 {
+        output.line(&format!(
+            "preallocated (unused) zeros: {} bytes at the end of the log",
+            scan.preallocated_tail_bytes
+        ))?;
+    }
     Ok(damaged)
 }
 

@@ -291,6 +291,7 @@ pub fn option_sets() -> Vec<(&'static str, Options)> {
                 level0_compaction_trigger_files: 3,
                 max_open_tables: 16,
                 wal_sync_mode: SyncMode::Full,
+                wal_preallocate_bytes: 1024,
                 ..base.clone()
             },
         ),
@@ -304,6 +305,7 @@ pub fn option_sets() -> Vec<(&'static str, Options)> {
                 target_file_size_bytes: 4096,
                 level0_compaction_trigger_files: 2,
                 wal_sync_mode: SyncMode::Interval { interval_us: 1000 },
+                wal_preallocate_bytes: 0,
                 ..base
             },
         ),

@@ -144,6 +144,9 @@ fn small_options() -> Options {
         level0_slowdown_writes_files: 7,
         level0_stop_writes_files: 8,
         max_open_tables: 16,
+        // Several preallocated chunks per log, so that crash states fall before, inside and
+        // after preallocated zeros.
+        wal_preallocate_bytes: 2048,
         ..Options::default()
     }
 }

@@ -185,7 +185,7 @@ pub(crate) fn open_with_column_families(
         }
         let data = file_system.read_all(&path)?;
         let file_size_bytes = data.len() as u64;
-        let mut reader = LogReader::new(data, path.clone(), options.wal_recovery, true);
+        let mut reader = LogReader::new(data, path.clone(), options.wal_recovery, true).allow_preallocated_tail();
         while let Some((offset, record)) = reader.next_record()? {
             let batch = WriteBatch::from_data(record.to_vec(), &path, offset + RECORD_HEADER_SIZE_BYTES as u64)?;
             if batch.is_empty() {
@@ -247,7 +247,7 @@ pub(crate) fn open_with_column_families(
     let log_number = versions.new_file_number();
     let log_file_path = log_path(dir, log_number);
     let log_file = file_system.create(&log_file_path)?;
-    let log_writer = LogWriter::new(log_file, log_file_path);
+    let log_writer = LogWriter::with_preallocation(log_file, log_file_path, options.wal_preallocate_bytes);
     versions.set_last_sequence(max_sequence);
     for (_, mut replay) in std::mem::take(&mut replays) {
         replay.edit.log_number = Some(log_number);
@@ -390,7 +390,7 @@ fn note_markers(batch: &WriteBatch, markers: &mut HashSet<u64>) {
 fn collect_markers(dir: &Path, file_system: &Arc<dyn crate::fs::FileSystem>, number: u64, markers: &mut HashSet<u64>) {
     let path = log_path(dir, number);
     let Ok(data) = file_system.read_all(&path) else { return };
-    let mut reader = LogReader::new(data, path.clone(), WalRecovery::TolerateTornTail, true);
+    let mut reader = LogReader::new(data, path.clone(), WalRecovery::TolerateTornTail, true).allow_preallocated_tail();
     while let Ok(Some((offset, record))) = reader.next_record() {
         let Ok(batch) = WriteBatch::from_data(record.to_vec(), &path, offset + RECORD_HEADER_SIZE_BYTES as u64) else {
             return;

@@ -666,7 +666,8 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
     // The old log is not synced here (see `ClosedLog`): if it holds unsynced appends, it waits
     // among the closed logs until a sync needs it or its data is all in tables. The new log's
     // name becomes durable with its first sync, before any synced write in it is acknowledged.
-    let old_writer = wal.writer.replace(LogWriter::new(file, path));
+    let new_writer = LogWriter::with_preallocation(file, path, inner.options.wal_preallocate_bytes);
+    let old_writer = wal.writer.replace(new_writer);
     let old_number = std::mem::replace(&mut wal.number, new_log_number);
     if let Some(writer) = old_writer {
         if wal.unsynced {

@@ -276,6 +276,11 @@ impl WritableFile for FaultWritableFile {
     fn len(&self) -> u64 {
         self.inner.len()
     }
+
+    fn preallocate(&mut self, total_bytes: u64) -> Result<()> {
+        self.shared.admit(Access::Mutating, "preallocate", &self.path)?;
+        self.inner.preallocate(total_bytes)
+    }
 }
 
 /// A reader whose reads pass the checkpoint when a plan counts reads.

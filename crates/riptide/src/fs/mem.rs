@@ -95,11 +95,36 @@ struct FileData {
     current: Arc<Vec<u8>>,
     /// The content as of the last successful sync.
     durable: DurableContent,
+    /// Zeros that `preallocate` wrote past the written bytes and a sync made durable: after a
+    /// power loss the file is at least this much longer than its durable bytes, and holds
+    /// zeros there wherever no unsynced write survived (the file size and the zero blocks were
+    /// durable; the writes into them since were not).
+    durable_zero_tail_bytes: usize,
+    /// Where the appended bytes end; past it, `current` holds only preallocated zeros.
+    written_bytes: usize,
 }
 
 impl FileData {
     fn empty() -> FileData {
-        FileData { current: Arc::new(Vec::new()), durable: DurableContent::Prefix { length_bytes: 0 } }
+        FileData::with_content(Vec::new())
+    }
+
+    /// A file whose current content is all durable.
+    fn with_content(content: Vec<u8>) -> FileData {
+        let length_bytes = content.len();
+        FileData {
+            current: Arc::new(content),
+            durable: DurableContent::Prefix { length_bytes },
+            durable_zero_tail_bytes: 0,
+            written_bytes: length_bytes,
+        }
+    }
+
+    /// The durable bytes followed by the durable zero tail, as one buffer.
+    fn durable_bytes_with_zero_tail(&self) -> Vec<u8> {
+        let mut bytes = self.durable_bytes().to_vec();
+        bytes.resize(bytes.len() + self.durable_zero_tail_bytes, 0);
+        bytes
     }
 
     fn durable_bytes(&self) -> &[u8] {
@@ -112,9 +137,16 @@ impl FileData {
     /// The bytes appended since the last sync, which a power cut may partly keep. Empty when a
     /// truncating `create` detached the durable content: what the disk would show after a torn
     /// truncate-and-rewrite is not modelled, so only the durable content survives.
+    ///
+    /// Preallocated zeros are not among them: those a sync covered stay durable where no
+    /// append overwrote them (they are not torn), and those written since read as zeros
+    /// whether or not they survive.
     fn unsynced_appended_bytes(&self) -> &[u8] {
         match &self.durable {
-            DurableContent::Prefix { length_bytes } => &self.current[*length_bytes..],
+            DurableContent::Prefix { length_bytes } => {
+                let end = self.written_bytes.clamp(*length_bytes, self.current.len());
+                &self.current[*length_bytes..end]
+            }
             DurableContent::Detached(_) => &[],
         }
     }
@@ -281,6 +313,22 @@ impl SplitMix64 {
 
 /// The content a file shows after a power loss in `mode`, drawing randomness from `generator`.
 fn content_after_power_loss(file: &FileData, mode: PowerLossMode, generator: &mut SplitMix64) -> Vec<u8> {
+    let mut content = content_after_power_loss_without_zero_tail(file, mode, generator);
+    // The durable size holds: what no surviving write covered still reads as the zeros that
+    // preallocation made durable.
+    let durable_size_bytes = file.durable_bytes().len() + file.durable_zero_tail_bytes;
+    if content.len() < durable_size_bytes {
+        content.resize(durable_size_bytes, 0);
+    }
+    content
+}
+
+/// The durable bytes plus, by `mode`, part of the unsynced ones.
+fn content_after_power_loss_without_zero_tail(
+    file: &FileData,
+    mode: PowerLossMode,
+    generator: &mut SplitMix64,
+) -> Vec<u8> {
     let mut content = file.durable_bytes().to_vec();
     let unsynced = file.unsynced_appended_bytes();
     if unsynced.is_empty() {
@@ -362,11 +410,7 @@ impl MemFileSystem {
                 unreachable!("a durable name refers to a file missing from the file table");
             };
             let content = content_after_power_loss(file, mode, &mut generator);
-            let length_bytes = content.len();
-            surviving.insert(
-                *identity,
-                FileData { current: Arc::new(content), durable: DurableContent::Prefix { length_bytes } },
-            );
+            surviving.insert(*identity, FileData::with_content(content));
         }
         state.files = surviving;
         state.current_names = state.durable_names.clone();
@@ -413,7 +457,9 @@ impl MemFileSystem {
                 file.current.len()
             )));
         };
+        let durable_size_bytes = (file.durable_bytes().len() + file.durable_zero_tail_bytes).min(new_length);
         Arc::make_mut(&mut file.current).truncate(new_length);
+        file.written_bytes = file.written_bytes.min(new_length);
         match &mut file.durable {
             DurableContent::Prefix { length_bytes } => *length_bytes = (*length_bytes).min(new_length),
             DurableContent::Detached(durable) => {
@@ -422,6 +468,7 @@ impl MemFileSystem {
                 }
             }
         }
+        file.durable_zero_tail_bytes = durable_size_bytes - file.durable_bytes().len();
         Ok(())
     }
 
@@ -464,7 +511,13 @@ impl WritableFile for MemWritableFile {
         }
         // A file no name refers to any more was removed: its bytes go nowhere.
         if let Some(file) = state.files.get_mut(&self.identity) {
-            Arc::make_mut(&mut file.current).extend_from_slice(data);
+            let current = Arc::make_mut(&mut file.current);
+            // Appends overwrite preallocated zeros first, then extend the file.
+            let start = (self.length_bytes as usize).min(current.len());
+            let overwritten = (current.len() - start).min(data.len());
+            current[start..start + overwritten].copy_from_slice(&data[..overwritten]);
+            current.extend_from_slice(&data[overwritten..]);
+            file.written_bytes = file.written_bytes.max(start + data.len());
         }
         self.length_bytes += data.len() as u64;
         Ok(())
@@ -484,13 +537,31 @@ impl WritableFile for MemWritableFile {
             return Err(stale_handle("sync", &self.path));
         }
         if let Some(file) = state.files.get_mut(&self.identity) {
-            file.durable = DurableContent::Prefix { length_bytes: file.current.len() };
+            // Past the written bytes the file holds only preallocated zeros.
+            let written_bytes = (self.length_bytes as usize).min(file.current.len());
+            file.durable = DurableContent::Prefix { length_bytes: written_bytes };
+            file.durable_zero_tail_bytes = file.current.len() - written_bytes;
         }
         Ok(())
     }
 
     fn len(&self) -> u64 {
         self.length_bytes
+    }
+
+    fn preallocate(&mut self, total_bytes: u64) -> Result<()> {
+        let mut state = self.state.lock();
+        if state.epoch != self.epoch {
+            return Err(stale_handle("preallocate", &self.path));
+        }
+        let total_bytes = usize::try_from(total_bytes)
+            .map_err(|_| Error::invalid(format!("cannot preallocate {total_bytes} bytes in memory")))?;
+        if let Some(file) = state.files.get_mut(&self.identity) {
+            if file.current.len() < total_bytes {
+                Arc::make_mut(&mut file.current).resize(total_bytes, 0);
+            }
+        }
+        Ok(())
     }
 }
 
@@ -557,11 +628,13 @@ impl FileSystem for MemFileSystem {
                         let durable = if length_bytes == file.current.len() {
                             Arc::clone(&file.current)
                         } else {
-                            Arc::new(file.current[..length_bytes].to_vec())
+                            Arc::new(file.durable_bytes_with_zero_tail())
                         };
                         file.durable = DurableContent::Detached(durable);
+                        file.durable_zero_tail_bytes = 0;
                     }
                     file.current = Arc::new(Vec::new());
+                    file.written_bytes = 0;
                 }
                 identity
             }
@@ -843,6 +916,43 @@ mod tests {
         assert!(fs.rename(&file("missing"), &file("x")).is_err());
         fs.rename(&file("old"), &file("old")).unwrap();
         assert_eq!(fs.read_all(&file("old")).unwrap(), b"new");
+    }
+
+    #[test]
+    fn preallocated_zeros_are_overwritten_in_place_and_keep_the_durable_size() {
+        let fs = new_fs();
+        let mut writer = fs.create(&file("log")).unwrap();
+        writer.append(b"first").unwrap();
+        writer.preallocate(16).unwrap();
+        // Preallocating less than the file holds changes nothing.
+        writer.preallocate(8).unwrap();
+        assert_eq!(fs.read_all(&file("log")).unwrap(), b"first\0\0\0\0\0\0\0\0\0\0\0");
+        writer.append(b"-second").unwrap();
+        assert_eq!(writer.len(), 12);
+        assert_eq!(fs.read_all(&file("log")).unwrap(), b"first-second\0\0\0\0");
+        writer.sync().unwrap();
+        fs.sync_dir(dir()).unwrap();
+        // Unsynced appends into the durable zeros, and past them.
+        writer.append(b"+third+beyond").unwrap();
+        assert_eq!(fs.read_all(&file("log")).unwrap(), b"first-second+third+beyond");
+        fs.simulate_power_loss(PowerLossMode::DropUnsynced);
+        // The durable size (16) holds, with the zeros where the unsynced write went.
+        assert_eq!(fs.read_all(&file("log")).unwrap(), b"first-second\0\0\0\0");
+        // A prefix of the unsynced bytes may survive; the rest of the durable size reads as zeros.
+        let fs = new_fs();
+        let mut writer = fs.create(&file("log")).unwrap();
+        writer.append(b"first").unwrap();
+        writer.preallocate(64).unwrap();
+        writer.sync().unwrap();
+        fs.sync_dir(dir()).unwrap();
+        writer.append(&pattern(100, 3)).unwrap();
+        fs.simulate_power_loss(PowerLossMode::KeepUnsyncedPrefix { seed: 7 });
+        let content = fs.read_all(&file("log")).unwrap();
+        assert!(content.len() >= 64 && content.len() <= 105, "{} bytes", content.len());
+        assert_eq!(&content[..5], b"first");
+        let kept =
+            content[5..].iter().zip(pattern(100, 3)).take_while(|(stored, written)| **stored == *written).count();
+        assert!(content[5 + kept..].iter().all(|&byte| byte == 0), "garbage after the kept prefix");
     }
 
     #[test]

@@ -38,6 +38,17 @@ pub trait WritableFile: Send + Sync {
     fn sync(&mut self) -> Result<()>;
     /// Bytes appended so far.
     fn len(&self) -> u64;
+    /// Makes the file at least `total_bytes` long by writing zeros past everything written so
+    /// far, without moving where the next append goes: later appends overwrite the zeros. The
+    /// blocks are written, not merely reserved, so that once a sync has made them durable, a
+    /// sync of appends inside them changes no file size or block map (on ext4 an `fdatasync`
+    /// then writes data only, not a journal commit). Like appends, the zeros are durable only
+    /// after [`WritableFile::sync`]. A file system that cannot do this may do nothing; the
+    /// default does nothing.
+    fn preallocate(&mut self, total_bytes: u64) -> Result<()> {
+        let _ = total_bytes;
+        Ok(())
+    }
     /// True when nothing has been appended.
     fn is_empty(&self) -> bool {
         self.len() == 0

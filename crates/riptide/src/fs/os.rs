@@ -24,7 +24,12 @@ struct OsWritableFile {
     path: PathBuf,
     writer: BufWriter<File>,
     length_bytes: u64,
+    /// The file's size on disk: `length_bytes`, or more once `preallocate` wrote zeros past it.
+    allocated_bytes: u64,
 }
+
+/// Zeros written per call by `preallocate`.
+const PREALLOCATE_PIECE_BYTES: usize = 256 << 10;
 
 impl WritableFile for OsWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
@@ -44,6 +49,28 @@ impl WritableFile for OsWritableFile {
 
     fn len(&self) -> u64 {
         self.length_bytes
+    }
+
+    fn preallocate(&mut self, total_bytes: u64) -> Result<()> {
+        let mut offset = self.allocated_bytes.max(self.length_bytes);
+        if total_bytes <= offset {
+            return Ok(());
+        }
+        // Buffered appends reach the file first, so the zeros never land under bytes still in
+        // the buffer. The zeros go in with positional writes: the file cursor, where appends
+        // continue, stays put (the file is not opened with O_APPEND, which would ignore it).
+        self.flush()?;
+        let zeros = vec![0u8; PREALLOCATE_PIECE_BYTES];
+        while offset < total_bytes {
+            let piece = (total_bytes - offset).min(PREALLOCATE_PIECE_BYTES as u64) as usize;
+            self.writer
+                .get_ref()
+                .write_all_at(&zeros[..piece], offset)
+                .map_err(|e| io_error("preallocate", &self.path, e))?;
+            offset += piece as u64;
+        }
+        self.allocated_bytes = total_bytes;
+        Ok(())
     }
 }
 
@@ -81,6 +108,7 @@ impl FileSystem for OsFileSystem {
             path: path.to_path_buf(),
             writer: BufWriter::with_capacity(64 << 10, file),
             length_bytes: 0,
+            allocated_bytes: 0,
         }))
     }
 

@@ -216,6 +216,37 @@ mod tests {
     }
 
     #[test]
+    fn preallocated_log_through_the_os_file_system() {
+        // Records buffered before, between and after preallocations land at their offsets, the
+        // zeros past them, and the file's size on disk is whole chunks.
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let path = directory.path().join("000008.log");
+        let file_system = OsFileSystem;
+        let chunk_bytes = 8192;
+        let mut writer = LogWriter::with_preallocation(file_system.create(&path).unwrap(), path.clone(), chunk_bytes);
+        writer.add_record(&payload(0)).unwrap();
+        writer.sync().unwrap();
+        for index in 1..40 {
+            writer.add_record(&payload(index)).unwrap();
+            if index % 7 == 0 {
+                writer.sync().unwrap();
+            }
+        }
+        writer.flush().unwrap();
+        let data = file_system.read_all(&path).unwrap();
+        assert_eq!(data.len() as u64 % chunk_bytes, 0);
+        assert!(data.len() as u64 > writer.size_bytes());
+        let mut reader = LogReader::new(data, path, WalRecovery::Absolute, true).allow_preallocated_tail();
+        let mut index = 0;
+        while let Some((_, record)) = reader.next_record().expect("clean log") {
+            assert_eq!(record, &payload(index)[..]);
+            index += 1;
+        }
+        assert_eq!(index, 40);
+        assert!(reader.preallocated_tail_bytes() > 0);
+    }
+
+    #[test]
     fn torn_tail_at_every_truncation_point() {
         let (data, offsets) = write_log(6);
         let last_start = offsets[5] as usize;
@@ -423,5 +454,94 @@ mod tests {
             }
             assert_eq!(bytes.lock().len(), length_after_failure, "nothing is written once poisoned");
         }
+    }
+
+    /// A preallocating writer over a file of `memory` at `path`, with 4 KiB chunks.
+    fn preallocating_writer(memory: &crate::fs::MemFileSystem, path: &std::path::Path) -> LogWriter {
+        LogWriter::with_preallocation(memory.create(path).expect("create"), path.to_path_buf(), 4096)
+    }
+
+    fn read_wal(data: Vec<u8>, policy: WalRecovery) -> (Result<Records>, LogReader) {
+        let mut reader = LogReader::new(data, log_path(), policy, true).allow_preallocated_tail();
+        let mut records = Vec::new();
+        loop {
+            match reader.next_record() {
+                Ok(Some((offset, payload))) => records.push((offset, payload.to_vec())),
+                Ok(None) => return (Ok(records), reader),
+                Err(error) => return (Err(error), reader),
+            }
+        }
+    }
+
+    #[test]
+    fn preallocation_starts_with_the_first_sync_and_grows_by_chunks() {
+        let memory = crate::fs::MemFileSystem::new();
+        let path = PathBuf::from("/db/000007.log");
+        memory.create_dir_all(std::path::Path::new("/db")).unwrap();
+        let mut writer = preallocating_writer(&memory, &path);
+        writer.add_record(&payload(1)).unwrap();
+        writer.flush().unwrap();
+        // Never synced: no zeros written.
+        assert_eq!(memory.file_size(&path).unwrap(), writer.size_bytes());
+        writer.sync().unwrap();
+        let mut offsets = vec![0];
+        for index in 2..12 {
+            offsets.push(writer.size_bytes());
+            writer.add_record(&payload(index)).unwrap();
+            let file_size = memory.file_size(&path).unwrap();
+            assert!(
+                file_size >= writer.size_bytes() && file_size % 4096 == 0,
+                "{file_size} for {}",
+                writer.size_bytes()
+            );
+            assert!(file_size - writer.size_bytes() < 4096, "preallocated more than a chunk ahead");
+        }
+        writer.sync().unwrap();
+        let data = memory.read_all(&path).unwrap();
+        let written = writer.size_bytes() as usize;
+        assert!(data.len() > written && data[written..].iter().all(|&byte| byte == 0));
+        let expected: Records =
+            offsets.iter().zip([1].into_iter().chain(2..12)).map(|(&offset, index)| (offset, payload(index))).collect();
+        for policy in ALL_POLICIES {
+            let (records, reader) = read_wal(data.clone(), policy);
+            assert_eq!(records.expect("a preallocated tail is the end"), expected, "{policy:?}");
+            assert_eq!(reader.preallocated_tail_bytes(), (data.len() - written) as u64);
+            assert_eq!(reader.dropped_tail_bytes(), 0);
+        }
+        // The manifest's reader (no preallocated tail allowed) still calls the zeros damage.
+        let (records, _) = read_all(data, WalRecovery::Absolute, true);
+        assert_eq!(corruption_offset(records), written as u64);
+    }
+
+    #[test]
+    fn preallocated_tails_with_torn_records_and_zero_ended_payloads() {
+        let (data, offsets) = write_log(5);
+        // A torn record before the zeros: dropped as a torn tail, the zeros are not part of it.
+        let mut torn = data.clone();
+        torn.extend_from_slice(&data[offsets[3] as usize..offsets[3] as usize + 20]);
+        torn.extend_from_slice(&[0; 5000]);
+        let (records, reader) = read_wal(torn.clone(), WalRecovery::TolerateTornTail);
+        assert_eq!(records.unwrap(), expected_records(&offsets, None));
+        assert_eq!((reader.dropped_tail_bytes(), reader.preallocated_tail_bytes()), (20, 5000));
+        let (records, _) = read_wal(torn, WalRecovery::Absolute);
+        assert_eq!(corruption_offset(records), data.len() as u64);
+        // A valid last record whose payload ends in zeros, then zeros: every record is read.
+        let (mut writer, bytes, _) = shared_writer();
+        writer.add_record(b"first").unwrap();
+        writer.add_record(&[7, 0, 0, 0, 0]).unwrap();
+        let mut zero_ended = bytes.lock().clone();
+        let written = zero_ended.len();
+        zero_ended.extend_from_slice(&[0; 64]);
+        let (records, reader) = read_wal(zero_ended, WalRecovery::Absolute);
+        assert_eq!(records.unwrap(), vec![(0, b"first".to_vec()), (13, vec![7, 0, 0, 0, 0])]);
+        assert_eq!(reader.preallocated_tail_bytes(), 64);
+        assert_eq!(written, 26);
+        // A lost page in the middle (zeros, then a valid record) is still corruption.
+        let mut lost_page = data[..offsets[2] as usize].to_vec();
+        lost_page.extend(std::iter::repeat_n(0u8, (offsets[3] - offsets[2]) as usize));
+        lost_page.extend_from_slice(&data[offsets[3] as usize..]);
+        lost_page.extend_from_slice(&[0; 4096]);
+        let (records, _) = read_wal(lost_page, WalRecovery::TolerateTornTail);
+        assert_eq!(corruption_offset(records), offsets[2]);
     }
 }

@@ -22,6 +22,12 @@
 //!   starts (counted in [`LogReader::skipped_records`] and [`LogReader::skipped_bytes`]); a torn
 //!   tail is dropped, in any log.
 //!
+//! Preallocated tails (write-ahead logs only, [`LogReader::allow_preallocated_tail`]): the
+//! writer may have written zeros ahead of its records (`wal/writer.rs`), so the run of zero
+//! bytes that ends the file, if any, is unused space rather than damage: the log ends where that
+//! run starts, or where the last record ends if that is later (a payload may end in zeros). The
+//! manifest is never preallocated, and its reader keeps judging zeros as damage (I33).
+//!
 //! Bounded work: looking for the next valid record scans forward byte by byte, checking a
 //! checksum only where the candidate length is non-zero and fits in the file. The bytes
 //! checksummed while scanning are limited to a budget per reader (16 times the file size, plus
@@ -33,7 +39,8 @@
 //! Invariants: records are returned in file order with strictly increasing offsets; once an
 //! error has been returned, every later call returns a copy of it; the reader never panics and
 //! never indexes outside the file, whatever the bytes. For a reader that returned `Ok(None)`, the
-//! bytes of the returned records, the skipped bytes and the dropped tail add up to the file size.
+//! bytes of the returned records, the skipped bytes, the dropped tail and the preallocated tail
+//! add up to the file size.
 
 use std::path::PathBuf;
 
@@ -72,6 +79,11 @@ pub(crate) struct LogReader {
     skipped_bytes: u64,
     /// Checksum bytes the resync scan may still spend.
     resync_budget_bytes: u64,
+    /// Where the file's final run of zero bytes starts, when a preallocated tail is allowed;
+    /// the file size otherwise.
+    zero_tail_start: usize,
+    /// Bytes of preallocated zeros found past the last record.
+    preallocated_tail_bytes: u64,
     /// The error already returned, repeated by every later call.
     failure: Option<Error>,
 }
@@ -114,8 +126,18 @@ impl LogReader {
             skipped_records: 0,
             skipped_bytes: 0,
             resync_budget_bytes,
+            zero_tail_start: file_size_bytes as usize,
+            preallocated_tail_bytes: 0,
             failure: None,
         }
+    }
+
+    /// Lets the file end in zeros that a write-ahead log writer preallocated: the log ends
+    /// where they start (see the module comment).
+    pub(crate) fn allow_preallocated_tail(mut self) -> LogReader {
+        let nonzero_end = self.data.iter().rposition(|&byte| byte != 0).map_or(0, |last| last + 1);
+        self.zero_tail_start = nonzero_end;
+        self
     }
 
     /// Returns the next record as (offset of the record's header in the file, payload), or
@@ -127,6 +149,11 @@ impl LogReader {
                 return Err(failure.duplicate());
             }
             let start = self.position;
+            if start >= self.zero_tail_start && start < self.data.len() {
+                self.preallocated_tail_bytes = (self.data.len() - start) as u64;
+                self.position = self.data.len();
+                return Ok(None);
+            }
             match self.check_record(start) {
                 RecordCheck::End => return Ok(None),
                 RecordCheck::Valid(payload_bytes) => {
@@ -145,6 +172,12 @@ impl LogReader {
     /// Bytes dropped from the end of the file as a torn tail.
     pub(crate) fn dropped_tail_bytes(&self) -> u64 {
         self.dropped_tail_bytes
+    }
+
+    /// Bytes of preallocated zeros that ended the file (only with
+    /// [`LogReader::allow_preallocated_tail`]).
+    pub(crate) fn preallocated_tail_bytes(&self) -> u64 {
+        self.preallocated_tail_bytes
     }
 
     /// Damaged regions skipped under `SkipCorrupt`. A region counts once, however many records
@@ -218,10 +251,13 @@ impl LogReader {
         self.failure = Some(Error::corruption(self.path.clone(), offset as u64, reason));
     }
 
-    /// Drops everything from `start` to the end of the file as a torn tail.
+    /// Drops everything from `start` to the end of the file as a torn tail (up to the
+    /// preallocated zeros, which are not part of it).
     fn drop_tail(&mut self, start: usize) {
         let file_size = self.data.len();
-        self.dropped_tail_bytes += (file_size - start) as u64;
+        let torn_end = self.zero_tail_start.max(start);
+        self.dropped_tail_bytes += (torn_end - start) as u64;
+        self.preallocated_tail_bytes += (file_size - torn_end) as u64;
         self.position = file_size;
     }
 

@@ -21,6 +21,8 @@ pub fn small_options(file_system: Arc<dyn FileSystem>) -> Options {
         level0_slowdown_writes_files: 7,
         level0_stop_writes_files: 8,
         max_open_tables: 16,
+        // Small chunks keep preallocated logs cheap in memory and cross chunk boundaries often.
+        wal_preallocate_bytes: 4096,
         ..Options::default()
     }
 }

@@ -7,10 +7,13 @@
 //! `WalRecovery::Absolute`, started at the region's first byte, so the reason is the engine's own
 //! judgement, word for word.
 //!
+//! A write-ahead log (a file named `*.log`) may end in zeros its writer preallocated: they are
+//! reported as such, not as damage (`docs/format/wal.md`). A manifest may not.
+//!
 //! Concurrency contract: pure functions over bytes read once.
 //!
-//! Invariants: records are in file order; the records, the damaged regions and nothing else
-//! cover the file from its first byte to its last.
+//! Invariants: records are in file order; the records, the damaged regions and the
+//! preallocated tail, and nothing else, cover the file from its first byte to its last.
 
 use std::path::{Path, PathBuf};
 
@@ -54,6 +57,8 @@ pub struct LogScan {
     pub records: Vec<LogRecord>,
     /// Every damaged region, in file order.
     pub damage: Vec<DamagedRange>,
+    /// Zeros preallocated by the writer at the end of a write-ahead log (not damage).
+    pub preallocated_tail_bytes: u64,
 }
 
 /// Reads the log (or manifest) at `path` and finds every valid record and damaged region.
@@ -63,23 +68,33 @@ pub fn scan_log(path: &Path) -> Result<LogScan> {
     Ok(scan_log_bytes(data, path))
 }
 
+/// True for a write-ahead log's name (`NNNNNN.log`), whose writer may preallocate.
+fn is_write_ahead_log(path: &Path) -> bool {
+    path.extension().is_some_and(|extension| extension == "log")
+}
+
 /// [`scan_log`] over bytes already read.
 pub(super) fn scan_log_bytes(data: Vec<u8>, path: &Path) -> LogScan {
     let file_size_bytes = data.len() as u64;
     let mut records = Vec::new();
     let mut reader = LogReader::new(data.clone(), path.to_path_buf(), WalRecovery::SkipCorrupt, true);
+    if is_write_ahead_log(path) {
+        reader = reader.allow_preallocated_tail();
+    }
     // Under `SkipCorrupt` the reader reports no errors; should one come, the rest of the file
     // is treated as damage below.
     while let Ok(Some((offset, payload))) = reader.next_record() {
         let checksum = crate::coding::read_u32(&data, offset as usize).unwrap_or_default();
         records.push(LogRecord { offset, checksum, payload: payload.to_vec() });
     }
+    let preallocated_tail_bytes = reader.preallocated_tail_bytes();
+    let data_end = file_size_bytes - preallocated_tail_bytes;
     let mut damage = Vec::new();
     let mut expected = 0u64;
-    let boundaries = records.iter().map(|record| (record.offset, record.end())).chain([(file_size_bytes, 0)]);
+    let boundaries = records.iter().map(|record| (record.offset, record.end())).chain([(data_end, 0)]);
     for (start, end) in boundaries {
         if start > expected {
-            let torn_tail = start == file_size_bytes;
+            let torn_tail = start == data_end;
             damage.push(DamagedRange {
                 file: path.to_path_buf(),
                 start: expected,
@@ -90,7 +105,7 @@ pub(super) fn scan_log_bytes(data: Vec<u8>, path: &Path) -> LogScan {
         }
         expected = end;
     }
-    LogScan { path: path.to_path_buf(), file_size_bytes, records, damage }
+    LogScan { path: path.to_path_buf(), file_size_bytes, records, damage, preallocated_tail_bytes }
 }
 
 /// The engine's reason for refusing the record that would start at `offset`.

@@ -155,7 +155,7 @@ pub struct ManifestScan {
 /// Reads and decodes every record of the manifest at `path`. Only a failure to read the file
 /// is an `Err`.
 pub fn scan_manifest(path: &Path) -> Result<ManifestScan> {
-    let LogScan { path, file_size_bytes, records, damage } = scan_log(path)?;
+    let LogScan { path, file_size_bytes, records, damage, .. } = scan_log(path)?;
     let records = records
         .into_iter()
         .map(|record| {
