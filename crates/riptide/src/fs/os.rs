@@ -28,8 +28,14 @@ struct OsWritableFile {
     allocated_bytes: u64,
 }
 
-/// Zeros written per call by `preallocate`.
-const PREALLOCATE_PIECE_BYTES: usize = 256 << 10;
+/// Zeros written per call by `preallocate`: one page. The page cache sizes its folios by the
+/// writes that create them, and a later small write dirties (and the process is charged for) its
+/// whole folio. Measured on this machine (kernel 6.18, ext4; 116-byte appends each followed by
+/// `fdatasync` into 4 MiB of zeros): written in 256 KiB pieces, `/proc/self/io` charged 2,260
+/// bytes per byte appended; in 64 KiB pieces 566; in 4 KiB pieces 36, as for a file grown by
+/// appends (the disk itself wrote about 37 bytes per byte in every case, and 72 for the
+/// growing file, whose syncs also commit its size).
+const PREALLOCATE_PIECE_BYTES: usize = 4096;
 
 impl WritableFile for OsWritableFile {
     fn append(&mut self, data: &[u8]) -> Result<()> {
@@ -60,7 +66,7 @@ impl WritableFile for OsWritableFile {
         // the buffer. The zeros go in with positional writes: the file cursor, where appends
         // continue, stays put (the file is not opened with O_APPEND, which would ignore it).
         self.flush()?;
-        let zeros = vec![0u8; PREALLOCATE_PIECE_BYTES];
+        let zeros = [0u8; PREALLOCATE_PIECE_BYTES];
         while offset < total_bytes {
             let piece = (total_bytes - offset).min(PREALLOCATE_PIECE_BYTES as u64) as usize;
             self.writer
