@@ -18,7 +18,7 @@ use super::iter::DbIterator;
 use super::table_cache::TableCache;
 use super::DbInner;
 use crate::comparator::KeyComparator;
-use crate::error::{Error, Result};
+use crate::error::Result;
 use crate::iterator::db_iter::UserIterator;
 use crate::iterator::level::LevelIterator;
 use crate::iterator::merge::MergingIterator;
@@ -54,7 +54,7 @@ pub(crate) fn get(
     let comparator = &view.version.comparator;
     for file in &view.version.levels[0] {
         if file.overlaps(key, key, comparator) {
-            if let Some(answer) = table_get(&inner.table_cache, file, key, &lookup, read_options, comparator)? {
+            if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
                 return Ok(answer);
             }
         }
@@ -62,7 +62,7 @@ pub(crate) fn get(
     for level in 1..view.version.levels.len() {
         if let Some(index) = view.version.find_file(level, key) {
             let file = &view.version.levels[level][index];
-            if let Some(answer) = table_get(&inner.table_cache, file, key, &lookup, read_options, comparator)? {
+            if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
                 return Ok(answer);
             }
         }
@@ -77,34 +77,18 @@ fn memtable_answer(found: MemTableLookup) -> Option<Vec<u8>> {
     }
 }
 
-/// Looks `key` up in one table: `Some(answer)` when the table decides, `None` to go on.
+/// Looks `key` up in one table: `Some(answer)` when the table decides, `None` to go on. The
+/// table checks its key range and bloom filter first, and answers only for an entry of `key`
+/// itself.
 fn table_get(
     table_cache: &TableCache,
     file: &TableFile,
-    key: &[u8],
     lookup: &[u8],
     options: BlockReadOptions,
     comparator: &KeyComparator,
 ) -> Result<Option<Option<Vec<u8>>>> {
     let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
-    if !table.may_contain(key) {
-        return Ok(None);
-    }
-    let Some((internal_key, value)) = table.get(lookup, options)? else {
-        return Ok(None);
-    };
-    let parsed = parse_internal_key(&internal_key).ok_or_else(|| {
-        Error::corruption(
-            crate::db::filename::table_path(table_cache.dir(), file.number()),
-            0,
-            "table returned a malformed internal key",
-        )
-    })?;
-    // Keys that compare equal are byte-identical (the comparator's contract).
-    if parsed.user_key != key {
-        return Ok(None);
-    }
-    Ok(Some(match parsed.kind {
+    Ok(table.get_value(lookup, options)?.map(|(kind, value)| match kind {
         ValueKind::Put => Some(value),
         ValueKind::Delete => None,
     }))

@@ -88,11 +88,6 @@ impl TableCache {
         Ok(Arc::clone(&entry.table))
     }
 
-    /// The database directory the tables live in.
-    pub(crate) fn dir(&self) -> &std::path::Path {
-        &self.dir
-    }
-
     /// Forgets a table (its file is being deleted).
     pub(crate) fn evict(&self, number: u64) {
         self.tables.write().remove(&number);

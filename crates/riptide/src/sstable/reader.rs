@@ -23,7 +23,7 @@ use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
-use crate::key::{self, TRAILER_SIZE_BYTES};
+use crate::key::{self, ValueKind, TRAILER_SIZE_BYTES};
 use crate::sstable::block::{Block, BlockCorruption, BlockIter};
 use crate::sstable::bloom::BloomFilter;
 use crate::sstable::format::{
@@ -277,6 +277,33 @@ impl Table {
     /// key equals the user key of `lookup_key`; the caller interprets the kind (value or
     /// tombstone).
     pub(crate) fn get(&self, lookup_key: &[u8], options: BlockReadOptions) -> Result<Option<(Vec<u8>, Vec<u8>)>> {
+        self.find(lookup_key, options, |internal_key, value| (internal_key.to_vec(), value.to_vec()))
+    }
+
+    /// [`Table::get`] for the read path: the entry's kind (value or tombstone) and its value,
+    /// without copying the key. A stored key whose trailer does not parse is corruption.
+    pub(crate) fn get_value(
+        &self,
+        lookup_key: &[u8],
+        options: BlockReadOptions,
+    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+        let found = self.find(lookup_key, options, |internal_key, value| {
+            key::parse_internal_key(internal_key).map(|parsed| (parsed.kind, value.to_vec()))
+        })?;
+        match found {
+            None => Ok(None),
+            Some(Some(entry)) => Ok(Some(entry)),
+            Some(None) => Err(Error::corruption(&self.path, 0, "table returned a malformed internal key")),
+        }
+    }
+
+    /// Finds the entry [`Table::get`] describes and hands its internal key and value to `found`.
+    fn find<T>(
+        &self,
+        lookup_key: &[u8],
+        options: BlockReadOptions,
+        found: impl FnOnce(&[u8], &[u8]) -> T,
+    ) -> Result<Option<T>> {
         debug_assert!(lookup_key.len() >= TRAILER_SIZE_BYTES, "lookup keys are internal keys");
         let user_key = key::user_key(lookup_key);
         if !self.may_contain(user_key) {
@@ -306,7 +333,7 @@ impl Table {
         if key::user_key(data_iter.key()) != user_key {
             return Ok(None);
         }
-        Ok(Some((data_iter.key().to_vec(), data_iter.value().to_vec())))
+        Ok(Some(found(data_iter.key(), data_iter.value())))
     }
 
     /// A cursor over the whole table.
