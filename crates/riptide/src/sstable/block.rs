@@ -219,6 +219,11 @@ impl Block {
         self.data.len()
     }
 
+    /// Number of restart points.
+    pub(crate) fn restart_count(&self) -> usize {
+        self.num_restarts
+    }
+
     /// The entry offset of restart point `index`. [`Block::new`] validated the array, so the
     /// fallback (the end of the entry area, which reads as "no more entries") is never taken.
     #[inline]
@@ -229,7 +234,7 @@ impl Block {
 
     /// The whole key stored at restart point `index`, borrowed from the block.
     #[inline]
-    fn restart_key(&self, index: usize) -> Result<&[u8], BlockCorruption> {
+    pub(crate) fn restart_key(&self, index: usize) -> Result<&[u8], BlockCorruption> {
         let offset = self.restart_point(index);
         let header = decode_entry_header(&self.data, offset, self.restarts_offset)?;
         if header.shared != 0 {
@@ -473,6 +478,13 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// `comparator` (the order the block was written in): a binary search over the restart
     /// points, then a scan of at most one restart interval.
     pub(crate) fn seek(&mut self, target: &[u8], comparator: &KeyComparator) {
+        self.seek_in_restarts(target, comparator, 0, usize::MAX);
+    }
+
+    /// [`BlockIter::seek`], told that the last restart point whose key is `< target` (restart 0
+    /// when none is) lies between restart points `first` and `last` (clamped to the block), as
+    /// an [`crate::sstable::index::IndexGuide`] says; the binary search covers only those.
+    pub(crate) fn seek_in_restarts(&mut self, target: &[u8], comparator: &KeyComparator, first: usize, last: usize) {
         debug_assert!(target.len() >= TRAILER_SIZE_BYTES, "seek targets are internal keys");
         if self.corruption.is_some() || self.block.num_restarts == 0 {
             self.mark_end();
@@ -480,8 +492,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         }
         // Find the last restart point whose key is < target; the answer is in its interval or is
         // the first entry of the next one, which the scan below reaches.
-        let mut left = 0;
-        let mut right = self.block.num_restarts - 1;
+        let mut right = last.min(self.block.num_restarts - 1);
+        let mut left = first.min(right);
         while left < right {
             let middle = left + (right - left).div_ceil(2);
             let ordering = match self.block.restart_key(middle) {

@@ -7,7 +7,8 @@
 //! 1, is documented in `docs/format/sstable.md`.
 //!
 //! Modules: [`block`] (block encoding and the block cursor), [`bloom`] (the filter), [`format`]
-//! (handles, trailers, compression, footer), [`properties`] (table statistics), [`builder`]
+//! (handles, trailers, compression, footer), [`index`] (the in-memory guide to a table's index
+//! block), [`properties`] (table statistics), [`builder`]
 //! ([`TableBuilder`]) and [`reader`] ([`Table`], [`TableIterator`]).
 //!
 //! Concurrency contract: a [`TableBuilder`] is owned by one thread; an open [`Table`] is
@@ -21,6 +22,7 @@ pub(crate) mod block;
 pub(crate) mod bloom;
 pub(crate) mod builder;
 pub(crate) mod format;
+pub(crate) mod index;
 pub(crate) mod properties;
 pub(crate) mod reader;
 

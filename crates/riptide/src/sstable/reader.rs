@@ -29,6 +29,7 @@ use crate::sstable::bloom::BloomFilter;
 use crate::sstable::format::{
     decode_stored_block, BlockHandle, Footer, BLOCK_TRAILER_SIZE_BYTES, FOOTER_SIZE_BYTES, FORMAT_VERSION,
 };
+use crate::sstable::index::IndexGuide;
 use crate::sstable::properties::TableProperties;
 
 /// How one read treats checksums and the block cache.
@@ -55,6 +56,8 @@ pub(crate) struct Table {
     file_number: u64,
     cache: Option<Arc<BlockCache>>,
     index: Arc<Block>,
+    /// Narrows searches of the index (bytewise tables with large indexes only).
+    index_guide: Option<IndexGuide>,
     index_offset: u64,
     filter: Option<BloomFilter>,
     properties: TableProperties,
@@ -177,6 +180,7 @@ impl Table {
             path,
             file_number,
             cache,
+            index_guide: if matches!(comparator, KeyComparator::Bytewise) { IndexGuide::build(&index) } else { None },
             index: Arc::new(index),
             index_offset: footer.index.offset,
             filter,
@@ -263,6 +267,18 @@ impl Table {
         Ok(block)
     }
 
+    /// Seeks a cursor over this table's index to the entry for the data block that may hold
+    /// `target` (an internal key), through the guide when the table has one.
+    fn seek_index<B: std::ops::Deref<Target = Block>>(&self, index_iter: &mut BlockIter<B>, target: &[u8]) {
+        match &self.index_guide {
+            Some(guide) => {
+                let (first, last) = guide.restart_range(key::user_key(target));
+                index_iter.seek_in_restarts(target, &self.comparator, first, last);
+            }
+            None => index_iter.seek(target, &self.comparator),
+        }
+    }
+
     fn index_error(&self, corruption: BlockCorruption) -> Error {
         corruption.into_error(&self.path, self.index_offset)
     }
@@ -310,7 +326,7 @@ impl Table {
             return Ok(None);
         }
         let mut index_iter = Block::iter(&*self.index);
-        index_iter.seek(lookup_key, &self.comparator);
+        self.seek_index(&mut index_iter, lookup_key);
         if !index_iter.valid() {
             return match index_iter.corruption() {
                 Some(corruption) => Err(self.index_error(corruption)),
@@ -352,7 +368,7 @@ impl Table {
     /// the data block that would hold it, or the end of the data region past the last key.
     pub(crate) fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
         let mut index_iter = Block::iter(&*self.index);
-        index_iter.seek(internal_key, &self.comparator);
+        self.seek_index(&mut index_iter, internal_key);
         if index_iter.valid() {
             if let Some(handle) = BlockHandle::decode_varint(index_iter.value()) {
                 return handle.offset;
@@ -365,6 +381,7 @@ impl Table {
     pub(crate) fn memory_usage_bytes(&self) -> usize {
         std::mem::size_of::<Table>()
             + self.index.size_bytes()
+            + self.index_guide.as_ref().map_or(0, IndexGuide::memory_usage_bytes)
             + self.filter.as_ref().map_or(0, BloomFilter::memory_usage_bytes)
             + self.properties.smallest_key.len()
             + self.properties.largest_key.len()
@@ -492,7 +509,7 @@ impl InternalIterator for TableIterator {
         if self.error.is_some() {
             return;
         }
-        self.index.seek(target, &self.table.comparator);
+        self.table.seek_index(&mut self.index, target);
         if self.load_data_block() {
             self.data.seek(target, &self.table.comparator);
         }
