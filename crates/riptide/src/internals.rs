@@ -276,7 +276,7 @@ pub mod decode {
         let path = directory.join("000001.sst");
         write_file(&memory, &path, data)?;
         let file = memory.open(&path)?;
-        let table = Table::open(file, path.clone(), 1, Some(BlockCache::new(1 << 20)), KeyComparator::Bytewise)?;
+        let table = Table::open(file, path.clone(), 1, Some(BlockCache::new(1 << 20)), KeyComparator::Bytewise, true)?;
         let options = BlockReadOptions { verify_checksums, fill_cache: true };
         let mut contents = TableContents::default();
         let mut iter = table.iter(options);

@@ -71,7 +71,7 @@ impl TableCache {
                 format!("table file is {} bytes, the manifest says {expected_size_bytes}", file.len()),
             ));
         }
-        let table = Table::open(file, path, number, self.block_cache.clone(), comparator.clone())?;
+        let table = Table::open(file, path, number, self.block_cache.clone(), comparator.clone(), true)?;
         let mut tables = self.tables.write();
         if tables.len() >= self.capacity && !tables.contains_key(&number) {
             // Second chance: the first table not hit since it was opened or last passed over

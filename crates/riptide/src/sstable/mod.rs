@@ -176,7 +176,7 @@ pub mod bench_support {
             builder.finish()?;
             let file = file_system.open(path)?;
             let cache = Some(BlockCache::new(64 << 20));
-            Ok(BenchTable(Table::open(file, path.to_path_buf(), 1, cache, KeyComparator::Bytewise)?))
+            Ok(BenchTable(Table::open(file, path.to_path_buf(), 1, cache, KeyComparator::Bytewise, true)?))
         }
 
         /// Looks up an internal key; returns the value length when its user key is present.

@@ -106,12 +106,18 @@ impl Table {
     /// Opens a table of a column family ordered by `comparator`: reads and verifies the footer,
     /// properties, index and filter. A table that records another comparator's name is
     /// corruption (the manifest said it belongs to a column family of this order; I25).
+    ///
+    /// With `index_guide`, a bytewise table with a large index also gets an [`IndexGuide`]
+    /// (about 8 bytes per data block) to speed up its seeks: the database's tables do; the
+    /// runs a huge transaction spills do not, since their memory counts against the
+    /// transaction's bounded write memory.
     pub(crate) fn open(
         file: Arc<dyn RandomAccessFile>,
         path: PathBuf,
         file_number: u64,
         cache: Option<Arc<BlockCache>>,
         comparator: KeyComparator,
+        index_guide: bool,
     ) -> Result<Arc<Table>> {
         let file_length = file.len();
         let corruption = |offset: u64, reason: String| Error::corruption(&path, offset, reason);
@@ -180,7 +186,11 @@ impl Table {
             path,
             file_number,
             cache,
-            index_guide: if matches!(comparator, KeyComparator::Bytewise) { IndexGuide::build(&index) } else { None },
+            index_guide: if index_guide && matches!(comparator, KeyComparator::Bytewise) {
+                IndexGuide::build(&index)
+            } else {
+                None
+            },
             index: Arc::new(index),
             index_offset: footer.index.offset,
             filter,

@@ -91,7 +91,7 @@ fn open(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>) -> Result<Arc<Table>> {
 }
 
 fn open_with(bytes: Vec<u8>, cache: Option<Arc<BlockCache>>, comparator: KeyComparator) -> Result<Arc<Table>> {
-    Table::open(Arc::new(MemoryReadFile(bytes)), path(), 7, cache, comparator)
+    Table::open(Arc::new(MemoryReadFile(bytes)), path(), 7, cache, comparator, true)
 }
 
 const READ: BlockReadOptions = BlockReadOptions { verify_checksums: true, fill_cache: true };

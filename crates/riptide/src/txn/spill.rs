@@ -86,7 +86,7 @@ pub(crate) fn write_run<'a>(
         }
         let properties = builder.finish()?;
         let file = file_system.open(&path)?;
-        let table = Table::open(file, path.clone(), number, None, comparator)?;
+        let table = Table::open(file, path.clone(), number, None, comparator, false)?;
         Ok((table, properties.file_size_bytes, properties.num_entries))
     })();
     match built {
@@ -112,7 +112,7 @@ pub(crate) fn open_run(db: &DbInner, comparator: KeyComparator, number: u64) -> 
     let path = spill_path(&db.dir, number);
     let file_system = Arc::clone(&db.file_system);
     let file = file_system.open(&path)?;
-    let table = Table::open(file, path.clone(), number, None, comparator)?;
+    let table = Table::open(file, path.clone(), number, None, comparator, false)?;
     let file_size_bytes = file_system.file_size(&path)?;
     let entry_count = table.properties().num_entries;
     // Recovered for a prepared transaction: kept until it is decided.

@@ -496,7 +496,7 @@ impl Inspector<'_> {
         let file_system = OsFileSystem;
         let opened = file_system
             .open(self.path)
-            .and_then(|file| Table::open(file, self.path.to_path_buf(), 0, None, comparator));
+            .and_then(|file| Table::open(file, self.path.to_path_buf(), 0, None, comparator, false));
         if let Err(error) = opened {
             let end = self.data.len() as u64;
             self.damage_from_error(error, end);
