@@ -214,6 +214,17 @@ pub struct ScanOutcome {
     pub bytes: u64,
 }
 
+impl ScanOutcome {
+    /// Counts one visited entry and hands it to `capture`; true once `limit` entries are in
+    /// (the scan stops there). Every engine's scan loop calls it for every entry.
+    pub fn visit(&mut self, key: &[u8], value: &[u8], capture: &mut ScanCapture, limit: usize) -> bool {
+        capture.record(self.entries, key, value);
+        self.entries += 1;
+        self.bytes += (key.len() + value.len()) as u64;
+        self.entries >= limit as u64
+    }
+}
+
 /// What a scan hands back for checking: the first entry's key and value, and, when asked for,
 /// every key it visited (concatenated, in the order visited).
 ///

@@ -307,11 +307,7 @@ fn scan_with(iterator: &mut DbIterator, start: &[u8], limit: usize, capture: &mu
     iterator.seek(start);
     let mut outcome = ScanOutcome::default();
     while iterator.valid() {
-        let (key, value) = (iterator.key(), iterator.value());
-        capture.record(outcome.entries, key, value);
-        outcome.entries += 1;
-        outcome.bytes += (key.len() + value.len()) as u64;
-        if outcome.entries >= limit as u64 {
+        if outcome.visit(iterator.key(), iterator.value(), capture, limit) {
             break;
         }
         iterator.next();

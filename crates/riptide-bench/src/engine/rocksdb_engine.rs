@@ -553,10 +553,7 @@ fn scan_with<D: DBAccess>(
     iterator.seek(start);
     let mut outcome = ScanOutcome::default();
     while let (Some(key), Some(value)) = (iterator.key(), iterator.value()) {
-        capture.record(outcome.entries, key, value);
-        outcome.entries += 1;
-        outcome.bytes += (key.len() + value.len()) as u64;
-        if outcome.entries >= limit as u64 {
+        if outcome.visit(key, value, capture, limit) {
             break;
         }
         iterator.next();

@@ -372,10 +372,7 @@ fn scan_with(
     while iterator.is_valid() {
         // The binding copies the key and value out of the C library into new vectors.
         let (key, value) = iterator.key_value().map_err(|error| failed("TidesDB iterator entry", error))?;
-        capture.record(outcome.entries, &key, &value);
-        outcome.entries += 1;
-        outcome.bytes += (key.len() + value.len()) as u64;
-        if outcome.entries >= limit as u64 {
+        if outcome.visit(&key, &value, capture, limit) {
             break;
         }
         iterator.next().map_err(|error| failed("TidesDB next", error))?;
