@@ -36,7 +36,7 @@ use crate::comparator::KeyComparator;
 use crate::db::DbInner;
 use crate::error::Result;
 use crate::iterator::{InternalIterator, VecIterator};
-use crate::key::{lookup_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::key::{lookup_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::options::ColumnFamilyOptions;
 use crate::sstable::BlockReadOptions;
 
@@ -172,10 +172,10 @@ impl WriteSet {
                     let Some(run) = runs.get(&column_family) else { continue };
                     let lookup = lookup.get_or_insert_with(|| lookup_key(key, MAX_SEQUENCE_NUMBER));
                     let options = BlockReadOptions { verify_checksums: true, fill_cache: false };
-                    let Some((internal_key, value)) = run.table.get(lookup, options)? else { continue };
-                    return Ok(Some(match parse_internal_key(&internal_key).map(|parsed| parsed.kind) {
-                        Some(ValueKind::Delete) => None,
-                        _ => Some(value),
+                    let Some((kind, value)) = run.table.get_value(lookup, options)? else { continue };
+                    return Ok(Some(match kind {
+                        ValueKind::Delete => None,
+                        ValueKind::Put => Some(value),
                     }));
                 }
             }

@@ -19,6 +19,7 @@ use std::path::{Path, PathBuf};
 
 use super::{read_file, DamagedRange, EntryKind};
 use crate::batch::{BatchOp, WriteBatch};
+use crate::db::filename::{parse_file_name, FileKind};
 use crate::error::{Error, Result};
 use crate::options::WalRecovery;
 use crate::wal::{LogReader, RECORD_HEADER_SIZE_BYTES};
@@ -70,7 +71,8 @@ pub fn scan_log(path: &Path) -> Result<LogScan> {
 
 /// True for a write-ahead log's name (`NNNNNN.log`), whose writer may preallocate.
 fn is_write_ahead_log(path: &Path) -> bool {
-    path.extension().is_some_and(|extension| extension == "log")
+    let name = path.file_name().and_then(|name| name.to_str());
+    matches!(name.and_then(parse_file_name), Some(FileKind::Log(_)))
 }
 
 /// [`scan_log`] over bytes already read.
