@@ -18,7 +18,7 @@ use std::time::Duration;
 use riptide::fs::{MemFileSystem, PowerLossMode};
 use riptide::{ColumnFamilyOptions, Db, Error, Options, ReadOptions, TransactionOptions};
 
-use common::{dump, dump_cf};
+use common::{dump, dump_cf, write_and_commit_unless_deadlocked};
 use table_gate::wait_until;
 
 fn open(memory: &MemFileSystem) -> Db {
@@ -174,31 +174,6 @@ fn escalation_is_refused_while_another_holds_a_lock_in_the_family_and_tried_agai
     assert_eq!(stored.len(), 202);
     assert_eq!(stored.get(b"held".as_slice()), Some(&b"holder".to_vec()));
     assert_eq!(db.stats().transactions.locks_held, 0);
-}
-
-/// Writes `key` of `family` (the default family when `None`) in `transaction` and commits;
-/// as a deadlock victim, rolls back instead. The error when it was a deadlock victim.
-fn write_and_commit_unless_deadlocked(
-    transaction: riptide::Transaction,
-    family: Option<&riptide::ColumnFamily>,
-    key: &[u8],
-    value: &[u8],
-) -> Option<Error> {
-    let written = match family {
-        Some(family) => transaction.put_cf(family, key, value),
-        None => transaction.put(key, value),
-    };
-    match written {
-        Ok(()) => {
-            transaction.commit().unwrap();
-            None
-        }
-        Err(error @ Error::Deadlock(_)) => {
-            transaction.rollback().unwrap();
-            Some(error)
-        }
-        Err(other) => panic!("unexpected error: {other}"),
-    }
 }
 
 #[test]

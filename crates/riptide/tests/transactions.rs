@@ -18,7 +18,7 @@ use riptide::{
     TransactionOptions,
 };
 
-use common::{dump, small_options};
+use common::{dump, small_options, write_and_commit_unless_deadlocked};
 
 fn memory_db() -> (MemFileSystem, Db) {
     let memory = MemFileSystem::new();
@@ -249,23 +249,6 @@ fn read_committed_waits_for_the_lock_then_overwrites() {
     assert_eq!(db.get(b"k").unwrap(), Some(b"second".to_vec()));
 }
 
-/// Writes `key` in `transaction` and commits; when the write fails as a deadlock victim, rolls
-/// back instead. True when it committed.
-fn write_and_commit_unless_deadlocked(
-    transaction: riptide::Transaction,
-    key: &[u8],
-    value: &[u8],
-) -> riptide::Result<bool> {
-    match transaction.put(key, value) {
-        Ok(()) => transaction.commit().map(|()| true),
-        Err(error @ Error::Deadlock(_)) => {
-            assert!(error.is_retryable());
-            transaction.rollback().map(|()| false)
-        }
-        Err(other) => Err(other),
-    }
-}
-
 #[test]
 fn a_deadlock_fails_one_member_and_the_other_commits() {
     // Each transaction locks a key, then asks for the other's. The request that closes the
@@ -279,12 +262,12 @@ fn a_deadlock_fails_one_member_and_the_other_commits() {
     let second = db.begin(&forever).unwrap();
     first.put(b"a", b"first").unwrap();
     second.put(b"b", b"second").unwrap();
-    let first_thread = thread::spawn(move || write_and_commit_unless_deadlocked(first, b"b", b"first"));
+    let first_thread = thread::spawn(move || write_and_commit_unless_deadlocked(first, None, b"b", b"first").is_none());
     while db.stats().transactions.lock_waits == 0 {
         thread::yield_now();
     }
-    let second_committed = write_and_commit_unless_deadlocked(second, b"a", b"second").unwrap();
-    let first_committed = first_thread.join().unwrap().unwrap();
+    let second_committed = write_and_commit_unless_deadlocked(second, None, b"a", b"second").is_none();
+    let first_committed = first_thread.join().unwrap();
     assert_ne!(first_committed, second_committed, "exactly one of the two must commit");
     let winner = if first_committed { b"first".to_vec() } else { b"second".to_vec() };
     assert_eq!(db.get(b"a").unwrap(), Some(winner.clone()));

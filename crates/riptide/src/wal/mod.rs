@@ -135,7 +135,11 @@ mod tests {
 
     /// Reads every record, or the first error.
     fn read_all(data: Vec<u8>, policy: WalRecovery, torn_tail_allowed: bool) -> (Result<Records>, LogReader) {
-        let mut reader = LogReader::new(data, log_path(), policy, torn_tail_allowed);
+        read_records(LogReader::new(data, log_path(), policy, torn_tail_allowed))
+    }
+
+    /// Every record `reader` returns, or its first error.
+    fn read_records(mut reader: LogReader) -> (Result<Records>, LogReader) {
         let mut records = Vec::new();
         loop {
             match reader.next_record() {
@@ -461,16 +465,9 @@ mod tests {
         LogWriter::with_preallocation(memory.create(path).expect("create"), path.to_path_buf(), 4096)
     }
 
+    /// [`read_all`] as recovery reads a write-ahead log: a preallocated tail allowed.
     fn read_wal(data: Vec<u8>, policy: WalRecovery) -> (Result<Records>, LogReader) {
-        let mut reader = LogReader::new(data, log_path(), policy, true).allow_preallocated_tail();
-        let mut records = Vec::new();
-        loop {
-            match reader.next_record() {
-                Ok(Some((offset, payload))) => records.push((offset, payload.to_vec())),
-                Ok(None) => return (Ok(records), reader),
-                Err(error) => return (Err(error), reader),
-            }
-        }
+        read_records(LogReader::new(data, log_path(), policy, true).allow_preallocated_tail())
     }
 
     #[test]

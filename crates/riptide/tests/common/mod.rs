@@ -69,3 +69,30 @@ pub fn value(number: u64, version: u64, length_bytes: usize) -> Vec<u8> {
 pub fn open_at(path: &Path, options: Options) -> Db {
     Db::open(path, options).expect("open")
 }
+
+/// Writes `key` of `family` (the default family when `None`) in `transaction` and commits; as a
+/// deadlock victim (a retryable error) it rolls back instead and returns the error. Any other
+/// error fails the test.
+pub fn write_and_commit_unless_deadlocked(
+    transaction: riptide::Transaction,
+    family: Option<&ColumnFamily>,
+    key: &[u8],
+    value: &[u8],
+) -> Option<riptide::Error> {
+    let written = match family {
+        Some(family) => transaction.put_cf(family, key, value),
+        None => transaction.put(key, value),
+    };
+    match written {
+        Ok(()) => {
+            transaction.commit().unwrap();
+            None
+        }
+        Err(error @ riptide::Error::Deadlock(_)) => {
+            assert!(error.is_retryable());
+            transaction.rollback().unwrap();
+            Some(error)
+        }
+        Err(other) => panic!("unexpected error: {other}"),
+    }
+}
