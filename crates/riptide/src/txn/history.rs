@@ -16,6 +16,20 @@
 //! recorded as one *span* per column family, from its smallest to its largest key: a key inside
 //! a span counts as written at the commit's sequence, and a range that meets it as written into.
 //!
+//! Keys are recorded in two indexes. The point index maps a 64-bit fingerprint of (column
+//! family, key) to the key's newest recorded sequence: no key is copied and a lookup is one hash
+//! probe, which is all REPEATABLE READ needs. Two keys with the same fingerprint (a chance of
+//! about one in 2^64 per pair, with a per-process random seed) count as one key, so a collision
+//! can only fail a transaction spuriously with [`Error::Conflict`], never let a conflict through.
+//! The keys themselves are appended to one byte log in recording order (no allocation per key),
+//! for pruning and for range checks. The ordered index (per column family, keys in bytewise
+//! order) answers SERIALIZABLE's range checks in logarithmic time; it costs a key copy and a
+//! tree insert per key, so it is kept only while a SERIALIZABLE transaction is announced or
+//! open, and such a transaction waits at begin for the writes recorded without it
+//! (`unordered_through`) to become visible, as below. A range whose snapshot is older than
+//! `unordered_through` (a REPEATABLE READ transaction whose keys read for update were coarsened
+//! into ranges) is checked by a scan of the log above its snapshot instead.
+//!
 //! Recording is skipped while no validating transaction is open, so plain writes pay for it
 //! only while transactions need it. The race this opens (a transaction begins while a group
 //! that skipped recording is in flight, and takes a snapshot below that group) is closed at
@@ -33,8 +47,9 @@
 //! validates and sequences a group (no I/O under it); `begin`, `end` and lock-time checks take
 //! it briefly.
 
-use crate::hash::{FastHashMap as HashMap, FastHashSet as HashSet};
+use crate::hash::{FastHashMap as HashMap, FastHashSet as HashSet, KeyHashState};
 use std::collections::{BTreeMap, VecDeque};
+use std::hash::BuildHasher;
 use std::ops::Bound;
 
 use parking_lot::{Mutex, MutexGuard};
@@ -43,9 +58,21 @@ use crate::batch::WriteBatch;
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 
-/// Approximate bytes of one recorded key besides the key itself: its map node and its place in
-/// the pruning queue.
-const ENTRY_OVERHEAD_BYTES: usize = 80;
+/// Approximate bytes of one recorded key besides its bytes in the log: a point-index slot of two
+/// words (with the map's spare capacity) and a pruning-queue entry of five.
+const POINT_ENTRY_BYTES: usize = 72;
+/// Approximate bytes of one recorded key in the ordered index besides its copy there: the tree
+/// node's share.
+const ORDERED_ENTRY_OVERHEAD_BYTES: usize = 48;
+/// The key log drops the bytes of pruned keys once they are at least this many and half of it.
+const KEY_LOG_COMPACTION_BYTES: usize = 64 << 10;
+/// Approximate bytes of a span besides its keys.
+const SPAN_OVERHEAD_BYTES: usize = 80;
+
+/// The point index's fingerprint of `key` in `column_family`.
+fn fingerprint(column_family: u32, key: &[u8]) -> u64 {
+    KeyHashState::default().hash_one((column_family, key))
+}
 
 /// A range of user keys read by a scan, in its column family's order.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -102,7 +129,7 @@ struct WrittenSpan {
 
 impl WrittenSpan {
     fn memory_bytes(&self) -> usize {
-        self.low.len() + self.high.len() + ENTRY_OVERHEAD_BYTES
+        self.low.len() + self.high.len() + SPAN_OVERHEAD_BYTES
     }
 }
 
@@ -152,10 +179,68 @@ struct Guard {
     ranges: Vec<KeyRange>,
 }
 
+/// The ordered index of one column family.
 struct FamilyHistory {
     /// Newest recorded sequence of each key, in bytewise order (ranges of other orders are
     /// checked by a scan).
     keys: BTreeMap<Vec<u8>, u64>,
+}
+
+/// One recorded key, in the pruning queue; its bytes are in the key log.
+struct Recorded {
+    sequence: u64,
+    fingerprint: u64,
+    column_family: u32,
+    key_length_bytes: u32,
+    /// True when the key went into the ordered index too.
+    ordered: bool,
+}
+
+impl Recorded {
+    fn memory_bytes(&self) -> usize {
+        let key_length = self.key_length_bytes as usize;
+        POINT_ENTRY_BYTES + key_length + if self.ordered { key_length + ORDERED_ENTRY_OVERHEAD_BYTES } else { 0 }
+    }
+}
+
+/// The recorded keys' bytes, oldest first, in one buffer: appended as keys are recorded and
+/// consumed from the front as they are pruned (in the same order).
+#[derive(Default)]
+struct KeyLog {
+    bytes: Vec<u8>,
+    /// Bytes at the front of `bytes` that belong to pruned keys.
+    consumed: usize,
+}
+
+impl KeyLog {
+    fn push(&mut self, key: &[u8]) {
+        self.bytes.extend_from_slice(key);
+    }
+
+    /// Drops the oldest key, of `length` bytes, and returns it (valid until the next push).
+    fn pop_front(&mut self, length: usize) -> &[u8] {
+        if self.consumed >= KEY_LOG_COMPACTION_BYTES && self.consumed >= self.bytes.len() / 2 {
+            self.bytes.drain(..self.consumed);
+            self.consumed = 0;
+        }
+        let start = self.consumed;
+        self.consumed += length;
+        &self.bytes[start..self.consumed]
+    }
+
+    /// The keys of `entries` (consecutive from the oldest live one), newest last.
+    fn keys<'a>(
+        &'a self,
+        entries: impl Iterator<Item = &'a Recorded>,
+    ) -> impl Iterator<Item = (&'a Recorded, &'a [u8])> {
+        let mut start = self.consumed;
+        entries.map(move |recorded| {
+            let end = start + recorded.key_length_bytes as usize;
+            let key = &self.bytes[start..end];
+            start = end;
+            (recorded, key)
+        })
+    }
 }
 
 #[derive(Default)]
@@ -164,11 +249,21 @@ pub(crate) struct HistoryState {
     open_snapshots: BTreeMap<u64, usize>,
     /// Transactions between `begin_tracking` and `tracking_started`.
     beginning: usize,
+    /// SERIALIZABLE transactions announced or open: while there is one, keys also go into the
+    /// ordered index.
+    range_trackers: usize,
     /// Highest sequence of a write that was sequenced without being recorded.
     unrecorded_through: u64,
+    /// Highest sequence of a write that was recorded in the point index only.
+    unordered_through: u64,
+    /// The point index: newest recorded sequence by fingerprint of (column family, key).
+    points: HashMap<u64, u64>,
+    /// The ordered index, by column family.
     families: HashMap<u32, FamilyHistory>,
-    /// Every recorded (sequence, column family, key), oldest first, for pruning.
-    order: VecDeque<(u64, u32, Vec<u8>)>,
+    /// Every recorded key, oldest first, for pruning.
+    order: VecDeque<Recorded>,
+    /// The bytes of the keys in `order`.
+    key_log: KeyLog,
     /// Spans of commits whose keys are not listed, oldest first.
     spans: VecDeque<WrittenSpan>,
     memory_bytes: usize,
@@ -189,12 +284,19 @@ impl CommitHistory {
         self.state.lock()
     }
 
-    /// Announces a validating transaction that is about to take its snapshot. Returns the
-    /// sequence its snapshot must reach: every write above it will be recorded.
-    pub(crate) fn begin_tracking(&self) -> u64 {
+    /// Announces a validating transaction that is about to take its snapshot, with
+    /// `tracks_ranges` for a SERIALIZABLE one (whose range reads need the ordered index).
+    /// Returns the sequence its snapshot must reach: every write above it will be recorded (in
+    /// the ordered index too, with `tracks_ranges`).
+    pub(crate) fn begin_tracking(&self, tracks_ranges: bool) -> u64 {
         let mut state = self.state.lock();
         state.beginning += 1;
-        state.unrecorded_through
+        if tracks_ranges {
+            state.range_trackers += 1;
+            state.unrecorded_through.max(state.unordered_through)
+        } else {
+            state.unrecorded_through
+        }
     }
 
     /// Takes the snapshot (with `take_snapshot`) of the transaction announced with
@@ -209,14 +311,23 @@ impl CommitHistory {
         snapshot
     }
 
-    /// A transaction announced with `begin_tracking` gave up before taking a snapshot.
-    pub(crate) fn tracking_abandoned(&self) {
-        self.state.lock().beginning -= 1;
+    /// A transaction announced with `begin_tracking` (with the same `tracks_ranges`) gave up
+    /// before taking a snapshot.
+    pub(crate) fn tracking_abandoned(&self, tracks_ranges: bool) {
+        let mut state = self.state.lock();
+        state.beginning -= 1;
+        if tracks_ranges {
+            state.range_trackers -= 1;
+        }
     }
 
-    /// A validating transaction with snapshot `snapshot` ended; prunes what nobody needs.
-    pub(crate) fn tracking_ended(&self, snapshot: u64, visible_sequence: u64) {
+    /// A validating transaction with snapshot `snapshot` (begun with `tracks_ranges`) ended;
+    /// prunes what nobody needs.
+    pub(crate) fn tracking_ended(&self, snapshot: u64, tracks_ranges: bool, visible_sequence: u64) {
         let mut state = self.state.lock();
+        if tracks_ranges {
+            state.range_trackers -= 1;
+        }
         if let Some(count) = state.open_snapshots.get_mut(&snapshot) {
             *count -= 1;
             if *count == 0 {
@@ -245,22 +356,41 @@ impl HistoryState {
 
     /// Records every key `batch` (sequenced from `first_sequence`) writes.
     pub(crate) fn record(&mut self, batch: &WriteBatch, first_sequence: u64) {
+        let ordered = self.range_trackers > 0;
+        if !ordered && !batch.is_empty() {
+            self.unordered_through = self.unordered_through.max(first_sequence + batch.len() as u64 - 1);
+        }
         for entry in batch.entries() {
             // A commit marker of a prepared transaction is no user key.
             if entry.column_family_id == super::prepared::MARKER_COLUMN_FAMILY_ID {
                 continue;
             }
-            let key = entry.key.to_vec();
-            let family =
-                self.families.entry(entry.column_family_id).or_insert_with(|| FamilyHistory { keys: BTreeMap::new() });
-            match family.keys.get_mut(&key) {
-                Some(sequence) => *sequence = first_sequence,
-                None => {
-                    family.keys.insert(key.clone(), first_sequence);
+            let fingerprint = fingerprint(entry.column_family_id, entry.key);
+            self.points.insert(fingerprint, first_sequence);
+            if ordered {
+                let family = self
+                    .families
+                    .entry(entry.column_family_id)
+                    .or_insert_with(|| FamilyHistory { keys: BTreeMap::new() });
+                match family.keys.get_mut(entry.key) {
+                    Some(sequence) => *sequence = first_sequence,
+                    None => {
+                        family.keys.insert(entry.key.to_vec(), first_sequence);
+                    }
                 }
             }
-            self.memory_bytes += 2 * key.len() + ENTRY_OVERHEAD_BYTES;
-            self.order.push_back((first_sequence, entry.column_family_id, key));
+            // Keys are at most MAX_KEY_SIZE_BYTES long, far below u32::MAX.
+            let key_length_bytes = u32::try_from(entry.key.len()).unwrap_or(u32::MAX);
+            let recorded = Recorded {
+                sequence: first_sequence,
+                fingerprint,
+                column_family: entry.column_family_id,
+                key_length_bytes,
+                ordered,
+            };
+            self.memory_bytes += recorded.memory_bytes();
+            self.key_log.push(entry.key);
+            self.order.push_back(recorded);
         }
     }
 
@@ -438,12 +568,7 @@ impl HistoryState {
         snapshot: u64,
         order_of: &dyn Fn(u32) -> Option<KeyComparator>,
     ) -> Option<u64> {
-        let listed = self
-            .families
-            .get(&column_family)
-            .and_then(|family| family.keys.get(key))
-            .copied()
-            .filter(|&sequence| sequence > snapshot);
+        let listed = self.points.get(&fingerprint(column_family, key)).copied().filter(|&sequence| sequence > snapshot);
         if listed.is_some() || self.spans.is_empty() {
             return listed;
         }
@@ -460,6 +585,8 @@ impl HistoryState {
             .map(|span| span.sequence)
     }
 
+    /// A recorded write into `range` above `snapshot`, if there is one: from the ordered index
+    /// when it holds every write above `snapshot`, else by a scan of the key log.
     fn write_in_range(&self, range: &KeyRange, order: &KeyComparator, snapshot: u64) -> Option<(Vec<u8>, u64)> {
         let in_span =
             self.spans.iter().rev().take_while(|span| span.sequence > snapshot).find(|span| {
@@ -467,6 +594,15 @@ impl HistoryState {
             });
         if let Some(span) = in_span {
             return Some((span.low.clone(), span.sequence));
+        }
+        if snapshot < self.unordered_through {
+            let first_above = self.order.partition_point(|recorded| recorded.sequence <= snapshot);
+            return self
+                .key_log
+                .keys(self.order.iter())
+                .skip(first_above)
+                .find(|(recorded, key)| recorded.column_family == range.column_family && range.contains(key, order))
+                .map(|(recorded, key)| (key.to_vec(), recorded.sequence));
         }
         let family = self.families.get(&range.column_family)?;
         let found = |(key, &sequence): (&Vec<u8>, &u64)| (sequence > snapshot).then(|| (key.clone(), sequence));
@@ -509,7 +645,7 @@ impl HistoryState {
 
     /// The sequence of the oldest listed key or span.
     fn oldest_sequence(&self) -> Option<u64> {
-        let key = self.order.front().map(|(sequence, _, _)| *sequence);
+        let key = self.order.front().map(|recorded| recorded.sequence);
         let span = self.spans.front().map(|span| span.sequence);
         match (key, span) {
             (Some(key), Some(span)) => Some(key.min(span)),
@@ -520,7 +656,7 @@ impl HistoryState {
     /// Drops the oldest listed key or span; returns its sequence.
     fn pop_oldest(&mut self) -> Option<u64> {
         let span_first = match (self.order.front(), self.spans.front()) {
-            (Some((key_sequence, _, _)), Some(span)) => span.sequence < *key_sequence,
+            (Some(recorded), Some(span)) => span.sequence < recorded.sequence,
             (None, Some(_)) => true,
             _ => false,
         };
@@ -529,15 +665,26 @@ impl HistoryState {
             self.memory_bytes -= span.memory_bytes();
             return Some(span.sequence);
         }
-        let (sequence, column_family, key) = self.order.pop_front()?;
-        self.memory_bytes -= 2 * key.len() + ENTRY_OVERHEAD_BYTES;
-        if let Some(family) = self.families.get_mut(&column_family) {
-            if family.keys.get(&key) == Some(&sequence) {
-                family.keys.remove(&key);
-                if family.keys.is_empty() {
-                    self.families.remove(&column_family);
+        let recorded = self.order.pop_front()?;
+        self.memory_bytes -= recorded.memory_bytes();
+        let sequence = recorded.sequence;
+        // A newer write of the key keeps its entries.
+        if self.points.get(&recorded.fingerprint) == Some(&sequence) {
+            self.points.remove(&recorded.fingerprint);
+        }
+        let key = self.key_log.pop_front(recorded.key_length_bytes as usize);
+        if recorded.ordered {
+            if let Some(family) = self.families.get_mut(&recorded.column_family) {
+                if family.keys.get(key) == Some(&sequence) {
+                    family.keys.remove(key);
+                    if family.keys.is_empty() {
+                        self.families.remove(&recorded.column_family);
+                    }
                 }
             }
+        }
+        if self.order.is_empty() {
+            self.key_log = KeyLog::default();
         }
         Some(sequence)
     }
@@ -569,7 +716,7 @@ mod tests {
     #[test]
     fn keys_and_ranges_conflict_only_above_the_snapshot() {
         let history = CommitHistory::default();
-        history.begin_tracking();
+        history.begin_tracking(true);
         history.start_tracking(|| ((), 10));
         let mut state = history.lock();
         state.record(&batch(&["b", "d"]), 11);
@@ -596,7 +743,7 @@ mod tests {
     #[test]
     fn ranges_follow_the_column_family_order() {
         let history = CommitHistory::default();
-        history.begin_tracking();
+        history.begin_tracking(true);
         history.start_tracking(|| ((), 10));
         let mut state = history.lock();
         state.record(&batch(&["b"]), 11);
@@ -615,7 +762,7 @@ mod tests {
     #[test]
     fn an_unlisted_commit_conflicts_inside_its_span_only_and_is_pruned_in_order() {
         let history = CommitHistory::default();
-        history.begin_tracking();
+        history.begin_tracking(true);
         history.start_tracking(|| ((), 10));
         {
             let mut state = history.lock();
@@ -650,7 +797,7 @@ mod tests {
             state.enforce_limit(limit_bytes);
             assert_eq!((state.order.len(), state.spans.len(), state.trimmed_through), (1, 0, 12));
         }
-        history.tracking_ended(10, 13);
+        history.tracking_ended(10, true, 13);
         assert_eq!(history.memory_bytes(), 0);
     }
 
@@ -674,7 +821,7 @@ mod tests {
     #[test]
     fn pruning_keeps_what_open_snapshots_need_and_trimming_fails_old_ones() {
         let history = CommitHistory::default();
-        history.begin_tracking();
+        history.begin_tracking(false);
         history.start_tracking(|| ((), 10));
         {
             let mut state = history.lock();
@@ -683,9 +830,9 @@ mod tests {
             state.prune(12);
             assert_eq!(state.order.len(), 2, "the snapshot at 10 needs both");
         }
-        history.begin_tracking();
+        history.begin_tracking(false);
         history.start_tracking(|| ((), 11));
-        history.tracking_ended(10, 12);
+        history.tracking_ended(10, false, 12);
         {
             let state = history.lock();
             assert_eq!(state.order.len(), 1, "only the write above 11 is still needed");
@@ -697,8 +844,93 @@ mod tests {
             let validation = Validation { snapshot: Some(11), transaction: 2, ..Validation::default() };
             assert!(matches!(state.validate(&validation, &bytewise), Err(Error::Conflict(_))));
         }
-        history.tracking_ended(11, 12);
+        history.tracking_ended(11, false, 12);
         assert_eq!(history.memory_bytes(), 0);
+    }
+
+    #[test]
+    fn keys_go_into_the_ordered_index_only_while_a_serializable_transaction_needs_it() {
+        let history = CommitHistory::default();
+        assert_eq!(history.begin_tracking(false), 0);
+        history.start_tracking(|| ((), 10));
+        {
+            let mut state = history.lock();
+            state.record(&batch(&["a", "b"]), 11);
+            assert!(state.families.is_empty(), "no SERIALIZABLE transaction: point index only");
+            assert_eq!(state.write_after(0, b"a", 10, &bytewise), Some(11), "found by fingerprint");
+            assert_eq!(state.write_after(0, b"c", 10, &bytewise), None);
+            assert_eq!(state.write_after(1, b"a", 10, &bytewise), None, "the column family is part of the key");
+        }
+        // A SERIALIZABLE transaction must wait until the writes missing from the ordered index
+        // are visible, so that its snapshot covers them.
+        assert_eq!(history.begin_tracking(true), 12, "the batch's last sequence");
+        history.start_tracking(|| ((), 12));
+        {
+            let mut state = history.lock();
+            state.record(&batch(&["d"]), 13);
+            let scan = Validation {
+                snapshot: Some(12),
+                transaction: 2,
+                ranges: vec![range(Bound::Included("c"), Bound::Unbounded)],
+                ..Validation::default()
+            };
+            assert!(state.validate(&scan, &bytewise).is_err(), "d at 13 is in the ordered index");
+            assert_eq!(state.families.len(), 1);
+        }
+        history.tracking_ended(12, true, 13);
+        history.tracking_ended(10, false, 13);
+        assert_eq!(history.memory_bytes(), 0);
+        let state = history.lock();
+        assert!(state.points.is_empty() && state.families.is_empty() && state.order.is_empty());
+        assert_eq!(state.range_trackers, 0);
+    }
+
+    #[test]
+    fn ranges_older_than_the_ordered_index_are_checked_by_a_scan_of_the_key_log() {
+        // A REPEATABLE READ transaction whose keys read for update were coarsened into ranges
+        // has ranges but no place in the ordered index.
+        let history = CommitHistory::default();
+        history.begin_tracking(false);
+        history.start_tracking(|| ((), 10));
+        let mut state = history.lock();
+        // Enough keys, pruned as they go, for the key log to compact several times.
+        let keys: Vec<String> = (0..20_000).map(|number| format!("key-{number:08}")).collect();
+        for (index, key) in keys.iter().enumerate() {
+            state.record(&batch(&[key]), 11 + index as u64);
+        }
+        let scan = |snapshot: u64, start: &str, end: &str| Validation {
+            snapshot: Some(snapshot),
+            transaction: 2,
+            ranges: vec![range(Bound::Included(start), Bound::Excluded(end))],
+            ..Validation::default()
+        };
+        assert!(state.families.is_empty());
+        assert!(state.validate(&scan(10, "key-00000005", "key-00000006"), &bytewise).is_err());
+        assert!(state.validate(&scan(10, "key-", "key-00000000"), &bytewise).is_ok());
+        // key-00000005 was written at 16: a snapshot at 16 sees it, one at 15 does not.
+        assert!(state.validate(&scan(16, "key-00000005", "key-00000006"), &bytewise).is_ok());
+        assert!(state.validate(&scan(15, "key-00000005", "key-00000006"), &bytewise).is_err());
+        // Drop the oldest 15,000 keys (as if the snapshot at 10 had moved on) and look again:
+        // the log's remaining keys must still be read at the right offsets.
+        while state.order.front().is_some_and(|recorded| recorded.sequence < 11 + 15_000) {
+            state.pop_oldest();
+        }
+        assert!(state.key_log.bytes.len() < keys.len() * 12, "the log dropped pruned keys");
+        let last = 11 + 19_999;
+        assert_eq!(
+            state.write_in_range(
+                &range(Bound::Included("key-00019999"), Bound::Unbounded),
+                &bytewise(0).expect("order"),
+                last - 1
+            ),
+            Some((b"key-00019999".to_vec(), last))
+        );
+        assert_eq!(state.write_after(0, b"key-00015000", 10, &bytewise), Some(11 + 15_000));
+        assert_eq!(state.write_after(0, b"key-00014999", 10, &bytewise), None, "pruned");
+        drop(state);
+        history.tracking_ended(10, false, last);
+        assert_eq!(history.memory_bytes(), 0);
+        assert!(history.lock().key_log.bytes.is_empty());
     }
 
     #[test]

@@ -285,9 +285,9 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
         // Announce the transaction first, so that every write sequenced from now on is
         // recorded; then wait until the writes that were not recorded are visible, so that the
         // snapshot covers them (see `history`).
-        let unrecorded_through = shared.history.begin_tracking();
+        let unrecorded_through = shared.history.begin_tracking(tracks_ranges(options.isolation));
         if let Err(error) = wait_until_visible(db, unrecorded_through) {
-            shared.history.tracking_abandoned();
+            shared.history.tracking_abandoned(tracks_ranges(options.isolation));
             return Err(error);
         }
         let snapshot = shared.history.start_tracking(|| {
@@ -321,6 +321,12 @@ pub(crate) fn begin(db: &Arc<DbInner>, options: &TransactionOptions) -> Result<T
 
 fn validates(isolation: IsolationLevel) -> bool {
     isolation >= IsolationLevel::RepeatableRead
+}
+
+/// True for the levels whose range reads are validated (and so need the commit history's
+/// ordered index).
+pub(crate) fn tracks_ranges(isolation: IsolationLevel) -> bool {
+    isolation == IsolationLevel::Serializable
 }
 
 /// Waits until every write up to `sequence` is visible: a group in flight finishes its WAL
@@ -861,6 +867,7 @@ impl Transaction {
             validation: self.validation(&state),
             locks: state.locks.iter().cloned().collect(),
             snapshot: self.snapshot.clone(),
+            tracks_ranges: tracks_ranges(self.options.isolation),
         };
         // The transaction's mutex stays held: the write set moves to the registry on success.
         two_phase::prepare(&self.db, request, &mut state.writes).inspect_err(|error| {
@@ -926,7 +933,11 @@ impl Transaction {
             shared.locks.release_column_families(self.id);
         }
         if let Some(snapshot) = &self.snapshot {
-            shared.history.tracking_ended(snapshot.sequence(), self.db.visible_sequence.load(Ordering::Acquire));
+            shared.history.tracking_ended(
+                snapshot.sequence(),
+                tracks_ranges(self.options.isolation),
+                self.db.visible_sequence.load(Ordering::Acquire),
+            );
         }
         let counter = if committed { &shared.counters.committed } else { &shared.counters.rolled_back };
         counter.fetch_add(1, Ordering::Relaxed);

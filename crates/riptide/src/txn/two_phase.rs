@@ -47,6 +47,8 @@ pub(crate) struct PreparedEntry {
     /// Its snapshot (REPEATABLE READ, SERIALIZABLE), registered with the commit history until the
     /// decision; recovered transactions have none.
     pub(crate) snapshot: Option<Snapshot>,
+    /// True when the snapshot was registered as a SERIALIZABLE one's (see `history`).
+    pub(crate) tracks_ranges: bool,
     /// What `writes` holds in memory, charged to the memory cap until the decision.
     pub(crate) _memory_charge: MemoryCharge,
 }
@@ -155,6 +157,8 @@ pub(crate) struct PrepareRequest {
     pub(crate) validation: Validation,
     pub(crate) locks: Vec<LockKey>,
     pub(crate) snapshot: Option<Snapshot>,
+    /// As [`PreparedEntry::tracks_ranges`].
+    pub(crate) tracks_ranges: bool,
 }
 
 /// Prepares: validates, guards, writes the file (durably), and registers the entry with the
@@ -272,6 +276,7 @@ pub(crate) fn prepare(db: &DbInner, request: PrepareRequest, writes: &mut WriteS
             writes,
             locks: request.locks,
             snapshot: request.snapshot,
+            tracks_ranges: request.tracks_ranges,
             _memory_charge: memory_charge,
         },
     );
@@ -417,7 +422,11 @@ fn end(db: &DbInner, entry: PreparedEntry, committed: bool) {
     // The column families it held whole (lock escalation) are registered under its id.
     shared.locks.release_column_families(entry.owner);
     if let Some(snapshot) = &entry.snapshot {
-        shared.history.tracking_ended(snapshot.sequence(), db.visible_sequence.load(Ordering::Acquire));
+        shared.history.tracking_ended(
+            snapshot.sequence(),
+            entry.tracks_ranges,
+            db.visible_sequence.load(Ordering::Acquire),
+        );
     }
     let counter = if committed { &shared.counters.committed } else { &shared.counters.rolled_back };
     counter.fetch_add(1, Ordering::Relaxed);
@@ -525,7 +534,15 @@ pub(crate) fn recover(db: &DbInner, record: PreparedRecord) -> Result<()> {
     let memory_charge = charge_for(db, &writes);
     shared.prepared.insert(
         &record.xid,
-        PreparedEntry { number: record.number, owner, writes, locks, snapshot: None, _memory_charge: memory_charge },
+        PreparedEntry {
+            number: record.number,
+            owner,
+            writes,
+            locks,
+            snapshot: None,
+            tracks_ranges: false,
+            _memory_charge: memory_charge,
+        },
     );
     Ok(())
 }
