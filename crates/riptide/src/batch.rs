@@ -123,7 +123,9 @@ impl<'a> Iterator for BatchIter<'a> {
     fn next(&mut self) -> Option<BatchEntry<'a>> {
         let entry = self.entries.next()?;
         let kind = match entry.kind {
-            ValueKind::Put => BatchOp::Put,
+            // Batches never hold blob references (`from_data` decodes puts and deletes only);
+            // a reference would be a put of its own bytes.
+            ValueKind::Put | ValueKind::BlobIndex => BatchOp::Put,
             ValueKind::Delete => BatchOp::Delete,
         };
         Some(BatchEntry { column_family_id: entry.column_family_id, kind, key: entry.key, value: entry.value })
@@ -787,7 +789,9 @@ mod tests {
                 let mut rebuilt = WriteBatch::new();
                 for record in decoded.entries() {
                     match record.kind {
-                        ValueKind::Put => rebuilt.put_in(record.column_family_id, record.key, record.value),
+                        ValueKind::Put | ValueKind::BlobIndex => {
+                            rebuilt.put_in(record.column_family_id, record.key, record.value)
+                        }
                         ValueKind::Delete => rebuilt.delete_in(record.column_family_id, record.key),
                     }
                 }

@@ -140,6 +140,17 @@ pub mod decode {
         }
     }
 
+    /// One record of a blob file: its offset, key and value.
+    pub type BlobRecord = (u64, Vec<u8>, Vec<u8>);
+
+    /// What a whole blob file (`NNNNNN.blob`) holds: its column family id and every record,
+    /// each checked (header, record checksums, footer and its agreement with the records).
+    pub fn blob_file(data: &[u8]) -> Result<(u32, Vec<BlobRecord>)> {
+        crate::blob::format::decode_file(data)
+            .map(|contents| (contents.column_family_id, contents.records))
+            .map_err(|(offset, reason)| Error::corruption("/fuzz/000001.blob", offset, reason))
+    }
+
     /// Decodes one manifest record (a version edit, or a group of them) and returns its
     /// canonical re-encoding, so that a caller can check that decoding the re-encoding gives the
     /// same bytes again.
@@ -329,6 +340,19 @@ pub mod encode {
     use crate::version::edit::{FileMetadata, VersionEdit};
     use crate::wal::LogWriter;
 
+    /// A blob file of column family `column_family_id` holding `records` (key, value) in order,
+    /// byte for byte as the engine writes it.
+    pub fn blob_file(column_family_id: u32, records: &[(&[u8], &[u8])]) -> Vec<u8> {
+        use crate::blob::format::{encode_footer, encode_header, encode_record, BlobFooter, BLOB_HEADER_SIZE_BYTES};
+        let mut data = encode_header(column_family_id).to_vec();
+        for (key, value) in records {
+            encode_record(&mut data, key, value);
+        }
+        let record_bytes = (data.len() - BLOB_HEADER_SIZE_BYTES) as u64;
+        data.extend_from_slice(&encode_footer(&BlobFooter { record_count: records.len() as u64, record_bytes }));
+        data
+    }
+
     /// A prepared-transaction file for transaction `number` under `xid`, holding `batch` (an
     /// encoded write batch), guarding `keys` (column family, key, written) and one range per
     /// `(column family, start, end)` with inclusive start and exclusive end.
@@ -460,6 +484,7 @@ pub mod encode {
                     largest_sequence: 1,
                     num_entries: 1,
                     num_deletions: 0,
+                    blob_references: Vec::new(),
                 },
             ));
         }

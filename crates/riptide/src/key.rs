@@ -22,18 +22,22 @@ pub(crate) enum ValueKind {
     Delete = 0,
     /// A value.
     Put = 1,
+    /// A value stored in a blob file: the entry's value is a `BlobReference`
+    /// (`blob/format.rs`). Only tables hold entries of this kind, never memtables or logs.
+    BlobIndex = 2,
 }
 
 impl ValueKind {
     /// The kind with the highest code, used in lookup keys so that a seek lands on the newest
     /// entry whose sequence number is at most the snapshot.
-    pub(crate) const FOR_SEEK: ValueKind = ValueKind::Put;
+    pub(crate) const FOR_SEEK: ValueKind = ValueKind::BlobIndex;
 
     /// Decodes a kind byte; `None` for an unknown code (corruption).
     pub(crate) fn from_u8(code: u8) -> Option<ValueKind> {
         match code {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
+            2 => Some(ValueKind::BlobIndex),
             _ => None,
         }
     }
@@ -140,11 +144,19 @@ mod tests {
     }
 
     #[test]
+    fn a_seek_key_lands_on_a_blob_index_entry_of_its_own_sequence() {
+        let blob = make_internal_key(b"k", 7, ValueKind::BlobIndex);
+        let probe = lookup_key(b"k", 7);
+        assert_ne!(compare_internal_keys(&probe, &blob), Ordering::Greater, "the probe must not skip the entry");
+        assert_eq!(compare_internal_keys(&make_internal_key(b"k", 8, ValueKind::Delete), &probe), Ordering::Less);
+    }
+
+    #[test]
     fn parse_rejects_short_and_unknown_kind() {
         assert!(parse_internal_key(b"short").is_none());
         let mut key = make_internal_key(b"k", 3, ValueKind::Put);
         let last = key.len() - TRAILER_SIZE_BYTES;
-        key[last] = 7;
+        key[last] = 3;
         assert!(parse_internal_key(&key).is_none());
         let good = make_internal_key(b"key", 42, ValueKind::Put);
         let parsed = parse_internal_key(&good).expect("well formed");

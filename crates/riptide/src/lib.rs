@@ -24,6 +24,7 @@
 #![deny(missing_docs)]
 
 mod batch;
+mod blob;
 mod cache;
 mod coding;
 mod compaction;

@@ -159,6 +159,23 @@ pub struct Options {
     /// Which file a level over target moves down first. Default
     /// [`CompactionPriority::MinOverlappingRatio`].
     pub compaction_priority: CompactionPriority,
+    /// Key-value separation: values of at least this many bytes are written to blob files at
+    /// flush, and tables hold a small reference to them instead (about 20 bytes), so that
+    /// compactions move references rather than rewrite the values. `None` (the default) keeps
+    /// every value in its table. See "Blob files" in `docs/architecture.md`.
+    pub min_blob_size_bytes: Option<usize>,
+    /// A compaction moves the live values of a blob file it reads references of into a new blob
+    /// file once at least this share of the file's bytes is garbage (values no table references
+    /// any more), so that the old file can be deleted. Between 0 and 1; default 0.5.
+    pub blob_garbage_collection_ratio: f64,
+    /// A compaction also moves the live values of the oldest blob files, this share of them by
+    /// number, whatever their garbage (as RocksDB's `blob_garbage_collection_age_cutoff`).
+    /// Between 0 and 1; default 0 (off): the garbage ratio alone decides, since moving live
+    /// values that are not garbage costs the very rewrites separation saves.
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// The size at which a compaction starts a new blob file for the values it moves. Default
+    /// 256 MiB.
+    pub blob_file_size_bytes: u64,
     /// Background threads that flush memtables. Default 1.
     pub max_background_flushes: usize,
     /// Background threads that run compactions; jobs on disjoint key ranges run in parallel.
@@ -224,6 +241,10 @@ impl Default for Options {
             tombstone_compaction_ratio: 0.5,
             tombstone_compaction_min_entries: 1000,
             compaction_priority: CompactionPriority::MinOverlappingRatio,
+            min_blob_size_bytes: None,
+            blob_garbage_collection_ratio: 0.5,
+            blob_garbage_collection_age_cutoff: 0.0,
+            blob_file_size_bytes: 256 << 20,
             max_background_flushes: 1,
             max_background_compactions: 0,
             max_subcompactions: 0,
@@ -263,6 +284,10 @@ impl std::fmt::Debug for Options {
             .field("tombstone_compaction_ratio", &self.tombstone_compaction_ratio)
             .field("tombstone_compaction_min_entries", &self.tombstone_compaction_min_entries)
             .field("compaction_priority", &self.compaction_priority)
+            .field("min_blob_size_bytes", &self.min_blob_size_bytes)
+            .field("blob_garbage_collection_ratio", &self.blob_garbage_collection_ratio)
+            .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
+            .field("blob_file_size_bytes", &self.blob_file_size_bytes)
             .field("max_background_flushes", &self.max_background_flushes)
             .field("max_background_compactions", &self.max_background_compactions)
             .field("max_subcompactions", &self.max_subcompactions)
@@ -331,6 +356,10 @@ impl Options {
             tombstone_compaction_ratio: self.tombstone_compaction_ratio,
             tombstone_compaction_min_entries: self.tombstone_compaction_min_entries,
             compaction_priority: self.compaction_priority,
+            min_blob_size_bytes: self.min_blob_size_bytes,
+            blob_garbage_collection_ratio: self.blob_garbage_collection_ratio,
+            blob_garbage_collection_age_cutoff: self.blob_garbage_collection_age_cutoff,
+            blob_file_size_bytes: self.blob_file_size_bytes,
         }
     }
 
@@ -427,6 +456,23 @@ pub struct ColumnFamilyOptions {
     pub tombstone_compaction_min_entries: u64,
     /// See [`Options::compaction_priority`].
     pub compaction_priority: CompactionPriority,
+    /// Key-value separation: values of at least this many bytes are written to blob files at
+    /// flush, and tables hold a small reference to them instead (about 20 bytes), so that
+    /// compactions move references rather than rewrite the values. `None` (the default) keeps
+    /// every value in its table. See "Blob files" in `docs/architecture.md`.
+    pub min_blob_size_bytes: Option<usize>,
+    /// A compaction moves the live values of a blob file it reads references of into a new blob
+    /// file once at least this share of the file's bytes is garbage (values no table references
+    /// any more), so that the old file can be deleted. Between 0 and 1; default 0.5.
+    pub blob_garbage_collection_ratio: f64,
+    /// A compaction also moves the live values of the oldest blob files, this share of them by
+    /// number, whatever their garbage (as RocksDB's `blob_garbage_collection_age_cutoff`).
+    /// Between 0 and 1; default 0 (off): the garbage ratio alone decides, since moving live
+    /// values that are not garbage costs the very rewrites separation saves.
+    pub blob_garbage_collection_age_cutoff: f64,
+    /// The size at which a compaction starts a new blob file for the values it moves. Default
+    /// 256 MiB.
+    pub blob_file_size_bytes: u64,
 }
 
 impl Default for ColumnFamilyOptions {
@@ -456,6 +502,10 @@ impl std::fmt::Debug for ColumnFamilyOptions {
             .field("tombstone_compaction_ratio", &self.tombstone_compaction_ratio)
             .field("tombstone_compaction_min_entries", &self.tombstone_compaction_min_entries)
             .field("compaction_priority", &self.compaction_priority)
+            .field("min_blob_size_bytes", &self.min_blob_size_bytes)
+            .field("blob_garbage_collection_ratio", &self.blob_garbage_collection_ratio)
+            .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
+            .field("blob_file_size_bytes", &self.blob_file_size_bytes)
             .finish()
     }
 }
@@ -482,6 +532,10 @@ impl PartialEq for ColumnFamilyOptions {
             tombstone_compaction_ratio,
             tombstone_compaction_min_entries,
             compaction_priority,
+            min_blob_size_bytes,
+            blob_garbage_collection_ratio,
+            blob_garbage_collection_age_cutoff,
+            blob_file_size_bytes,
         } = self;
         comparator.name() == other.comparator.name()
             && *memtable_size_bytes == other.memtable_size_bytes
@@ -501,6 +555,10 @@ impl PartialEq for ColumnFamilyOptions {
             && *tombstone_compaction_ratio == other.tombstone_compaction_ratio
             && *tombstone_compaction_min_entries == other.tombstone_compaction_min_entries
             && *compaction_priority == other.compaction_priority
+            && *min_blob_size_bytes == other.min_blob_size_bytes
+            && *blob_garbage_collection_ratio == other.blob_garbage_collection_ratio
+            && *blob_garbage_collection_age_cutoff == other.blob_garbage_collection_age_cutoff
+            && *blob_file_size_bytes == other.blob_file_size_bytes
     }
 }
 
@@ -534,6 +592,16 @@ impl ColumnFamilyOptions {
             (0.0..=1.0).contains(&self.tombstone_compaction_ratio),
             "tombstone_compaction_ratio must be between 0 and 1",
         )?;
+        check(self.min_blob_size_bytes.is_none_or(|size| size >= 1), "min_blob_size_bytes must be at least 1")?;
+        check(
+            (0.0..=1.0).contains(&self.blob_garbage_collection_ratio),
+            "blob_garbage_collection_ratio must be between 0 and 1",
+        )?;
+        check(
+            (0.0..=1.0).contains(&self.blob_garbage_collection_age_cutoff),
+            "blob_garbage_collection_age_cutoff must be between 0 and 1",
+        )?;
+        check(self.blob_file_size_bytes >= 4096, "blob_file_size_bytes must be at least 4096")?;
         Ok(())
     }
 

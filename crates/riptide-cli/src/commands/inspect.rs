@@ -83,6 +83,9 @@ fn inspect_wal(file: &Path, entries: bool, style: Style, output: &mut Output) ->
                         let value = match entry.kind {
                             riptide::internals::inspect::EntryKind::Put => format!(" = {}", style.encode(&entry.value)),
                             riptide::internals::inspect::EntryKind::Delete => String::new(),
+                            riptide::internals::inspect::EntryKind::BlobIndex => {
+                                format!(" -> blob reference {}", style.encode(&entry.value))
+                            }
                         };
                         output.line(&format!(
                             "    {} {} cf {} {}{value}",
@@ -272,6 +275,9 @@ fn inspect_sst(file: &Path, entries: bool, style: Style, output: &mut Output) ->
                 let value = match entry.key.kind {
                     riptide::internals::inspect::EntryKind::Put => format!(" = {}", style.encode(&entry.value)),
                     riptide::internals::inspect::EntryKind::Delete => String::new(),
+                    riptide::internals::inspect::EntryKind::BlobIndex => {
+                        format!(" -> blob reference {}", style.encode(&entry.value))
+                    }
                 };
                 output.line(&format!(
                     "    {} @ {} {}{value}",

@@ -247,6 +247,15 @@ fn salvage_tables(
             report.lost.push(format!("{name}: {}", damage_text(range)));
         }
         for entry in &table.entries {
+            if entry.key.kind == EntryKind::BlobIndex {
+                // The value is in a blob file (moved to the same directory); a damaged or
+                // missing one loses this version of the key, never turns it into other bytes.
+                match riptide::internals::inspect::read_blob_value(lost_dir, &entry.key.user_key, &entry.value) {
+                    Ok(value) => offer(salvage, owner, &entry.key.user_key, entry.key.sequence, Some(&value)),
+                    Err(error) => report.lost.push(format!("{name}: {error}")),
+                }
+                continue;
+            }
             let value = (entry.key.kind == EntryKind::Put).then_some(entry.value.as_slice());
             offer(salvage, owner, &entry.key.user_key, entry.key.sequence, value);
         }

@@ -42,7 +42,7 @@ use crate::sync::Arc;
 use crate::version::tree::{TableFile, Version, NUM_LEVELS};
 
 /// The deepest level. It has no size target of its own to exceed: its target follows its size.
-const LAST_LEVEL: usize = NUM_LEVELS - 1;
+pub(super) const LAST_LEVEL: usize = NUM_LEVELS - 1;
 
 /// The score of a level above the base level that still holds files (left by a database that
 /// was larger, or by an older layout). It outranks every ordinary size score so that such levels
@@ -103,6 +103,10 @@ pub(crate) enum CompactionReason {
     TombstoneDensity,
     /// Asked for by the user ([`pick_manual`]).
     Manual,
+    /// A file references a blob file whose garbage passed the column family's
+    /// `blob_garbage_collection_ratio`; rewriting it moves the live values out of that blob
+    /// file (`compaction/blob_gc.rs`).
+    BlobGarbage,
 }
 
 /// One compaction job: which files to merge, and where the result goes.
@@ -142,7 +146,10 @@ impl CompactionPlan {
     pub(crate) fn is_trivial_move(&self) -> bool {
         if !self.output_inputs.is_empty()
             || self.output_level == self.level
-            || matches!(self.reason, CompactionReason::Manual | CompactionReason::TombstoneDensity)
+            || matches!(
+                self.reason,
+                CompactionReason::Manual | CompactionReason::TombstoneDensity | CompactionReason::BlobGarbage
+            )
         {
             return false;
         }
@@ -497,7 +504,7 @@ pub(crate) fn pending_compaction_bytes(version: &Version, options: &PickerOption
 }
 
 /// The running jobs of one column family, with their files in a set for quick lookups.
-struct RunningJobs<'a> {
+pub(super) struct RunningJobs<'a> {
     jobs: &'a [RunningCompaction],
     busy_file_numbers: HashSet<u64>,
     /// The column family's order, in which the jobs' key ranges are compared.
@@ -505,12 +512,12 @@ struct RunningJobs<'a> {
 }
 
 impl<'a> RunningJobs<'a> {
-    fn new(jobs: &'a [RunningCompaction], comparator: &'a KeyComparator) -> RunningJobs<'a> {
+    pub(super) fn new(jobs: &'a [RunningCompaction], comparator: &'a KeyComparator) -> RunningJobs<'a> {
         let busy_file_numbers = jobs.iter().flat_map(|job| job.file_numbers.iter().copied()).collect();
         RunningJobs { jobs, busy_file_numbers, comparator }
     }
 
-    fn is_busy(&self, file: &TableFile) -> bool {
+    pub(super) fn is_busy(&self, file: &TableFile) -> bool {
         self.busy_file_numbers.contains(&file.number())
     }
 
@@ -518,7 +525,7 @@ impl<'a> RunningJobs<'a> {
     /// not a second level-0 job, and no running job writes keys of its range into its output
     /// level or into a level it moves data past (level 0's output may skip unused levels, which
     /// is right only while no job is filling them with keys of the range, I17). Invariant I23.
-    fn admits(&self, plan: &CompactionPlan) -> bool {
+    pub(super) fn admits(&self, plan: &CompactionPlan) -> bool {
         if plan.file_numbers().any(|number| self.busy_file_numbers.contains(&number)) {
             return false;
         }
@@ -792,7 +799,7 @@ fn close_over_level0_overlaps(version: &Version, seeds: Vec<Arc<TableFile>>) -> 
 
 /// Builds a plan from its inputs: finds the output-level files they overlap and the bottommost
 /// flag. `None` when `inputs` is empty.
-fn make_plan(
+pub(super) fn make_plan(
     version: &Version,
     level: usize,
     output_level: usize,
@@ -928,6 +935,7 @@ mod tests {
                 largest_sequence: number,
                 num_entries,
                 num_deletions,
+                blob_references: Vec::new(),
             };
             self.levels[level].push(Arc::new(TableFile::new(meta, std::sync::Arc::clone(&self.janitor))));
             number

@@ -20,6 +20,11 @@
 //! only between user keys, so no user key spans two files of a level (which keeps I4). Inputs
 //! are merged, and sub-compaction ranges cut, in the column family's order (the plan's
 //! comparator).
+//!
+//! Blob references (key-value separation) are carried into the outputs as they are; an entry
+//! the job drops makes its blob record garbage, recorded in the job's manifest edit, and the
+//! live values of blob files past their garbage ratio (or among the oldest) are moved to new
+//! blob files (`blob/relocation.rs`, I34, I35).
 
 use std::ops::Bound;
 use std::path::Path;
@@ -28,8 +33,10 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use super::column_family::ColumnFamily;
-use super::filename::table_path;
+use super::filename::{blob_path, table_path};
 use super::{DbInner, DbState, RunningJob};
+use crate::blob::relocation::{files_to_relocate, note_reference, BlobRelocation, KeptEntry};
+use crate::blob::BlobFileMetadata;
 use crate::compaction::picker::{self, CompactionPlan, CompactionReason, PickerOptions, RunningCompaction};
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
@@ -39,7 +46,7 @@ use crate::key::{append_internal_key, lookup_key, parse_internal_key, user_key, 
 use crate::options::ColumnFamilyOptions;
 use crate::snapshot::ReadPoints;
 use crate::sstable::{BlockReadOptions, TableBuilder, TableOptions, TableProperties};
-use crate::version::edit::{FileMetadata, VersionEdit};
+use crate::version::edit::{BlobGarbage, FileMetadata, VersionEdit};
 use crate::version::tree::{Version, NUM_LEVELS};
 
 /// Converts a finished table's properties into its manifest entry.
@@ -53,6 +60,7 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
         largest_sequence: properties.largest_sequence,
         num_entries: properties.num_entries,
         num_deletions: properties.num_deletions,
+        blob_references: Vec::new(),
     }
 }
 
@@ -64,8 +72,35 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
 fn zero_sequence_at_bottom(internal_key: &[u8], bottommost: bool, smallest_snapshot: u64) -> bool {
     bottommost
         && parse_internal_key(internal_key).is_some_and(|parsed| {
-            parsed.kind == ValueKind::Put && parsed.sequence <= smallest_snapshot && parsed.sequence > 0
+            matches!(parsed.kind, ValueKind::Put | ValueKind::BlobIndex)
+                && parsed.sequence <= smallest_snapshot
+                && parsed.sequence > 0
         })
+}
+
+/// What a compaction job wrote, collected across its sub-compactions (also after an error, so
+/// that the caller can remove it).
+#[derive(Default)]
+struct JobOutputs {
+    tables: Vec<FileMetadata>,
+    blob_files: Vec<BlobFileMetadata>,
+    /// Every blob file created, finished or not.
+    created_blob_files: Vec<u64>,
+    /// Garbage found per blob file: (records, bytes).
+    garbage: std::collections::BTreeMap<u64, (u64, u64)>,
+}
+
+impl JobOutputs {
+    fn absorb(&mut self, other: JobOutputs) {
+        self.tables.extend(other.tables);
+        self.blob_files.extend(other.blob_files);
+        self.created_blob_files.extend(other.created_blob_files);
+        for (number, (count, bytes)) in other.garbage {
+            let entry = self.garbage.entry(number).or_insert((0, 0));
+            entry.0 += count;
+            entry.1 += bytes;
+        }
+    }
 }
 
 /// Decides, entry by entry of a sorted internal-key stream, which versions are invisible to
@@ -209,9 +244,14 @@ fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
         let options = family.shared.options();
         let version = state.versions.current(id);
         let running = running_of(state, id);
-        let Some((score, plan)) =
-            picker::pick_with_score(&version, &picker_options(&options), &running, &family.compact_pointers)
-        else {
+        let picked = picker::pick_with_score(&version, &picker_options(&options), &running, &family.compact_pointers)
+            .or_else(|| {
+                // Nothing is due by size or tombstones: move live values out of blob files
+                // that are mostly garbage.
+                crate::compaction::blob_gc::pick_blob_garbage(&version, &running, options.blob_garbage_collection_ratio)
+                    .map(|plan| (0.0, plan))
+            });
+        let Some((score, plan)) = picked else {
             continue;
         };
         if plan.reason == CompactionReason::TombstoneDensity
@@ -297,16 +337,19 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         &picker_options(&job.options),
         inner.options.effective_max_subcompactions(),
     );
-    let mut outputs: Vec<FileMetadata> = Vec::new();
+    let mut outputs = JobOutputs::default();
     let written = if boundaries.is_empty() {
         write_outputs(inner, job, None, None, &read_points, &mut outputs)
     } else {
         write_subcompactions(inner, job, &boundaries, &read_points, &mut outputs)
     }
     .and_then(|()| inner.file_system.sync_dir(&inner.dir));
-    let remove_outputs = |outputs: &[FileMetadata]| {
-        for meta in outputs {
+    let remove_outputs = |outputs: &JobOutputs| {
+        for meta in &outputs.tables {
             let _ = inner.file_system.remove(&table_path(&inner.dir, meta.number));
+        }
+        for &number in &outputs.created_blob_files {
+            let _ = inner.file_system.remove(&blob_path(&inner.dir, number));
         }
     };
     if let Err(error) = written {
@@ -328,10 +371,14 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     for file in &plan.output_inputs {
         edit.deleted_files.push((plan.output_level as u32, file.number()));
     }
-    let bytes_written: u64 = outputs.iter().map(|m| m.file_size_bytes).sum();
-    for meta in &outputs {
+    let bytes_written: u64 = outputs.tables.iter().map(|m| m.file_size_bytes).sum::<u64>()
+        + outputs.blob_files.iter().map(|blob| blob.file_size_bytes).sum::<u64>();
+    for meta in &outputs.tables {
         edit.new_files.push((plan.output_level as u32, meta.clone()));
     }
+    edit.new_blob_files = outputs.blob_files.clone();
+    edit.blob_garbage =
+        outputs.garbage.iter().map(|(&number, &(count, bytes))| BlobGarbage { number, count, bytes }).collect();
     state.versions.log_and_apply(edit)?;
     let stats = &mut state.stats;
     stats.compaction_count += 1;
@@ -368,7 +415,7 @@ fn write_subcompactions(
     job: &Job,
     boundaries: &[Vec<u8>],
     read_points: &ReadPoints,
-    outputs: &mut Vec<FileMetadata>,
+    outputs: &mut JobOutputs,
 ) -> Result<()> {
     let mut ranges: Vec<KeyRange<'_>> = Vec::with_capacity(boundaries.len() + 1);
     let mut lower: Option<&[u8]> = None;
@@ -377,12 +424,12 @@ fn write_subcompactions(
         lower = Some(boundary.as_slice());
     }
     ranges.push((lower, None));
-    let results: Vec<(Result<()>, Vec<FileMetadata>)> = std::thread::scope(|scope| {
+    let results: Vec<(Result<()>, JobOutputs)> = std::thread::scope(|scope| {
         let handles: Vec<_> = ranges
             .iter()
             .map(|&(lower, upper)| {
                 scope.spawn(move || {
-                    let mut range_outputs = Vec::new();
+                    let mut range_outputs = JobOutputs::default();
                     let result = write_outputs(inner, job, lower, upper, read_points, &mut range_outputs);
                     (result, range_outputs)
                 })
@@ -392,14 +439,14 @@ fn write_subcompactions(
             .into_iter()
             .map(|handle| {
                 handle.join().unwrap_or_else(|_| {
-                    (Err(Error::invalid("internal error: a subcompaction thread panicked")), Vec::new())
+                    (Err(Error::invalid("internal error: a subcompaction thread panicked")), JobOutputs::default())
                 })
             })
             .collect()
     });
     let mut first_error = None;
     for (result, range_outputs) in results {
-        outputs.extend(range_outputs);
+        outputs.absorb(range_outputs);
         if let Err(error) = result {
             first_error.get_or_insert(error);
         }
@@ -479,6 +526,49 @@ fn write_outputs(
     lower: Option<&[u8]>,
     upper: Option<&[u8]>,
     read_points: &ReadPoints,
+    outputs: &mut JobOutputs,
+) -> Result<()> {
+    let blob_files = Arc::clone(&inner.state.lock().versions.current(job.column_family).blob_files);
+    let relocate = files_to_relocate(
+        &blob_files,
+        job.options.blob_garbage_collection_ratio,
+        job.options.blob_garbage_collection_age_cutoff,
+    );
+    let new_file_number = || inner.state.lock().versions.new_file_number();
+    let mut blobs = BlobRelocation::new(
+        &inner.dir,
+        inner.file_system.as_ref(),
+        job.column_family,
+        blob_files,
+        relocate,
+        job.options.min_blob_size_bytes,
+        job.options.blob_file_size_bytes,
+        &new_file_number,
+    );
+    let result = merge_into_outputs(inner, job, lower, upper, read_points, &mut blobs, &mut outputs.tables)
+        .and_then(|()| blobs.finish());
+    if result.is_err() {
+        blobs.remove_created();
+    }
+    outputs.blob_files.append(&mut blobs.finished);
+    outputs.created_blob_files.append(&mut blobs.created);
+    for (number, (count, bytes)) in std::mem::take(&mut blobs.garbage) {
+        let entry = outputs.garbage.entry(number).or_insert((0, 0));
+        entry.0 += count;
+        entry.1 += bytes;
+    }
+    result
+}
+
+/// The merge of [`write_outputs`]: output tables are pushed to `outputs` as they are finished,
+/// blob references go through `blobs`.
+fn merge_into_outputs(
+    inner: &Arc<DbInner>,
+    job: &Job,
+    lower: Option<&[u8]>,
+    upper: Option<&[u8]>,
+    read_points: &ReadPoints,
+    blobs: &mut BlobRelocation<'_>,
     outputs: &mut Vec<FileMetadata>,
 ) -> Result<()> {
     let plan = &job.plan;
@@ -501,6 +591,9 @@ fn write_outputs(
     let mut builder: Option<(u64, TableBuilder)> = None;
     let mut last_user_key: Vec<u8> = Vec::new();
     let mut zeroed_key: Vec<u8> = Vec::new();
+    let mut rewritten_value: Vec<u8> = Vec::new();
+    // The blob files the table being written references.
+    let mut references = std::collections::BTreeSet::new();
     let mut steps: u64 = 0;
     let mut splitter = OutputSplitter::new(&plan.grandparent_starts, comparator, lower, target_file_size_bytes);
     let input_path = inner.dir.join("<compaction input>");
@@ -519,7 +612,10 @@ fn write_outputs(
         if upper.is_some_and(|upper| comparator.compare_user_keys(current_user_key, upper).is_ge()) {
             break;
         }
+        let parsed = parse_internal_key(key)
+            .ok_or_else(|| Error::corruption(&input_path, 0, "malformed internal key in compaction input"))?;
         if filter.should_drop(key, &input_path)? {
+            blobs.dropped(&parsed, merged.value())?;
             merged.next();
             continue;
         }
@@ -528,7 +624,9 @@ fn write_outputs(
         if split {
             if let Some((number, finished)) = builder.take() {
                 let properties = finished.finish()?;
-                outputs.push(meta_from_properties(number, &properties));
+                let mut meta = meta_from_properties(number, &properties);
+                meta.blob_references = std::mem::take(&mut references).into_iter().collect();
+                outputs.push(meta);
             }
         }
         if builder.is_none() {
@@ -540,15 +638,24 @@ fn write_outputs(
             builder = Some((number, new_builder));
         }
         if let Some((_, active)) = builder.as_mut() {
-            if zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot) {
-                // Every reader sees this version and nothing older of the key survives, so its
-                // sequence number carries no information: zeros compress, unique sequence
-                // numbers do not (8 bytes per entry, a tenth of a small record).
+            let kept = blobs.kept(&parsed, merged.value(), &mut rewritten_value)?;
+            note_reference(&mut references, &kept);
+            let (kind, value) = match kept {
+                KeptEntry::Unchanged { .. } => (parsed.kind, merged.value()),
+                KeptEntry::Rewritten { kind, .. } => (kind, rewritten_value.as_slice()),
+            };
+            let zeroed = zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot);
+            if zeroed || kind != parsed.kind {
+                // Zeroed: every reader sees this version and nothing older of the key
+                // survives, so its sequence number carries no information: zeros compress,
+                // unique sequence numbers do not (8 bytes per entry, a tenth of a small
+                // record). A moved blob value may change the entry's kind as well.
+                let sequence = if zeroed { 0 } else { parsed.sequence };
                 zeroed_key.clear();
-                append_internal_key(&mut zeroed_key, current_user_key, 0, ValueKind::Put);
-                active.add(&zeroed_key, merged.value())?;
+                append_internal_key(&mut zeroed_key, current_user_key, sequence, kind);
+                active.add(&zeroed_key, value)?;
             } else {
-                active.add(key, merged.value())?;
+                active.add(key, value)?;
             }
         }
         last_user_key.clear();
@@ -559,7 +666,9 @@ fn write_outputs(
     if let Some((number, finished)) = builder.take() {
         if finished.num_entries() > 0 {
             let properties = finished.finish()?;
-            outputs.push(meta_from_properties(number, &properties));
+            let mut meta = meta_from_properties(number, &properties);
+            meta.blob_references = references.into_iter().collect();
+            outputs.push(meta);
         } else {
             drop(finished);
             let _ = inner.file_system.remove(&table_path(&inner.dir, number));

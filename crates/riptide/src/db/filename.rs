@@ -5,6 +5,8 @@
 //! - `MANIFEST-NNNNNN`: the version log (see `docs/format/manifest.md`).
 //! - `NNNNNN.log`: a write-ahead log (see `docs/format/wal.md`).
 //! - `NNNNNN.sst`: a sorted table (see `docs/format/sstable.md`).
+//! - `NNNNNN.blob`: a blob file, large values a column family keeps apart from its tables
+//!   (see `docs/format/blob.md`).
 //! - `NNNNNN.dbtmp`: a temporary file (the next `CURRENT` before its rename).
 //! - `NNNNNN.spill`: a run of a transaction's writes spilled out of memory (`txn/spill.rs`);
 //!   private to the process that wrote it, so `Db::open` removes every one.
@@ -26,6 +28,8 @@ pub(crate) enum FileKind {
     /// A prepared transaction (two-phase commit, `txn/prepared.rs`).
     Prepared(u64),
     Spill(u64),
+    /// A blob file (key-value separation, `blob/mod.rs`).
+    Blob(u64),
 }
 
 pub(crate) const CURRENT_FILE_NAME: &str = "CURRENT";
@@ -37,6 +41,14 @@ pub(crate) fn log_file_name(number: u64) -> String {
 
 pub(crate) fn table_file_name(number: u64) -> String {
     format!("{number:06}.sst")
+}
+
+pub(crate) fn blob_file_name(number: u64) -> String {
+    format!("{number:06}.blob")
+}
+
+pub(crate) fn blob_path(dir: &Path, number: u64) -> PathBuf {
+    dir.join(blob_file_name(number))
 }
 
 pub(crate) fn manifest_file_name(number: u64) -> String {
@@ -93,6 +105,7 @@ pub(crate) fn parse_file_name(name: &str) -> Option<FileKind> {
         "dbtmp" => Some(FileKind::Temp(number)),
         "txn" => Some(FileKind::Prepared(number)),
         "spill" => Some(FileKind::Spill(number)),
+        "blob" => Some(FileKind::Blob(number)),
         _ => None,
     }
 }
@@ -109,6 +122,7 @@ mod tests {
         assert_eq!(parse_file_name(&crate::txn::prepared::prepared_file_name(12)), Some(FileKind::Prepared(12)));
         assert_eq!(parse_file_name(&temp_file_name(9)), Some(FileKind::Temp(9)));
         assert_eq!(parse_file_name(&spill_file_name(11)), Some(FileKind::Spill(11)));
+        assert_eq!(parse_file_name(&blob_file_name(13)), Some(FileKind::Blob(13)));
         assert_eq!(parse_file_name("CURRENT"), Some(FileKind::Current));
         assert_eq!(parse_file_name("LOCK"), Some(FileKind::Lock));
     }

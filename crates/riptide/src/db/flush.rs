@@ -9,18 +9,25 @@
 //! family's memtables hold data in it). With several flush threads, column
 //! families flush in parallel, but each column family flushes one memtable at a time, so its
 //! tables are installed in the order of its memtables.
+//!
+//! With key-value separation on (`min_blob_size_bytes`), values at or above the threshold go to
+//! one new blob file per flush, written beside the table and synced before it (I34); the table
+//! holds `BlobIndex` entries that reference them, and the manifest record that adds the table
+//! also adds the blob file.
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
 use std::sync::Arc;
 
 use super::compaction::{meta_from_properties, VersionFilter};
-use super::filename::table_path;
+use super::filename::{blob_path, table_path};
 use super::write::delete_obsolete_logs;
 use super::{DbInner, DbState};
+use crate::blob::{BlobFileBuilder, BlobFileMetadata};
 use crate::error::Result;
 use crate::fs::FileSystem;
 use crate::iterator::InternalIterator;
+use crate::key::{parse_internal_key, ValueKind};
 use crate::memory_charge::MemoryCharge;
 use crate::memtable::MemTable;
 use crate::options::ColumnFamilyOptions;
@@ -28,30 +35,84 @@ use crate::snapshot::ReadPoints;
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::version::edit::{FileMetadata, VersionEdit};
 
-/// Writes `memtable` to table `number`, dropping versions no reader can see. Returns `None` when
-/// nothing was left to write (the file is then removed).
+/// Where a flush may put large values: the number reserved for its blob file and the column
+/// family the file belongs to.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct BlobTarget {
+    pub(crate) number: u64,
+    pub(crate) column_family_id: u32,
+}
+
+/// What a flush wrote: the table, and the blob file holding its large values if it has any.
+pub(crate) struct FlushOutput {
+    pub(crate) table: FileMetadata,
+    pub(crate) blob: Option<BlobFileMetadata>,
+}
+
+/// Writes `memtable` to table `number`, dropping versions no reader can see. Values of at least
+/// `options.min_blob_size_bytes` go to blob file `blob.number` when a `blob` target is given.
+/// Returns `None` when nothing was left to write (the files are then removed).
+#[allow(clippy::too_many_arguments)]
 pub(crate) fn write_level0_table(
     dir: &Path,
     file_system: &dyn FileSystem,
     options: &ColumnFamilyOptions,
     memtable: &Arc<MemTable>,
     number: u64,
+    blob: Option<BlobTarget>,
     read_points: ReadPoints,
     memory_charge: Option<MemoryCharge>,
-) -> Result<Option<FileMetadata>> {
+) -> Result<Option<FlushOutput>> {
     let path = table_path(dir, number);
     let file = file_system.create(&path)?;
     let mut builder = TableBuilder::new(file, path.clone(), TableOptions::for_level(options, 0, false));
     if let Some(charge) = memory_charge {
         builder = builder.with_memory_charge(charge);
     }
+    let min_blob_size_bytes = blob.and(options.min_blob_size_bytes);
+    let mut blob_builder: Option<BlobFileBuilder> = None;
     let mut iterator = memtable.iter();
     iterator.seek_to_first();
     let mut filter = VersionFilter::new(read_points, false);
+    let mut separated_key = Vec::new();
+    let mut reference = Vec::new();
     let result = (|| {
         while iterator.valid() {
             if !filter.should_drop(iterator.key(), &path)? {
-                builder.add(iterator.key(), iterator.value())?;
+                let value = iterator.value();
+                match (min_blob_size_bytes, blob) {
+                    (Some(threshold), Some(target)) if value.len() >= threshold => {
+                        let parsed = parse_internal_key(iterator.key())
+                            .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;
+                        if parsed.kind != ValueKind::Put {
+                            builder.add(iterator.key(), value)?;
+                        } else {
+                            let writer = match blob_builder.as_mut() {
+                                Some(writer) => writer,
+                                None => {
+                                    let blob_file_path = blob_path(dir, target.number);
+                                    let blob_file = file_system.create(&blob_file_path)?;
+                                    blob_builder.insert(BlobFileBuilder::new(
+                                        blob_file,
+                                        target.number,
+                                        target.column_family_id,
+                                    ))
+                                }
+                            };
+                            reference.clear();
+                            writer.add(parsed.user_key, value)?.encode(&mut reference);
+                            separated_key.clear();
+                            crate::key::append_internal_key(
+                                &mut separated_key,
+                                parsed.user_key,
+                                parsed.sequence,
+                                ValueKind::BlobIndex,
+                            );
+                            builder.add(&separated_key, &reference)?;
+                        }
+                    }
+                    _ => builder.add(iterator.key(), value)?,
+                }
             }
             iterator.next();
         }
@@ -59,17 +120,37 @@ pub(crate) fn write_level0_table(
         if builder.num_entries() == 0 {
             return Ok(None);
         }
+        // I34: the blob file is synced before the table that references it is finished.
+        let blob_meta = match blob_builder.take() {
+            Some(writer) => Some(writer.finish()?),
+            None => None,
+        };
         let properties = builder.finish()?;
-        Ok(Some(meta_from_properties(number, &properties)))
+        let mut table = meta_from_properties(number, &properties);
+        if let Some(blob_meta) = &blob_meta {
+            table.blob_references = vec![blob_meta.number];
+        }
+        Ok(Some(FlushOutput { table, blob: blob_meta }))
     })();
+    let remove_blob = || {
+        if let Some(target) = blob {
+            let blob_file_path = blob_path(dir, target.number);
+            if file_system.exists(&blob_file_path) {
+                let _ = file_system.remove(&blob_file_path);
+            }
+        }
+    };
     match result {
-        Ok(Some(meta)) => Ok(Some(meta)),
+        Ok(Some(output)) => Ok(Some(output)),
         Ok(None) => {
             let _ = file_system.remove(&path);
+            remove_blob();
             Ok(None)
         }
         Err(error) => {
+            drop(blob_builder);
             let _ = file_system.remove(&path);
+            remove_blob();
             Err(error)
         }
     }
@@ -90,7 +171,7 @@ fn pick_flush(state: &DbState) -> Option<u32> {
 /// Background thread body: flushes immutable memtables as they appear.
 pub(crate) fn flush_loop(inner: Arc<DbInner>) {
     loop {
-        let (id, memtable, number, read_points, options, several_families) = {
+        let (id, memtable, number, blob, read_points, options, several_families) = {
             let mut state = inner.state.lock();
             let id = loop {
                 if inner.shutting_down.load(Ordering::Acquire) {
@@ -104,13 +185,22 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
                 inner.work_available.wait(&mut state);
             };
             let number = state.versions.new_file_number();
+            let Some(family) = state.column_families.get(&id) else { continue };
+            // The blob file's number is reserved even if no value turns out large enough;
+            // numbers are plentiful and never reused (I7).
+            let blob = family
+                .shared
+                .options()
+                .min_blob_size_bytes
+                .is_some()
+                .then(|| BlobTarget { number: state.versions.new_file_number(), column_family_id: id });
             let Some(family) = state.column_families.get_mut(&id) else { continue };
             let Some(oldest) = family.immutables.front() else { continue };
             let memtable = Arc::clone(&oldest.memtable);
             family.flush_running = true;
             let options = family.shared.options();
             let read_points = inner.snapshots.read_points(&inner.visible_sequence);
-            (id, memtable, number, read_points, options, state.column_families.len() > 1)
+            (id, memtable, number, blob, read_points, options, state.column_families.len() > 1)
         };
         let written = write_level0_table(
             &inner.dir,
@@ -118,6 +208,7 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             &options,
             &memtable,
             number,
+            blob,
             read_points,
             Some(inner.memory.builder_charge()),
         )
@@ -136,6 +227,9 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
         let Some(family) = state.column_families.get_mut(&id) else {
             // The column family was dropped meanwhile: its table is garbage.
             let _ = inner.file_system.remove(&table_path(&inner.dir, number));
+            if let Some(target) = blob {
+                let _ = inner.file_system.remove(&blob_path(&inner.dir, target.number));
+            }
             inner.background_done.notify_all();
             continue;
         };
@@ -144,9 +238,12 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
         let installed = written.and_then(|meta| {
             let mut edit =
                 VersionEdit { column_family: id, log_number: Some(next_log_number), ..VersionEdit::default() };
-            let bytes_written = meta.as_ref().map_or(0, |m| m.file_size_bytes);
-            if let Some(meta) = meta {
-                edit.new_files.push((0, meta));
+            let bytes_written = meta
+                .as_ref()
+                .map_or(0, |output| output.table.file_size_bytes + output.blob.map_or(0, |blob| blob.file_size_bytes));
+            if let Some(output) = meta {
+                edit.new_files.push((0, output.table));
+                edit.new_blob_files.extend(output.blob);
             }
             inner.record_assigned_sequences(&mut state);
             state.versions.log_and_apply(edit)?;

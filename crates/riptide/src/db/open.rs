@@ -27,7 +27,7 @@ use parking_lot::{Condvar, Mutex, RwLock};
 use super::column_family::{ColumnFamilyShared, ColumnFamilyState};
 use super::compaction::ManualCompactions;
 use super::filename::{log_path, parse_file_name, table_path, FileKind, CURRENT_FILE_NAME, LOCK_FILE_NAME};
-use super::flush::write_level0_table;
+use super::flush::{write_level0_table, BlobTarget};
 use super::memory::MemoryGovernor;
 use super::stats::{MemoryPressure, RecoveryStats};
 use super::table_cache::TableCache;
@@ -477,10 +477,16 @@ fn flush_recovered(
     let memtable = std::mem::replace(&mut replay.memtable, Arc::new(fresh));
     // Recovery runs before the memory governor exists (no charge) and flushes one memtable at a
     // time.
-    if let Some(meta) =
-        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, read_points, None)?
+    let blob = replay
+        .options
+        .min_blob_size_bytes
+        .is_some()
+        .then(|| BlobTarget { number: versions.new_file_number(), column_family_id: replay.edit.column_family });
+    if let Some(output) =
+        write_level0_table(dir, file_system.as_ref(), &replay.options, &memtable, number, blob, read_points, None)?
     {
-        replay.edit.new_files.push((0, meta));
+        replay.edit.new_files.push((0, output.table));
+        replay.edit.new_blob_files.extend(output.blob);
     }
     Ok(())
 }
@@ -490,6 +496,20 @@ fn check_tables_present(dir: &Path, file_system: &Arc<dyn crate::fs::FileSystem>
     for family in versions.column_families().values() {
         for file in family.current.levels.iter().flatten() {
             check_table_present(dir, file_system, file)?;
+        }
+        for blob in family.current.blob_files.values() {
+            let path = blob.path();
+            if !file_system.exists(&path) {
+                return Err(Error::corruption(&path, 0, "blob file named by the manifest is missing"));
+            }
+            let size = file_system.file_size(&path)?;
+            if size != blob.meta.file_size_bytes {
+                return Err(Error::corruption(
+                    &path,
+                    size,
+                    format!("blob file is {size} bytes, the manifest says {}", blob.meta.file_size_bytes),
+                ));
+            }
         }
     }
     Ok(())
@@ -524,10 +544,15 @@ fn delete_obsolete_files(
         .values()
         .flat_map(|family| family.current.levels.iter().flatten().map(|f| f.number()).collect::<Vec<_>>())
         .collect();
+    let live_blob_files: HashSet<u64> =
+        versions.column_families().values().flat_map(|family| family.current.blob_files.keys().copied()).collect();
     for name in file_system.list(dir)? {
         let obsolete = match parse_file_name(&name) {
             Some(FileKind::Log(number)) => number < live_log_number,
             Some(FileKind::Table(number)) => !live_tables.contains(&number),
+            // I35: a blob file no live table references is garbage (a crash between writing it
+            // and the manifest record, or after the record that stopped listing it).
+            Some(FileKind::Blob(number)) => !live_blob_files.contains(&number),
             Some(FileKind::Manifest(number)) => number != versions.manifest_number(),
             // Spilled runs of transactions that died with the process that wrote them; the runs
             // of prepared transactions stay.

@@ -19,7 +19,7 @@ use super::table_cache::TableCache;
 use super::DbInner;
 use crate::comparator::KeyComparator;
 use crate::error::Result;
-use crate::iterator::db_iter::UserIterator;
+use crate::iterator::db_iter::{BlobSource, UserIterator};
 use crate::iterator::level::LevelIterator;
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
@@ -52,22 +52,50 @@ pub(crate) fn get(
     let lookup = lookup_key(key, sequence);
     let read_options = block_options(options);
     let comparator = &view.version.comparator;
-    for file in &view.version.levels[0] {
-        if file.overlaps(key, key, comparator) {
-            if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
-                return Ok(answer);
+    let found = 'search: {
+        for file in &view.version.levels[0] {
+            if file.overlaps(key, key, comparator) {
+                if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
+                    break 'search Some((file, answer));
+                }
             }
         }
-    }
-    for level in 1..view.version.levels.len() {
-        if let Some(index) = view.version.find_file(level, key) {
-            let file = &view.version.levels[level][index];
-            if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
-                return Ok(answer);
+        for level in 1..view.version.levels.len() {
+            if let Some(index) = view.version.find_file(level, key) {
+                let file = &view.version.levels[level][index];
+                if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
+                    break 'search Some((file, answer));
+                }
             }
         }
+        None
+    };
+    match found {
+        None => Ok(None),
+        Some((_, TableAnswer::Value(value))) => Ok(Some(value)),
+        Some((_, TableAnswer::Deleted)) => Ok(None),
+        Some((file, TableAnswer::InBlob(reference))) => {
+            // I36: the value comes from the version's blob files, checked, or not at all.
+            let table = crate::db::filename::table_path(&inner.dir, file.number());
+            let value = crate::blob::resolve(
+                &view.version.blob_files,
+                key,
+                &reference,
+                Some(&inner.block_cache),
+                options.fill_cache,
+                &table,
+            )?;
+            Ok(Some(value))
+        }
     }
-    Ok(None)
+}
+
+/// What one table says about a key.
+enum TableAnswer {
+    Value(Vec<u8>),
+    Deleted,
+    /// The value is in a blob file; this is its encoded reference.
+    InBlob(Vec<u8>),
 }
 
 fn memtable_answer(found: MemTableLookup) -> Option<Vec<u8>> {
@@ -86,11 +114,12 @@ fn table_get(
     lookup: &[u8],
     options: BlockReadOptions,
     comparator: &KeyComparator,
-) -> Result<Option<Option<Vec<u8>>>> {
+) -> Result<Option<TableAnswer>> {
     let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
     Ok(table.get_value(lookup, options)?.map(|(kind, value)| match kind {
-        ValueKind::Put => Some(value),
-        ValueKind::Delete => None,
+        ValueKind::Put => TableAnswer::Value(value),
+        ValueKind::Delete => TableAnswer::Deleted,
+        ValueKind::BlobIndex => TableAnswer::InBlob(value),
     }))
 }
 
@@ -258,7 +287,12 @@ pub(crate) fn new_iterator(
         sequence,
         options.lower_bound.clone(),
         options.upper_bound.clone(),
-    );
+    )
+    .with_blob_source(BlobSource {
+        files: Arc::clone(&view.version.blob_files),
+        cache: Arc::clone(&inner.block_cache),
+        fill_cache: options.fill_cache,
+    });
     Ok(DbIterator::new(user, view, options.snapshot.clone()))
 }
 

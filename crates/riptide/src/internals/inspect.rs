@@ -43,6 +43,8 @@ pub enum EntryKind {
     Put,
     /// A tombstone: the key is deleted.
     Delete,
+    /// A put whose value is in a blob file; the entry's value is the reference.
+    BlobIndex,
 }
 
 impl EntryKind {
@@ -50,6 +52,7 @@ impl EntryKind {
         match kind {
             ValueKind::Put => EntryKind::Put,
             ValueKind::Delete => EntryKind::Delete,
+            ValueKind::BlobIndex => EntryKind::BlobIndex,
         }
     }
 
@@ -58,6 +61,7 @@ impl EntryKind {
         match self {
             EntryKind::Put => "put",
             EntryKind::Delete => "delete",
+            EntryKind::BlobIndex => "blob-index",
         }
     }
 }
@@ -103,6 +107,8 @@ pub enum DbFileKind {
     Prepared(u64),
     /// `NNNNNN.spill`, a transaction's spilled writes.
     Spill(u64),
+    /// `NNNNNN.blob`, a blob file.
+    Blob(u64),
 }
 
 /// Classifies a file name as the engine does; `None` for names that are not Riptide's.
@@ -116,12 +122,34 @@ pub fn classify_file_name(name: &str) -> Option<DbFileKind> {
         FileKind::Temp(number) => DbFileKind::Temp(number),
         FileKind::Prepared(number) => DbFileKind::Prepared(number),
         FileKind::Spill(number) => DbFileKind::Spill(number),
+        FileKind::Blob(number) => DbFileKind::Blob(number),
     })
 }
 
 /// The file name of table `number` (`NNNNNN.sst`).
 pub fn table_file_name(number: u64) -> String {
     crate::db::filename::table_file_name(number)
+}
+
+/// The value a table's `BlobIndex` entry of `user_key` references (`encoded_reference` is the
+/// entry's value), read from the blob file in `dir` and checked as the engine checks it: the
+/// record's checksum, the reference's checksum and the key. Any damage, or a missing file, is
+/// `Error::Corruption` naming the blob file and the record's offset.
+pub fn read_blob_value(dir: &Path, user_key: &[u8], encoded_reference: &[u8]) -> Result<Vec<u8>> {
+    use std::os::unix::fs::FileExt;
+    let reference = crate::blob::BlobReference::decode(encoded_reference)
+        .map_err(|reason| Error::corruption(dir.join("<table entry>"), 0, reason))?;
+    let path = crate::db::filename::blob_path(dir, reference.file_number);
+    let offset = reference.record_offset;
+    let corruption = |reason: &str| Error::corruption(&path, offset, reason.to_string());
+    let file = std::fs::File::open(&path).map_err(|_| corruption("blob file is missing or unreadable"))?;
+    let mut record = vec![0u8; reference.record_size_bytes(user_key.len()) as usize];
+    file.read_exact_at(&mut record, offset).map_err(|_| corruption("blob record runs past the file"))?;
+    let (decoded, length) = crate::blob::format::decode_record(&record).map_err(|(_, reason)| corruption(reason))?;
+    if length != record.len() || decoded.key != user_key || decoded.checksum != reference.checksum {
+        return Err(corruption("blob record does not match its reference"));
+    }
+    Ok(decoded.value.to_vec())
 }
 
 /// The file name of log `number` (`NNNNNN.log`).

@@ -19,10 +19,18 @@
 //!   version has been passed; the buffers are reused, so steps do not allocate once they have
 //!   grown.
 //!
+//! An entry of kind `BlobIndex` holds a reference to a value in a blob file; the iterator reads
+//! that value (through [`BlobSource`]) only when it stops on the entry, never for versions or
+//! keys it skips, and an error reading it ends iteration like any other (I36).
+//!
 //! Scanning never reads more than one entry beyond a bound. The first error (from the inner
 //! iterator, or a malformed internal key reported as corruption) makes the iterator invalid for
 //! good and is returned by `status()`.
 
+use std::sync::Arc;
+
+use crate::blob::BlobFiles;
+use crate::cache::BlockCache;
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
@@ -33,6 +41,14 @@ use crate::key::{append_internal_key, parse_internal_key, ValueKind, MAX_SEQUENC
 enum Direction {
     Forward,
     Reverse,
+}
+
+/// Where an iterator reads the values its blob references name: the blob files of the version
+/// it reads, and the cache they go through.
+pub(crate) struct BlobSource {
+    pub(crate) files: BlobFiles,
+    pub(crate) cache: Arc<BlockCache>,
+    pub(crate) fill_cache: bool,
 }
 
 /// The user-visible view of an internal stream at one snapshot; see the module documentation.
@@ -56,6 +72,12 @@ pub(crate) struct UserIterator {
     seek_key: Vec<u8>,
     /// The first error met; once set the iterator stays invalid.
     error: Option<Error>,
+    /// The blob files of the version read; `None` for streams without tables.
+    blobs: Option<BlobSource>,
+    /// The current value when it was read from a blob file.
+    blob_value: Vec<u8>,
+    /// Whether the current value is `blob_value`.
+    value_in_blob: bool,
 }
 
 impl UserIterator {
@@ -83,6 +105,51 @@ impl UserIterator {
             saved_value: Vec::new(),
             seek_key: Vec::new(),
             error: None,
+            blobs: None,
+            blob_value: Vec::new(),
+            value_in_blob: false,
+        }
+    }
+
+    /// Resolves blob references through `blobs` (a stream over tables needs it; without it a
+    /// reference is reported as corruption).
+    pub(crate) fn with_blob_source(mut self, blobs: BlobSource) -> UserIterator {
+        self.blobs = Some(blobs);
+        self
+    }
+
+    /// Reads the value that the reference `encoded_reference` of `user_key` names into
+    /// `blob_value`; on failure records the error and invalidates.
+    fn load_blob_value(&mut self, user_key_is_saved: bool) {
+        let user_key: &[u8] = if user_key_is_saved {
+            &self.saved_key
+        } else {
+            let internal_key = self.inner.key();
+            &internal_key[..internal_key.len().saturating_sub(TRAILER_SIZE_BYTES)]
+        };
+        let encoded_reference = if user_key_is_saved { &self.saved_value[..] } else { self.inner.value() };
+        let table = std::path::Path::new("<iterator input>");
+        let result = match &self.blobs {
+            Some(blobs) => crate::blob::resolve(
+                &blobs.files,
+                user_key,
+                encoded_reference,
+                Some(&blobs.cache),
+                blobs.fill_cache,
+                table,
+            ),
+            None => Err(Error::corruption(table, 0, "a blob reference in a stream without blob files")),
+        };
+        match result {
+            Ok(value) => {
+                self.blob_value = value;
+                self.value_in_blob = true;
+            }
+            Err(error) => {
+                self.error = Some(error);
+                self.valid = false;
+                self.value_in_blob = false;
+            }
         }
     }
 
@@ -112,6 +179,9 @@ impl UserIterator {
     /// The current value. Requires `valid()`.
     pub(crate) fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
+        if self.value_in_blob {
+            return &self.blob_value;
+        }
         match self.direction {
             Direction::Forward => self.inner.value(),
             Direction::Reverse => &self.saved_value,
@@ -292,9 +362,13 @@ impl UserIterator {
                             skipping = true;
                         }
                     }
-                    ValueKind::Put => {
+                    ValueKind::Put | ValueKind::BlobIndex => {
                         if !hidden {
                             self.valid = true;
+                            self.value_in_blob = false;
+                            if parsed.kind == ValueKind::BlobIndex {
+                                self.load_blob_value(false);
+                            }
                             return;
                         }
                     }
@@ -314,6 +388,7 @@ impl UserIterator {
         // Whether `saved_key`/`saved_value` hold the newest visible version seen so far of the
         // key being read; a newer tombstone clears it.
         let mut found = false;
+        let mut found_in_blob = false;
         while self.inner.valid() {
             let Some(parsed) = parse_internal_key(self.inner.key()) else {
                 self.fail_corrupt();
@@ -333,8 +408,9 @@ impl UserIterator {
                 }
                 match parsed.kind {
                     ValueKind::Delete => found = false,
-                    ValueKind::Put => {
+                    ValueKind::Put | ValueKind::BlobIndex => {
                         found = true;
+                        found_in_blob = parsed.kind == ValueKind::BlobIndex;
                         self.saved_key.clear();
                         self.saved_key.extend_from_slice(parsed.user_key);
                         self.saved_value.clear();
@@ -345,8 +421,12 @@ impl UserIterator {
             self.inner.prev();
         }
         self.valid = found;
+        self.value_in_blob = false;
         if !self.inner.valid() {
             self.check_inner_status();
+        }
+        if self.valid && found_in_blob {
+            self.load_blob_value(true);
         }
     }
 

@@ -123,7 +123,9 @@ impl MemTable {
             return None;
         }
         match found.kind {
-            ValueKind::Put => Some(MemTableLookup::Value(node.value().to_vec())),
+            // Memtables are filled from write batches, which hold puts and deletes only; blob
+            // references exist in tables alone.
+            ValueKind::Put | ValueKind::BlobIndex => Some(MemTableLookup::Value(node.value().to_vec())),
             ValueKind::Delete => Some(MemTableLookup::Deleted),
         }
     }
@@ -429,7 +431,7 @@ mod tests {
             let user_key = user_keys.choose(&mut rng).unwrap().clone();
             let kind = if rng.gen_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
             let value: Vec<u8> = match kind {
-                ValueKind::Put => (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect(),
+                ValueKind::Put | ValueKind::BlobIndex => (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect(),
                 ValueKind::Delete => Vec::new(),
             };
             memtable.insert(&user_key, sequence, kind, &value);

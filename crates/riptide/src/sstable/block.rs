@@ -209,6 +209,18 @@ impl Block {
         Ok(Block { data, restarts_offset, num_restarts })
     }
 
+    /// A value read from a blob file, to be kept in the block cache (keyed by the blob file's
+    /// number and the record's offset, which no table block shares: I7). It has no entries,
+    /// so a cursor over it finds none; [`Block::raw_bytes`] returns the value.
+    pub(crate) fn raw(data: Vec<u8>) -> Block {
+        Block { data, restarts_offset: 0, num_restarts: 0 }
+    }
+
+    /// The bytes of a block made by [`Block::raw`].
+    pub(crate) fn raw_bytes(&self) -> &[u8] {
+        &self.data
+    }
+
     /// A block with no entries, used as a placeholder before the first real block is loaded.
     pub(crate) fn empty() -> Block {
         Block { data: vec![0; RESTART_ENTRY_SIZE_BYTES], restarts_offset: 0, num_restarts: 0 }

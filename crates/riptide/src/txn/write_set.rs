@@ -175,7 +175,9 @@ impl WriteSet {
                     let Some((kind, value)) = run.table.get_value(lookup, options)? else { continue };
                     return Ok(Some(match kind {
                         ValueKind::Delete => None,
-                        ValueKind::Put => Some(value),
+                        // A spilled run holds the transaction's own puts and deletes; its
+                        // writer never separates values into blob files.
+                        ValueKind::Put | ValueKind::BlobIndex => Some(value),
                     }));
                 }
             }

@@ -79,6 +79,30 @@ const TAG_EDIT_GROUP: u32 = 13;
 /// reader that does not know it must not open the database.
 const TAG_PREPARED_COMMITTED: u32 = 14;
 
+/// Tag: a blob file added to the edit's column family (varint64 number, record count, record
+/// bytes, file size). Format version 6. Without it a reader would take the file for garbage
+/// and delete values tables still reference, so it lacks the safe-to-ignore bit.
+const TAG_NEW_BLOB_FILE: u32 = 15;
+/// Tag: garbage found in a blob file of the edit's column family (varint64 number, records,
+/// bytes), added to what earlier records found. Format version 6.
+const TAG_BLOB_GARBAGE: u32 = 16;
+/// Tag: the blob files a table added by the same edit references (varint64 table number,
+/// varint64 count, then that many varint64 blob file numbers, strictly ascending); it follows
+/// the table's tag 6. Format version 6. Tables without it reference no blob file.
+const TAG_TABLE_BLOB_REFERENCES: u32 = 17;
+
+/// Bytes of a blob file besides its records: header and footer (`blob/format.rs`).
+const BLOB_FILE_FRAME_BYTES: u64 =
+    (crate::blob::format::BLOB_HEADER_SIZE_BYTES + crate::blob::format::BLOB_FOOTER_SIZE_BYTES) as u64;
+
+/// Garbage a compaction found in one blob file: references it dropped or moved elsewhere.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlobGarbage {
+    pub(crate) number: u64,
+    pub(crate) count: u64,
+    pub(crate) bytes: u64,
+}
+
 /// What the manifest records about one SSTable.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub(crate) struct FileMetadata {
@@ -98,6 +122,8 @@ pub(crate) struct FileMetadata {
     pub num_entries: u64,
     /// Number of deletes among the entries.
     pub num_deletions: u64,
+    /// The blob files the table's `BlobIndex` entries reference, ascending (I35).
+    pub blob_references: Vec<u64>,
 }
 
 /// One change to the version, as logged in the manifest. Absent fields are left unchanged.
@@ -130,6 +156,10 @@ pub(crate) struct VersionEdit {
     /// Prepared transactions (by file number) whose commit this record is, or (in a snapshot)
     /// was, with their files not yet known to be removed.
     pub prepared_committed: Vec<u64>,
+    /// Blob files added to the column family.
+    pub new_blob_files: Vec<crate::blob::BlobFileMetadata>,
+    /// Garbage found in the column family's blob files.
+    pub blob_garbage: Vec<BlobGarbage>,
 }
 
 impl VersionEdit {
@@ -196,6 +226,27 @@ impl VersionEdit {
             put_varint64(out, file.largest_sequence);
             put_varint64(out, file.num_entries);
             put_varint64(out, file.num_deletions);
+            if !file.blob_references.is_empty() {
+                put_varint32(out, TAG_TABLE_BLOB_REFERENCES);
+                put_varint64(out, file.number);
+                put_varint64(out, file.blob_references.len() as u64);
+                for &blob in &file.blob_references {
+                    put_varint64(out, blob);
+                }
+            }
+        }
+        for blob in &self.new_blob_files {
+            put_varint32(out, TAG_NEW_BLOB_FILE);
+            put_varint64(out, blob.number);
+            put_varint64(out, blob.record_count);
+            put_varint64(out, blob.record_bytes);
+            put_varint64(out, blob.file_size_bytes);
+        }
+        for garbage in &self.blob_garbage {
+            put_varint32(out, TAG_BLOB_GARBAGE);
+            put_varint64(out, garbage.number);
+            put_varint64(out, garbage.count);
+            put_varint64(out, garbage.bytes);
         }
     }
 
@@ -314,6 +365,47 @@ impl VersionEdit {
                 Ok(TAG_PREPARED_COMMITTED) => {
                     let number = decoder.varint64("committed prepared transaction number")?;
                     edit.prepared_committed.push(number);
+                }
+                Ok(TAG_TABLE_BLOB_REFERENCES) => {
+                    let table = decoder.varint64("referencing table number")?;
+                    let count = decoder.varint64("blob reference count")?;
+                    let Some((_, file)) = edit.new_files.iter_mut().rev().find(|(_, file)| file.number == table) else {
+                        return Err(
+                            decoder.corruption(tag_start, format!("blob references of table {table}, not added"))
+                        );
+                    };
+                    if !file.blob_references.is_empty() || count == 0 {
+                        return Err(decoder.corruption(tag_start, format!("table {table}: bad blob reference list")));
+                    }
+                    for _ in 0..count {
+                        let blob = decoder.varint64("referenced blob file number")?;
+                        if file.blob_references.last().is_some_and(|&last| last >= blob) {
+                            return Err(decoder.corruption(tag_start, "blob references not strictly ascending"));
+                        }
+                        file.blob_references.push(blob);
+                    }
+                }
+                Ok(TAG_NEW_BLOB_FILE) => {
+                    let number = decoder.varint64("blob file number")?;
+                    let record_count = decoder.varint64("blob record count")?;
+                    let record_bytes = decoder.varint64("blob record bytes")?;
+                    let file_size_bytes = decoder.varint64("blob file size")?;
+                    let framed = record_bytes.checked_add(BLOB_FILE_FRAME_BYTES);
+                    if framed != Some(file_size_bytes) || record_count > record_bytes {
+                        return Err(decoder.corruption(tag_start, format!("blob file {number}: inconsistent sizes")));
+                    }
+                    edit.new_blob_files.push(crate::blob::BlobFileMetadata {
+                        number,
+                        record_count,
+                        record_bytes,
+                        file_size_bytes,
+                    });
+                }
+                Ok(TAG_BLOB_GARBAGE) => {
+                    let number = decoder.varint64("garbage blob file number")?;
+                    let count = decoder.varint64("garbage record count")?;
+                    let bytes = decoder.varint64("garbage bytes")?;
+                    edit.blob_garbage.push(BlobGarbage { number, count, bytes });
                 }
                 _ if tag & u64::from(SAFE_TO_IGNORE_TAG_BIT) != 0 => {
                     // A field from a later format version that this reader may skip.
@@ -444,6 +536,7 @@ impl<'a> Decoder<'a> {
             largest_sequence,
             num_entries,
             num_deletions,
+            blob_references: Vec::new(),
         })
     }
 }
@@ -470,6 +563,7 @@ mod tests {
             largest_sequence: 10 + number,
             num_entries: 100,
             num_deletions: 7,
+            blob_references: Vec::new(),
         }
     }
 
@@ -480,8 +574,15 @@ mod tests {
             next_file_number: Some(300),
             last_sequence: Some(MAX_SEQUENCE_NUMBER),
             deleted_files: vec![(0, 5), (63, u64::MAX)],
-            new_files: vec![(1, file(17)), (6, file(200))],
+            new_files: vec![(1, file(17)), (6, FileMetadata { blob_references: vec![2, 9, u64::MAX], ..file(200) })],
             prepared_committed: vec![77, u64::MAX],
+            new_blob_files: vec![crate::blob::BlobFileMetadata {
+                number: 9,
+                record_count: 3,
+                record_bytes: 5000,
+                file_size_bytes: 5000 + BLOB_FILE_FRAME_BYTES,
+            }],
+            blob_garbage: vec![BlobGarbage { number: 2, count: 1, bytes: 4108 }],
             ..VersionEdit::default()
         }
     }
@@ -599,6 +700,50 @@ mod tests {
         assert_eq!(VersionEdit::decode(&encode(&edit), &path(), 0).expect("decodes"), edit);
         // A truncated number is corruption.
         assert!(VersionEdit::decode(&[14, 0xac], &path(), 0).is_err());
+    }
+
+    #[test]
+    fn blob_fields_encode_as_documented_and_are_checked() {
+        // The example of docs/format/manifest.md: blob file 9 (2 records, 300 bytes of them)
+        // and garbage of 1 record, 150 bytes, in blob file 4.
+        let edit = VersionEdit {
+            new_blob_files: vec![crate::blob::BlobFileMetadata {
+                number: 9,
+                record_count: 2,
+                record_bytes: 300,
+                file_size_bytes: 348,
+            }],
+            blob_garbage: vec![BlobGarbage { number: 4, count: 1, bytes: 150 }],
+            ..VersionEdit::default()
+        };
+        assert_eq!(encode(&edit), vec![15, 9, 2, 0xac, 0x02, 0xdc, 0x02, 16, 4, 1, 0x96, 0x01]);
+        assert_eq!(VersionEdit::decode(&encode(&edit), &path(), 0).expect("valid"), edit);
+        // A table's references follow its own record.
+        let referencing = VersionEdit {
+            new_files: vec![(0, FileMetadata { blob_references: vec![4, 9], ..file(10) })],
+            ..VersionEdit::default()
+        };
+        let encoded = encode(&referencing);
+        assert_eq!(&encoded[encoded.len() - 5..], &[17, 10, 2, 4, 9]);
+        let mut bad_sizes = Vec::new();
+        put_varint32(&mut bad_sizes, TAG_NEW_BLOB_FILE);
+        for value in [9, 2, 300, 347] {
+            put_varint64(&mut bad_sizes, value);
+        }
+        assert!(VersionEdit::decode(&bad_sizes, &path(), 0).is_err(), "file size must frame the records");
+        let mut orphan_references = Vec::new();
+        for value in [17, 10, 1, 4] {
+            put_varint64(&mut orphan_references, value);
+        }
+        assert!(VersionEdit::decode(&orphan_references, &path(), 0).is_err(), "references of a table not added");
+        let mut descending = encode(&VersionEdit { new_files: vec![(0, file(10))], ..VersionEdit::default() });
+        for value in [17, 10, 2, 9, 4] {
+            put_varint64(&mut descending, value);
+        }
+        assert!(VersionEdit::decode(&descending, &path(), 0).is_err(), "references must ascend");
+        let mut twice = encoded.clone();
+        twice.extend_from_slice(&[17, 10, 1, 11]);
+        assert!(VersionEdit::decode(&twice, &path(), 0).is_err(), "one reference list per table");
     }
 
     #[test]
@@ -734,7 +879,14 @@ mod tests {
             Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[0])),
             Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[1])),
             Box::new(|e| e.new_files.push(full_edit().new_files[0].clone())),
-            Box::new(|e| e.new_files.push(full_edit().new_files[1].clone())),
+            Box::new(|e| {
+                let (level, file) = full_edit().new_files[1].clone();
+                e.new_files.push((level, FileMetadata { blob_references: Vec::new(), ..file }));
+            }),
+            // A table's blob references are a field of their own (tag 17) after its tag 6.
+            Box::new(|e| e.new_files[1].1.blob_references = full_edit().new_files[1].1.blob_references.clone()),
+            Box::new(|e| e.new_blob_files = full_edit().new_blob_files),
+            Box::new(|e| e.blob_garbage = full_edit().blob_garbage),
         ];
         for step in steps {
             step(&mut partial);

@@ -21,6 +21,7 @@ use std::collections::{BTreeMap, BTreeSet, HashMap};
 use std::path::{Path, PathBuf};
 
 use crate::batch::DEFAULT_COLUMN_FAMILY_ID;
+use crate::blob::{BlobFile, BlobFileMetadata, BlobFiles};
 use crate::comparator::{KeyComparator, BYTEWISE_COMPARATOR_NAME};
 use crate::db::filename::{manifest_file_name, manifest_path, temp_file_name, CURRENT_FILE_NAME};
 use crate::error::{Error, Result};
@@ -30,7 +31,7 @@ use crate::options::WalRecovery;
 // their reference counting (in `tree.rs`) counts them; the file system and the janitor are
 // plain shared services.
 use crate::sync::Arc;
-use crate::version::edit::{FileMetadata, VersionEdit};
+use crate::version::edit::{BlobGarbage, FileMetadata, VersionEdit};
 use crate::version::tree::{FileJanitor, TableFile, Version, NUM_LEVELS};
 use crate::wal::{LogReader, LogWriter, RECORD_HEADER_SIZE_BYTES};
 
@@ -81,11 +82,19 @@ struct RecoveredColumnFamily {
     log_number: u64,
     /// The comparator name recorded at creation; `None` means bytewise.
     comparator_name: Option<String>,
+    /// Blob files listed so far, with the garbage (records, bytes) recorded for them.
+    blob_files: HashMap<u64, (BlobFileMetadata, u64, u64)>,
 }
 
 impl RecoveredColumnFamily {
     fn new(name: String) -> RecoveredColumnFamily {
-        RecoveredColumnFamily { name, files: HashMap::new(), log_number: 0, comparator_name: None }
+        RecoveredColumnFamily {
+            name,
+            files: HashMap::new(),
+            log_number: 0,
+            comparator_name: None,
+            blob_files: HashMap::new(),
+        }
     }
 }
 
@@ -199,7 +208,9 @@ impl VersionSet {
                     format!("column family {id} exceeds the largest id handed out"),
                 ));
             }
-            if let Some(&number) = family.files.keys().find(|&&number| number >= next_file_number) {
+            if let Some(&number) =
+                family.files.keys().chain(family.blob_files.keys()).find(|&&number| number >= next_file_number)
+            {
                 return Err(Error::corruption(&path, 0, format!("file {number} is not below next file number")));
             }
             // I25: a column family is read only in the order it was written in.
@@ -213,7 +224,9 @@ impl VersionSet {
                 )));
             }
             check_key_ranges(&family.files, &comparator).map_err(|reason| Error::corruption(&path, 0, reason))?;
-            let version = build_version(&family.files, &janitor, comparator);
+            let blob_files =
+                recovered_blob_files(&family, &janitor).map_err(|reason| Error::corruption(&path, 0, reason))?;
+            let version = build_version(&family.files, &janitor, comparator).with_blob_files(blob_files);
             check_levels_disjoint(&version).map_err(|reason| Error::corruption(&path, 0, reason))?;
             column_families.insert(
                 id,
@@ -449,6 +462,9 @@ impl VersionSet {
                 for file in family.current.levels.iter().flatten() {
                     file.mark_obsolete();
                 }
+                for file in family.current.blob_files.values() {
+                    file.mark_obsolete();
+                }
             }
             return;
         };
@@ -457,6 +473,18 @@ impl VersionSet {
             current: Arc::new(Version::empty(new_version.comparator.clone())),
             log_number: 0,
         });
+        for garbage in &edit.blob_garbage {
+            if let Some(file) = new_version.blob_files.get(&garbage.number) {
+                file.add_garbage(garbage.count, garbage.bytes);
+            }
+        }
+        // I35: the manifest no longer lists a blob file no table of the new version
+        // references; it goes once the versions that still hold it are dropped.
+        for (number, file) in family.current.blob_files.iter() {
+            if !new_version.blob_files.contains_key(number) {
+                file.mark_obsolete();
+            }
+        }
         for &(level, number) in &edit.deleted_files {
             // A file deleted and added by the same edit was moved to another level: it stays.
             if edit.new_files.iter().any(|(_, meta)| meta.number == number) {
@@ -520,7 +548,22 @@ impl VersionSet {
             };
             files.push(file);
         }
-        let version = Version::from_files(levels, base.comparator.clone());
+        let mut blob_files: BTreeMap<u64, std::sync::Arc<BlobFile>> = (*base.blob_files).clone();
+        for meta in &edit.new_blob_files {
+            if blob_files.contains_key(&meta.number) {
+                return Err(Error::invalid(format!("internal error: blob file {} added twice", meta.number)));
+            }
+            blob_files
+                .insert(meta.number, std::sync::Arc::new(BlobFile::new(*meta, std::sync::Arc::clone(&self.janitor))));
+        }
+        let referenced = referenced_blob_files(&levels);
+        if let Some(missing) = referenced.iter().find(|number| !blob_files.contains_key(number)) {
+            return Err(Error::invalid(format!(
+                "internal error (I34): a table references unknown blob file {missing}"
+            )));
+        }
+        blob_files.retain(|number, _| referenced.contains(number));
+        let version = Version::from_files(levels, base.comparator.clone()).with_blob_files(BlobFiles::new(blob_files));
         // I4 is a property of this process's own edits; breaking it is a bug, reported as an
         // error rather than a panic in a background thread.
         check_levels_disjoint(&version).map_err(|reason| Error::invalid(format!("internal error (I4): {reason}")))?;
@@ -560,6 +603,20 @@ impl VersionSet {
             for (level, files) in version.levels.iter().enumerate() {
                 for file in files {
                     family_edit.new_files.push((level as u32, file.meta.clone()));
+                }
+            }
+            for file in version.blob_files.values() {
+                family_edit.new_blob_files.push(file.meta);
+                let (mut count, mut bytes) = file.garbage();
+                // The edit's own garbage is installed after this snapshot is written.
+                if id == edit.column_family {
+                    for garbage in edit.blob_garbage.iter().filter(|garbage| garbage.number == file.number()) {
+                        count += garbage.count;
+                        bytes += garbage.bytes;
+                    }
+                }
+                if bytes > 0 || count > 0 {
+                    family_edit.blob_garbage.push(BlobGarbage { number: file.number(), count, bytes });
                 }
             }
             edits.push(family_edit);
@@ -663,6 +720,18 @@ fn apply_to_families(
             None => return Err(format!("edit deletes unknown file {number}")),
         }
     }
+    for meta in &edit.new_blob_files {
+        if family.blob_files.insert(meta.number, (*meta, 0, 0)).is_some() {
+            return Err(format!("blob file {} added twice", meta.number));
+        }
+    }
+    for garbage in &edit.blob_garbage {
+        // Garbage of a file no longer listed changes nothing.
+        if let Some((_, count, bytes)) = family.blob_files.get_mut(&garbage.number) {
+            *count = count.saturating_add(garbage.count);
+            *bytes = bytes.saturating_add(garbage.bytes);
+        }
+    }
     for (level, meta) in &edit.new_files {
         if *level as usize >= NUM_LEVELS {
             return Err(format!("file {} is in level {level}, beyond the last level", meta.number));
@@ -696,6 +765,34 @@ fn check_levels_disjoint(version: &Version) -> std::result::Result<(), String> {
         }
     }
     Ok(())
+}
+
+/// The blob files some table of `levels` references.
+fn referenced_blob_files(levels: &[Vec<Arc<TableFile>>]) -> BTreeSet<u64> {
+    levels.iter().flatten().flat_map(|file| file.meta.blob_references.iter().copied()).collect()
+}
+
+/// The blob files of a recovered column family that its tables reference (I35: the others
+/// are garbage, left for open to delete); a reference to a file the manifest does not list is
+/// corruption.
+fn recovered_blob_files(
+    family: &RecoveredColumnFamily,
+    janitor: &std::sync::Arc<FileJanitor>,
+) -> std::result::Result<BlobFiles, String> {
+    let mut blob_files = BTreeMap::new();
+    for (table, (_, meta)) in &family.files {
+        for number in &meta.blob_references {
+            let Some((blob, count, bytes)) = family.blob_files.get(number) else {
+                return Err(format!("table {table} references blob file {number}, which the manifest does not list"));
+            };
+            blob_files.entry(*number).or_insert_with(|| {
+                let file = BlobFile::new(*blob, std::sync::Arc::clone(janitor));
+                file.add_garbage(*count, *bytes);
+                std::sync::Arc::new(file)
+            });
+        }
+    }
+    Ok(BlobFiles::new(blob_files))
 }
 
 fn build_version(
@@ -771,6 +868,7 @@ mod tests {
             largest_sequence: 5,
             num_entries: 2,
             num_deletions: 0,
+            blob_references: Vec::new(),
         }
     }
 

@@ -12,6 +12,8 @@
 
 use std::path::PathBuf;
 
+use crate::blob::BlobFiles;
+
 use crate::comparator::KeyComparator;
 use crate::db::filename::table_path;
 use crate::db::table_cache::TableCache;
@@ -95,6 +97,8 @@ pub(crate) struct Version {
     /// The order of the column family's keys, which sorts the levels and answers every
     /// question about key ranges.
     pub(crate) comparator: KeyComparator,
+    /// The blob files the tables of this version reference (exactly those: I35), by number.
+    pub(crate) blob_files: BlobFiles,
 }
 
 impl Version {
@@ -124,7 +128,13 @@ impl Version {
                     .into()
             })
             .collect();
-        Version { levels, level_ranges, comparator }
+        Version { levels, level_ranges, comparator, blob_files: BlobFiles::default() }
+    }
+
+    /// The same version with `blob_files` as its blob files.
+    pub(crate) fn with_blob_files(mut self, blob_files: BlobFiles) -> Version {
+        self.blob_files = blob_files;
+        self
     }
 
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
@@ -276,6 +286,7 @@ mod loom_models {
             largest_sequence: number,
             num_entries: 1,
             num_deletions: 0,
+            blob_references: Vec::new(),
         }
     }
 

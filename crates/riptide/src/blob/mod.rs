@@ -1,0 +1,380 @@
+//! Key-value separation: values at or above a column family's `min_blob_size` are written to
+//! append-only blob files (`NNNNNN.blob`) when a memtable is flushed, and the table keeps a
+//! small [`BlobReference`] under the entry kind `BlobIndex` instead. Compaction moves the
+//! references, not the values, and relocates the live values of blob files whose garbage
+//! passed a ratio (see `db/compaction.rs`).
+//!
+//! This module holds the file format (`format.rs`), the writer ([`BlobFileBuilder`]) and the
+//! shared handle of one live blob file ([`BlobFile`]), which reads values (through the block
+//! cache, keyed by file number and record offset) and deletes its file once it is obsolete and
+//! the last version holding it is gone, as table files are deleted (`version/tree.rs`).
+//!
+//! Concurrency contract: a builder is used by one thread. `BlobFile` is `Send + Sync`; reads
+//! share one open file handle, opened by the first reader; the garbage counters are atomics
+//! written under the database's state mutex (when an edit is installed) and read without it.
+//!
+//! Invariants (see `docs/invariants.md`): I34, a blob file is synced before the manifest record
+//! that names it, and the table entries that reference a blob file are in tables whose manifest
+//! record names it, in the same edit or an earlier one; I35, a blob file is deleted only after
+//! the manifest no longer lists it (no table of the current version references it) and no
+//! version, iterator or snapshot read holds it; I36, a value read through a reference is
+//! returned only if its record's checksum verifies, equals the reference's and the record holds
+//! the reader's user key, and anything else is `Error::Corruption` naming the blob file and the
+//! record's offset.
+
+pub(crate) mod format;
+pub(crate) mod relocation;
+
+use std::collections::BTreeMap;
+use std::path::PathBuf;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::{Arc, OnceLock};
+
+use crate::cache::BlockCache;
+use crate::db::filename::blob_path;
+use crate::error::{Error, Result};
+use crate::fs::{RandomAccessFile, WritableFile};
+use crate::sstable::Block;
+use crate::version::tree::FileJanitor;
+pub(crate) use format::BlobReference;
+use format::{
+    decode_record, encode_footer, encode_header, encode_record, BlobFooter, BLOB_HEADER_SIZE_BYTES,
+    MAX_BLOB_FIELD_BYTES,
+};
+
+/// The live blob files of one column family's version, by number.
+pub(crate) type BlobFiles = Arc<BTreeMap<u64, Arc<BlobFile>>>;
+
+/// Bytes a builder collects before it appends them to its file.
+const WRITE_BUFFER_BYTES: usize = 256 << 10;
+
+/// What the manifest records about one blob file.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) struct BlobFileMetadata {
+    /// The file number (the file is `NNNNNN.blob`).
+    pub(crate) number: u64,
+    /// Records in the file.
+    pub(crate) record_count: u64,
+    /// Bytes of all records (the file less its header and footer).
+    pub(crate) record_bytes: u64,
+    /// Size of the whole file.
+    pub(crate) file_size_bytes: u64,
+}
+
+/// Writes one blob file front to back: the header, one record per [`BlobFileBuilder::add`],
+/// and at [`BlobFileBuilder::finish`] the footer and a sync.
+pub(crate) struct BlobFileBuilder {
+    file: Box<dyn WritableFile>,
+    number: u64,
+    buffer: Vec<u8>,
+    /// Offset in the file of the next record.
+    next_offset: u64,
+    record_count: u64,
+}
+
+impl BlobFileBuilder {
+    /// Starts blob file `number` of column family `column_family_id` in `file`.
+    pub(crate) fn new(file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Self {
+        let mut buffer = Vec::with_capacity(WRITE_BUFFER_BYTES + 4096);
+        buffer.extend_from_slice(&encode_header(column_family_id));
+        BlobFileBuilder { file, number, buffer, next_offset: BLOB_HEADER_SIZE_BYTES as u64, record_count: 0 }
+    }
+
+    /// Bytes written so far (records included, footer not).
+    pub(crate) fn size_bytes(&self) -> u64 {
+        self.next_offset
+    }
+
+    /// Appends the record of (`user_key`, `value`) and returns the reference to it.
+    pub(crate) fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<BlobReference> {
+        if user_key.len() as u64 > MAX_BLOB_FIELD_BYTES || value.len() as u64 > MAX_BLOB_FIELD_BYTES {
+            return Err(Error::invalid("key or value too large for a blob record"));
+        }
+        let record_offset = self.next_offset;
+        let start = self.buffer.len();
+        let checksum = encode_record(&mut self.buffer, user_key, value);
+        self.next_offset += (self.buffer.len() - start) as u64;
+        self.record_count += 1;
+        if self.buffer.len() >= WRITE_BUFFER_BYTES {
+            self.file.append(&self.buffer)?;
+            self.buffer.clear();
+        }
+        Ok(BlobReference { file_number: self.number, record_offset, value_size_bytes: value.len() as u32, checksum })
+    }
+
+    /// Writes the footer and syncs the file (I34: before any manifest record names it).
+    pub(crate) fn finish(mut self) -> Result<BlobFileMetadata> {
+        let record_bytes = self.next_offset - BLOB_HEADER_SIZE_BYTES as u64;
+        self.buffer.extend_from_slice(&encode_footer(&BlobFooter { record_count: self.record_count, record_bytes }));
+        self.file.append(&self.buffer)?;
+        self.file.flush()?;
+        self.file.sync()?;
+        Ok(BlobFileMetadata {
+            number: self.number,
+            record_count: self.record_count,
+            record_bytes,
+            file_size_bytes: self.file.len(),
+        })
+    }
+}
+
+/// One blob file as the versions of its column family know it. See the module documentation.
+pub(crate) struct BlobFile {
+    pub(crate) meta: BlobFileMetadata,
+    /// Records whose references compactions dropped or moved elsewhere.
+    garbage_count: AtomicU64,
+    /// Their bytes.
+    garbage_bytes: AtomicU64,
+    obsolete: AtomicBool,
+    file: OnceLock<Arc<dyn RandomAccessFile>>,
+    janitor: Arc<FileJanitor>,
+}
+
+impl BlobFile {
+    pub(crate) fn new(meta: BlobFileMetadata, janitor: Arc<FileJanitor>) -> BlobFile {
+        BlobFile {
+            meta,
+            garbage_count: AtomicU64::new(0),
+            garbage_bytes: AtomicU64::new(0),
+            obsolete: AtomicBool::new(false),
+            file: OnceLock::new(),
+            janitor,
+        }
+    }
+
+    pub(crate) fn number(&self) -> u64 {
+        self.meta.number
+    }
+
+    pub(crate) fn path(&self) -> PathBuf {
+        blob_path(&self.janitor.dir, self.meta.number)
+    }
+
+    /// Adds garbage found by a compaction (or replayed from the manifest).
+    pub(crate) fn add_garbage(&self, count: u64, bytes: u64) {
+        self.garbage_count.fetch_add(count, Ordering::Relaxed);
+        self.garbage_bytes.fetch_add(bytes, Ordering::Relaxed);
+    }
+
+    /// Garbage as (records, bytes).
+    pub(crate) fn garbage(&self) -> (u64, u64) {
+        (self.garbage_count.load(Ordering::Relaxed), self.garbage_bytes.load(Ordering::Relaxed))
+    }
+
+    /// The share of the file's record bytes that no table references any more.
+    pub(crate) fn garbage_ratio(&self) -> f64 {
+        if self.meta.record_bytes == 0 {
+            return 1.0;
+        }
+        (self.garbage().1 as f64 / self.meta.record_bytes as f64).min(1.0)
+    }
+
+    /// Marks the file for deletion once the last version holding it is dropped. Called only
+    /// after the manifest edit that stopped listing it is durable (I35).
+    pub(crate) fn mark_obsolete(&self) {
+        self.obsolete.store(true, Ordering::Release);
+    }
+
+    /// The open file, opened on first use. A missing file is corruption: the manifest lists it.
+    fn file(&self) -> Result<&Arc<dyn RandomAccessFile>> {
+        if let Some(file) = self.file.get() {
+            return Ok(file);
+        }
+        let path = self.path();
+        let opened = match self.janitor.file_system.open(&path) {
+            Ok(file) => file,
+            Err(error) => {
+                if !self.janitor.file_system.exists(&path) {
+                    return Err(Error::corruption(&path, 0, "blob file is missing"));
+                }
+                return Err(error);
+            }
+        };
+        if opened.len() != self.meta.file_size_bytes {
+            return Err(Error::corruption(
+                &path,
+                0,
+                format!("blob file is {} bytes, the manifest says {}", opened.len(), self.meta.file_size_bytes),
+            ));
+        }
+        // Two readers may open it at once; the loser's handle is dropped.
+        let _ = self.file.set(opened);
+        self.file.get().ok_or_else(|| Error::invalid("internal error: blob file handle not set"))
+    }
+
+    /// Reads the value `reference` names for `user_key`, checked as I36 requires. With a
+    /// `cache`, a cached value is returned without reading, and (when `fill_cache`) a read
+    /// value is cached.
+    pub(crate) fn read_value(
+        &self,
+        user_key: &[u8],
+        reference: &BlobReference,
+        cache: Option<&BlockCache>,
+        fill_cache: bool,
+    ) -> Result<Vec<u8>> {
+        if let Some(block) = cache.and_then(|cache| cache.get(self.meta.number, reference.record_offset)) {
+            return Ok(block.raw_bytes().to_vec());
+        }
+        let value = self.read_uncached(user_key, reference)?;
+        if let (Some(cache), true) = (cache, fill_cache) {
+            cache.insert(self.meta.number, reference.record_offset, Arc::new(Block::raw(value.clone())));
+        }
+        Ok(value)
+    }
+
+    fn read_uncached(&self, user_key: &[u8], reference: &BlobReference) -> Result<Vec<u8>> {
+        let offset = reference.record_offset;
+        let corruption = |reason: &str| Error::corruption(self.path(), offset, reason.to_string());
+        let size = reference.record_size_bytes(user_key.len());
+        let end = offset.checked_add(size).ok_or_else(|| corruption("blob reference runs past the file"))?;
+        // The footer follows the last record, so a record never reaches the file's end.
+        if end > self.meta.file_size_bytes {
+            return Err(corruption("blob reference runs past the file"));
+        }
+        let file = self.file()?;
+        let mut record = vec![0u8; size as usize];
+        file.read_exact_at(offset, &mut record)?;
+        let (decoded, length) = decode_record(&record).map_err(|(_, reason)| corruption(reason))?;
+        if length != record.len() || decoded.key != user_key {
+            return Err(corruption("blob record does not hold the referenced key"));
+        }
+        if decoded.checksum != reference.checksum {
+            return Err(corruption("blob record checksum differs from the reference's"));
+        }
+        let value_start = format::BLOB_RECORD_OVERHEAD_BYTES - 4 + user_key.len();
+        record.truncate(value_start + reference.value_size_bytes as usize);
+        record.drain(..value_start);
+        Ok(record)
+    }
+}
+
+impl Drop for BlobFile {
+    fn drop(&mut self) {
+        if self.obsolete.load(Ordering::Acquire) {
+            // A failure leaves an orphan that the next open deletes.
+            let _ = self.janitor.file_system.remove(&self.path());
+        }
+    }
+}
+
+/// Resolves a `BlobIndex` entry's value: decodes the reference and reads it from the column
+/// family's blob files. A reference that does not decode or names a file the version does not
+/// hold is corruption of the table that holds it (`table`).
+pub(crate) fn resolve(
+    blob_files: &BTreeMap<u64, Arc<BlobFile>>,
+    user_key: &[u8],
+    encoded_reference: &[u8],
+    cache: Option<&BlockCache>,
+    fill_cache: bool,
+    table: &std::path::Path,
+) -> Result<Vec<u8>> {
+    let reference = BlobReference::decode(encoded_reference).map_err(|reason| Error::corruption(table, 0, reason))?;
+    let file = blob_files.get(&reference.file_number).ok_or_else(|| {
+        Error::corruption(
+            table,
+            0,
+            format!("entry references blob file {} that no version lists", reference.file_number),
+        )
+    })?;
+    file.read_value(user_key, &reference, cache, fill_cache)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::db::table_cache::TableCache;
+    use crate::fs::{FileSystem, MemFileSystem};
+
+    fn janitor(file_system: Arc<dyn FileSystem>) -> Arc<FileJanitor> {
+        file_system.create_dir_all(std::path::Path::new("/db")).expect("dir");
+        Arc::new(FileJanitor {
+            dir: PathBuf::from("/db"),
+            file_system: Arc::clone(&file_system),
+            table_cache: Arc::new(TableCache::new(PathBuf::from("/db"), file_system, None, 16)),
+        })
+    }
+
+    fn write_file(
+        file_system: &Arc<dyn FileSystem>,
+        values: &[(&[u8], Vec<u8>)],
+    ) -> (BlobFileMetadata, Vec<BlobReference>) {
+        let path = blob_path(std::path::Path::new("/db"), 5);
+        let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 5, 0);
+        let references = values.iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
+        (builder.finish().expect("finish"), references)
+    }
+
+    #[test]
+    fn values_are_read_back_through_their_references_and_the_cache() {
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let janitor = janitor(Arc::clone(&file_system));
+        let values: Vec<(&[u8], Vec<u8>)> =
+            vec![(b"a", vec![1; 5000]), (b"b", Vec::new()), (b"c", (0..300_000u32).map(|n| n as u8).collect())];
+        let (meta, references) = write_file(&file_system, &values);
+        assert_eq!(meta.record_count, 3);
+        let whole = file_system.read_all(&blob_path(std::path::Path::new("/db"), 5)).expect("read");
+        assert_eq!(whole.len() as u64, meta.file_size_bytes);
+        let contents = format::decode_file(&whole).map_err(|(_, reason)| reason).expect("valid file");
+        assert_eq!(contents.records.len(), 3);
+        let file = BlobFile::new(meta, janitor);
+        let cache = BlockCache::new(1 << 20);
+        for ((key, value), reference) in values.iter().zip(&references) {
+            assert_eq!(&file.read_value(key, reference, Some(&cache), true).expect("read"), value);
+            assert_eq!(&file.read_value(key, reference, Some(&cache), true).expect("cached"), value);
+        }
+        assert!(cache.hit_count() >= 2);
+    }
+
+    #[test]
+    fn damage_is_corruption_with_the_file_and_record_offset() {
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let janitor = janitor(Arc::clone(&file_system));
+        let (meta, references) = write_file(&file_system, &[(b"a", vec![7; 100]), (b"b", vec![8; 100])]);
+        let path = blob_path(std::path::Path::new("/db"), 5);
+        let mut bytes = file_system.read_all(&path).expect("read");
+        let second = references[1].record_offset as usize;
+        bytes[second + 20] ^= 1;
+        let mut rewritten = file_system.create(&path).expect("create");
+        rewritten.append(&bytes).expect("append");
+        rewritten.sync().expect("sync");
+        drop(rewritten);
+        let file = BlobFile::new(meta, Arc::clone(&janitor));
+        assert_eq!(file.read_value(b"a", &references[0], None, false).expect("intact"), vec![7; 100]);
+        match file.read_value(b"b", &references[1], None, false) {
+            Err(Error::Corruption { file, offset, .. }) => {
+                assert_eq!((file, offset), (path.clone(), references[1].record_offset));
+            }
+            other => panic!("expected corruption, got {other:?}"),
+        }
+        // A reference with the wrong key, or another record's checksum, is refused too.
+        assert!(matches!(file.read_value(b"x", &references[0], None, false), Err(Error::Corruption { .. })));
+        let wrong_checksum = BlobReference { checksum: references[1].checksum, ..references[0] };
+        assert!(matches!(file.read_value(b"a", &wrong_checksum, None, false), Err(Error::Corruption { .. })));
+        let past_end = BlobReference { record_offset: meta.file_size_bytes - 10, ..references[0] };
+        assert!(matches!(file.read_value(b"a", &past_end, None, false), Err(Error::Corruption { .. })));
+        // A missing file is corruption as well, never an empty value.
+        file_system.remove(&path).expect("remove");
+        let missing = BlobFile::new(meta, janitor);
+        match missing.read_value(b"a", &references[0], None, false) {
+            Err(Error::Corruption { file, .. }) => assert_eq!(file, path),
+            other => panic!("expected corruption, got {other:?}"),
+        }
+    }
+
+    #[test]
+    fn an_obsolete_file_is_deleted_with_its_last_handle_and_a_live_one_is_not() {
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let janitor = janitor(Arc::clone(&file_system));
+        let (meta, _) = write_file(&file_system, &[(b"a", vec![1; 10])]);
+        let path = blob_path(std::path::Path::new("/db"), 5);
+        drop(BlobFile::new(meta, Arc::clone(&janitor)));
+        assert!(file_system.exists(&path), "a live file survives its handle (close, not obsolescence)");
+        let file = Arc::new(BlobFile::new(meta, janitor));
+        let held = Arc::clone(&file);
+        file.mark_obsolete();
+        drop(file);
+        assert!(file_system.exists(&path), "a reader still holds it");
+        drop(held);
+        assert!(!file_system.exists(&path));
+    }
+}
