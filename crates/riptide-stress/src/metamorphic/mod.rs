@@ -306,6 +306,21 @@ pub fn option_sets() -> Vec<(&'static str, Options)> {
                 level0_compaction_trigger_files: 2,
                 wal_sync_mode: SyncMode::Interval { interval_us: 1000 },
                 wal_preallocate_bytes: 0,
+                ..base.clone()
+            },
+        ),
+        (
+            "blob-files",
+            Options {
+                memtable_size_bytes: 8 << 10,
+                block_size_bytes: 1024,
+                compression: Compression::Lz4,
+                target_file_size_bytes: 8 << 10,
+                level0_compaction_trigger_files: 2,
+                min_blob_size_bytes: Some(24),
+                blob_garbage_collection_ratio: 0.25,
+                blob_garbage_collection_age_cutoff: 0.5,
+                blob_file_size_bytes: 8 << 10,
                 ..base
             },
         ),

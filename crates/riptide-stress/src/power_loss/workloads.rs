@@ -393,6 +393,21 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
     }
     let two_phase = two_phase_commit(&mut rng);
     let spilled = spilled_transactions(&mut rng);
+    // Key-value separation: flushes write blob files beside their tables, compactions carry
+    // references and record garbage, and the overwrites leave blob files mostly garbage so that
+    // the last compactions move their live values (blob garbage collection).
+    let mut blob_files = Vec::new();
+    for step in 0..48 {
+        blob_files.push(Step::Write { write: random_write(&mut rng, step, 24, 2, 400), sync: rng.gen_bool(0.1) });
+        if step % 12 == 11 {
+            blob_files.push(Step::Flush);
+        }
+        if step == 35 {
+            blob_files.push(Step::CompactAll);
+        }
+    }
+    blob_files.push(Step::CompactAll);
+    blob_files.push(Step::Write { write: random_write(&mut rng, 48, 24, 2, 400), sync: true });
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -406,5 +421,16 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
         Workload { name: "transactions", options: small_options(), steps: transactions },
         Workload { name: "two-phase-commit", options: small_options(), steps: two_phase },
         Workload { name: "spilled-transactions", options: small_options(), steps: spilled },
+        Workload {
+            name: "blob-files",
+            options: Options {
+                memtable_size_bytes: 4096,
+                min_blob_size_bytes: Some(100),
+                blob_garbage_collection_ratio: 0.3,
+                blob_garbage_collection_age_cutoff: 0.25,
+                ..small_options()
+            },
+            steps: blob_files,
+        },
     ]
 }
