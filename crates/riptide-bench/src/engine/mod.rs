@@ -122,6 +122,8 @@ pub struct EngineSettings {
     pub block_cache_size_bytes: usize,
     /// A memory budget for the whole engine (0: none). See `RunParameters::max_memory_bytes`.
     pub max_memory_bytes: usize,
+    /// Key-value separation threshold (`None`: off). See `RunParameters::min_blob_size_bytes`.
+    pub min_blob_size_bytes: Option<usize>,
     /// Bloom filters on (10 bits per key) or off.
     pub bloom: bool,
     /// Sync the WAL on every write.
@@ -143,6 +145,7 @@ impl Default for EngineSettings {
             memtable_size_bytes: 64 << 20,
             block_cache_size_bytes: 64 << 20,
             max_memory_bytes: 0,
+            min_blob_size_bytes: None,
             bloom: true,
             sync: false,
             transactions: None,
@@ -492,6 +495,12 @@ pub fn rocksdb_settings_text(settings: &EngineSettings) -> String {
             .to_string(),
     ];
     let mut text = lines.join("\n");
+    if let Some(min_blob_size_bytes) = settings.min_blob_size_bytes {
+        text.push_str(&format!(
+            "\nenable_blob_files = true, min_blob_size = {min_blob_size_bytes} bytes (integrated BlobDB; blob \
+             garbage collection off, RocksDB's default)"
+        ));
+    }
     if let Some(mode) = settings.transactions {
         text.push('\n');
         text.push_str(&rocksdb_transaction_settings_text(mode));

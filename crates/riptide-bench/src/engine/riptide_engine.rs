@@ -36,6 +36,7 @@ pub fn options(settings: &EngineSettings) -> Result<Options> {
         memtable_size_bytes: settings.memtable_size_bytes,
         block_cache_size_bytes: settings.block_cache_size_bytes,
         max_memory_bytes: settings.max_memory_bytes as u64,
+        min_blob_size_bytes: settings.min_blob_size_bytes,
         bloom_bits_per_key: if settings.bloom { BLOOM_BITS_PER_KEY } else { 0 },
         block_size_bytes: BLOCK_SIZE_BYTES,
         compression: Compression::Lz4,

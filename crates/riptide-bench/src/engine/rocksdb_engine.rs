@@ -216,6 +216,12 @@ impl RocksDbEngine {
         if let Some(manager) = &write_buffer_manager {
             options.set_write_buffer_manager(manager);
         }
+        if let Some(min_blob_size_bytes) = settings.min_blob_size_bytes {
+            // RocksDB's integrated BlobDB: values of at least this size go to blob files at
+            // flush, compaction moves references (blob garbage collection is off by default).
+            options.set_enable_blob_files(true);
+            options.set_min_blob_size(min_blob_size_bytes as u64);
+        }
         options.set_enable_pipelined_write(tuning.pipelined_write);
         options.set_allow_concurrent_memtable_write(tuning.concurrent_memtable_write);
         options.set_enable_write_thread_adaptive_yield(tuning.adaptive_yield);

@@ -83,6 +83,9 @@ impl TidesDbEngine {
                  only --transaction-mode optimistic maps onto them"
             ),
         };
+        if settings.min_blob_size_bytes.is_some() {
+            bail!("TidesDB separates values by its own threshold; --min-blob-size applies to Riptide and RocksDB only");
+        }
         if !CompressionAlgorithm::Lz4.is_available() {
             bail!("this TidesDB was built without LZ4 (the benchtool enables the tidesdb crate's `lz4` feature)");
         }
