@@ -74,6 +74,17 @@ fn capped_twin(case: &RunParameters) -> RunParameters {
     twin
 }
 
+/// `case` with key-value separation on for values of its value size and more (its name gets
+/// `_blob<size>`); TidesDB, which has no such option, skips it.
+fn blob_twin(case: &RunParameters) -> RunParameters {
+    let mut twin = case.clone();
+    twin.min_blob_size_bytes = case.value_size_bytes as u64;
+    if let Some(name) = &case.test_name {
+        twin.test_name = Some(format!("{name}_blob{}", case.value_size_bytes));
+    }
+    twin
+}
+
 /// `case` (a seek or scan with a new iterator per scan) with one iterator per thread re-seeked
 /// instead (its name gets `_reseek`).
 fn reseeked_twin(case: &RunParameters) -> RunParameters {
@@ -245,7 +256,7 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
     ));
     // Value sizes (sections 7 and 8).
     let large_values = scaled(1_000_000);
-    cases.push(RunParameters {
+    let large_values_case = RunParameters {
         key_size_bytes: 256,
         value_size_bytes: 4096,
         ..case(
@@ -255,7 +266,11 @@ pub fn suite_cases(suite: SuiteName) -> Vec<RunParameters> {
             large_values,
             1000,
         )
-    });
+    };
+    // The same writes with key-value separation on at the value size: Riptide's blob files
+    // against RocksDB's integrated BlobDB (`enable_blob_files`, the same `min_blob_size`).
+    cases.push(blob_twin(&large_values_case));
+    cases.insert(cases.len() - 1, large_values_case);
     let small_values = scaled(50_000_000);
     cases.push(RunParameters {
         value_size_bytes: 64,
@@ -494,7 +509,8 @@ pub fn runs_case(case: &RunParameters, engine: EngineKind) -> bool {
     let transactions_map =
         case.workload != Workload::Transaction || engine.supports_transactions(case.transaction_mode);
     let budget_maps = case.max_memory_bytes == 0 || engine != EngineKind::Tidesdb;
-    transactions_map && budget_maps
+    let separation_maps = case.min_blob_size_bytes == 0 || engine != EngineKind::Tidesdb;
+    transactions_map && budget_maps && separation_maps
 }
 
 /// bench/plot.py of the source tree this binary was built from.
@@ -632,6 +648,7 @@ mod tests {
             "mixed_zipfian_5M_t8_b1000",
             "delete_random_5M_t8_b1000",
             "write_large_values_1M_k256_v4096_t8_b1000",
+            "write_large_values_1M_k256_v4096_t8_b1000_blob4096",
             "write_small_values_50M_k16_v64_t8_b1000",
             "batch_1_10M_t8",
             "batch_10000_10M_t8",
@@ -656,7 +673,7 @@ mod tests {
         ] {
             assert!(names.iter().any(|name| name == expected), "missing {expected}");
         }
-        assert_eq!(cases.len(), 38);
+        assert_eq!(cases.len(), 39);
         for case in cases.iter().filter(|case| matches!(case.workload, Workload::Seek | Workload::Range)) {
             let reseeks = case.effective_test_name().ends_with("_reseek");
             assert_eq!(case.scan_iterator == ScanIterator::Reseek, reseeks);
@@ -697,6 +714,7 @@ mod tests {
             skipped,
             vec![
                 "write_random_1M_t8_b1000_cap128M",
+                "write_large_values_100K_k256_v4096_t8_b1000_blob4096",
                 "transaction_pessimistic_uniform_50K_t8",
                 "transaction_pessimistic_zipfian_50K_t8"
             ]

@@ -100,6 +100,11 @@ fn apply_tuning(options: &mut Options, tuning: &str) -> Result<()> {
             "level0_compaction_trigger_files" => options.level0_compaction_trigger_files = number()? as usize,
             "level0_slowdown_writes_files" => options.level0_slowdown_writes_files = number()? as usize,
             "level0_stop_writes_files" => options.level0_stop_writes_files = number()? as usize,
+            // Percent, so that the one number parser serves: 100 moves only wholly garbage
+            // files' values, which is to say never (such files are deleted anyway).
+            "blob_garbage_collection_ratio_percent" => {
+                options.blob_garbage_collection_ratio = number()? as f64 / 100.0;
+            }
             "compaction_priority" => {
                 options.compaction_priority = match value {
                     "min_overlapping_ratio" => CompactionPriority::MinOverlappingRatio,
