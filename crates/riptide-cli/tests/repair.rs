@@ -95,3 +95,28 @@ fn nothing_to_repair_exits_3() {
     run_expect(&["repair", &arg(&db)], 3);
     run_expect(&["repair", &arg(dir.path())], 3);
 }
+
+#[test]
+fn separated_values_are_salvaged_from_their_blob_files_and_damaged_ones_are_lost_not_wrong() {
+    let (_dir, db) = scratch();
+    let blob_options = riptide::Options { min_blob_size_bytes: Some(200), ..options() };
+    {
+        let database = riptide::Db::open(&db, blob_options.clone()).expect("open");
+        for i in 0..40 {
+            database.put(&key(i), &value(i, 1, 300)).expect("put");
+        }
+        database.flush().expect("flush");
+        database.close().expect("close");
+    }
+    let blob = files_with(&db, ".blob").pop().expect("a blob file");
+    // Damage the value of the first record (after the 20-byte header, 12 bytes of framing and
+    // the key).
+    corrupt_byte(&blob, 20 + 12 + key(0).len() as u64 + 100);
+    let run = run_expect(&["repair", &arg(&db)], 0);
+    assert!(run.stdout.contains("blob record checksum mismatch"), "{}", run.stdout);
+    let database = riptide::Db::open(&db, blob_options).expect("the repaired database opens");
+    assert_eq!(database.get(&key(0)).expect("get"), None, "the damaged value is lost, not replaced");
+    for i in 1..40 {
+        assert_eq!(database.get(&key(i)).expect("get"), Some(value(i, 1, 300)), "key {i}");
+    }
+}

@@ -1,6 +1,6 @@
 //! `verify DIR`: an intact database passes (exit code 0); damaged table blocks, missing or
-//! truncated tables, mid-log damage and manifest damage are each reported with file and
-//! offset (exit code 5); what the next open cleans up (a torn log tail, a stray table) is a
+//! truncated tables, damaged or missing blob files, mid-log damage and manifest damage are each reported with file and
+//! offset (exit code 5); what the next open cleans up (a torn log tail, a stray table or blob file) is a
 //! warning, which counts only with `--strict`.
 
 mod common;
@@ -98,4 +98,47 @@ fn a_damaged_current_is_an_error() {
     corrupt_byte(&db.join("CURRENT"), 0);
     let run = run_expect(&["verify", &arg(&db)], 5);
     assert!(run.stdout.contains("CURRENT at offset 0: CURRENT does not name a manifest"), "{}", run.stdout);
+}
+
+/// A database whose 300-byte values live in blob files (key-value separation).
+fn database_with_blob_files(path: &std::path::Path) {
+    let options = riptide::Options { min_blob_size_bytes: Some(200), ..common::options() };
+    let db = riptide::Db::open(path, options).expect("open");
+    for number in 0..50u64 {
+        db.put(format!("key{number:04}").as_bytes(), &[b'v'; 300]).expect("put");
+    }
+    db.flush().expect("flush");
+    db.close().expect("close");
+}
+
+#[test]
+fn blob_files_are_checked_whole_and_damage_has_file_and_offset() {
+    let (_dir, db) = scratch();
+    database_with_blob_files(&db);
+    let run = run_expect(&["verify", &arg(&db), "--strict"], 0);
+    assert!(run.stdout.contains("0 errors, 0 warnings"), "{}", run.stdout);
+    let blob = files_with(&db, ".blob").pop().expect("a blob file");
+    // The second record starts after the 20-byte header and the first record (12 bytes of
+    // framing, the 7-byte key, 300 bytes of value); damage its value.
+    let second_record = 20 + 12 + 7 + 300;
+    corrupt_byte(&blob, second_record + 12 + 7 + 100);
+    let run = run_expect(&["verify", &arg(&db)], 5);
+    let line = run.stdout.lines().find(|line| line.starts_with("error:")).expect("an error line");
+    // The offset is that of the damaged record's checksum, past the damaged byte.
+    assert!(line.contains(&format!("{} at offset {}", blob.display(), second_record + 8 + 7 + 300)), "{line}");
+    assert!(line.contains("checksum mismatch"), "{line}");
+    std::fs::remove_file(&blob).expect("remove");
+    let run = run_expect(&["verify", &arg(&db)], 5);
+    assert!(run.stdout.contains("missing: a live table references it"), "{}", run.stdout);
+}
+
+#[test]
+fn a_stray_blob_file_is_a_warning() {
+    let (_dir, db) = scratch();
+    database_with_blob_files(&db);
+    let blob = files_with(&db, ".blob").pop().expect("a blob file");
+    std::fs::copy(&blob, db.join("999999.blob")).expect("copy");
+    let run = run_expect(&["verify", &arg(&db)], 0);
+    assert!(run.stdout.contains("a blob file no live table references"), "{}", run.stdout);
+    run_expect(&["verify", &arg(&db), "--strict"], 5);
 }

@@ -227,6 +227,12 @@ fn garbage_collection_gives_space_back_after_overwrites() {
     db.compact_all().expect("compact");
     db.wait_for_background_work().expect("settle");
     let after = blob_bytes(&file_system, &dir);
+    // The statistics count exactly the blob files on disk.
+    let stats = db.stats();
+    let family = &stats.column_families[0];
+    assert_eq!(family.blob_files, blob_file_names(&file_system, &dir).len());
+    assert_eq!(family.blob_file_bytes, after);
+    assert!(family.blob_garbage_bytes <= family.blob_file_bytes);
     assert!(
         after <= live_bytes + live_bytes / 2,
         "blob files hold {after} bytes for {live_bytes} live bytes (before: {before})"

@@ -117,6 +117,7 @@ fn check_database(dir: &Path) -> CliResult<Findings> {
     findings.manifest_records = state.records;
     check_manifest(dir, &state, &mut findings);
     check_tables(dir, &state, &mut findings);
+    check_blob_files(dir, &state, &mut findings);
     check_logs(dir, &state, &mut findings);
     check_directory(dir, &state, &mut findings)?;
     Ok(findings)
@@ -314,8 +315,41 @@ fn check_logs(dir: &Path, state: &ManifestState, findings: &mut Findings) {
 }
 
 /// Files in the directory that the manifest does not account for.
+/// The blob files the live tables reference (key-value separation).
+fn referenced_blob_files(state: &ManifestState) -> std::collections::BTreeSet<u64> {
+    state
+        .column_families
+        .iter()
+        .flat_map(|family| family.files.iter().flat_map(|live| live.file.blob_references.iter().copied()))
+        .collect()
+}
+
+/// Every blob file a live table references exists and decodes whole: header, every record's
+/// checksum, footer (the engine checks each value again when it reads it).
+fn check_blob_files(dir: &Path, state: &ManifestState, findings: &mut Findings) {
+    for number in referenced_blob_files(state) {
+        let path = dir.join(riptide::internals::inspect::blob_file_name(number));
+        let data = match std::fs::read(&path) {
+            Ok(data) => data,
+            Err(_) => {
+                findings.add(Severity::Error, &path, None, "missing: a live table references it".to_string());
+                continue;
+            }
+        };
+        if let Err(error) = riptide::internals::decode::blob_file(&data) {
+            match error {
+                riptide::Error::Corruption { offset, reason, .. } => {
+                    findings.add(Severity::Error, &path, Some(offset), reason);
+                }
+                other => findings.add(Severity::Error, &path, None, other.to_string()),
+            }
+        }
+    }
+}
+
 fn check_directory(dir: &Path, state: &ManifestState, findings: &mut Findings) -> CliResult<()> {
     let names = list(dir)?;
+    let live_blob_files = referenced_blob_files(state);
     let live_tables: std::collections::HashSet<u64> =
         state.column_families.iter().flat_map(|family| family.files.iter().map(|live| live.file.number)).collect();
     let current_manifest = state.path.file_name().map(|name| name.to_string_lossy().to_string());
@@ -332,6 +366,9 @@ fn check_directory(dir: &Path, state: &ManifestState, findings: &mut Findings) -
                 "a manifest other than the one CURRENT names (the next open deletes it)"
             }
             Some(DbFileKind::Temp(_)) | Some(DbFileKind::Spill(_)) => "a temporary file (the next open deletes it)",
+            Some(DbFileKind::Blob(number)) if !live_blob_files.contains(&number) => {
+                "a blob file no live table references (the next open deletes it)"
+            }
             _ => continue,
         };
         findings.add(Severity::Warning, &path, None, format!("extra file: {message}"));

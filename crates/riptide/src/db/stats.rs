@@ -98,6 +98,13 @@ pub struct ColumnFamilyStats {
     pub pending_compaction_bytes: u64,
     /// The level that level 0 compacts into.
     pub base_level: usize,
+    /// Live blob files (key-value separation): those its tables reference.
+    pub blob_files: usize,
+    /// Their total size.
+    pub blob_file_bytes: u64,
+    /// Bytes of their records that no table references any more (garbage that blob garbage
+    /// collection may give back).
+    pub blob_garbage_bytes: u64,
 }
 
 /// What recovery found when the database was opened.
@@ -332,6 +339,15 @@ impl fmt::Display for Stats {
                 family.immutable_memtables,
                 scores.join(" ")
             )?;
+            if family.blob_files > 0 {
+                writeln!(
+                    f,
+                    "  blob files: {}, {:.2} MiB, {:.2} MiB garbage",
+                    family.blob_files,
+                    family.blob_file_bytes as f64 / MIB,
+                    family.blob_garbage_bytes as f64 / MIB
+                )?;
+            }
         }
         writeln!(
             f,
@@ -480,6 +496,9 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
             immutable_memtable_bytes: family.immutables.iter().map(|imm| imm.memtable.approximate_memory_bytes()).sum(),
             pending_compaction_bytes: report.pending_compaction_bytes,
             base_level: report.base_level,
+            blob_files: version.blob_files.len(),
+            blob_file_bytes: version.blob_files.values().map(|file| file.meta.file_size_bytes).sum(),
+            blob_garbage_bytes: version.blob_files.values().map(|file| file.garbage().1).sum(),
         });
     }
     let memory = &inner.memory;

@@ -152,6 +152,11 @@ pub fn read_blob_value(dir: &Path, user_key: &[u8], encoded_reference: &[u8]) ->
     Ok(decoded.value.to_vec())
 }
 
+/// The file name of blob file `number` (`NNNNNN.blob`).
+pub fn blob_file_name(number: u64) -> String {
+    crate::db::filename::blob_file_name(number)
+}
+
 /// The file name of log `number` (`NNNNNN.log`).
 pub fn log_file_name(number: u64) -> String {
     crate::db::filename::log_file_name(number)

@@ -47,6 +47,8 @@ pub struct FileSummary {
     pub entries: u64,
     /// Deletes among the entries.
     pub deletions: u64,
+    /// The blob files the table references (tag 17), ascending.
+    pub blob_references: Vec<u64>,
 }
 
 impl FileSummary {
@@ -60,6 +62,7 @@ impl FileSummary {
             largest_sequence: meta.largest_sequence,
             entries: meta.num_entries,
             deletions: meta.num_deletions,
+            blob_references: meta.blob_references.clone(),
         }
     }
 
