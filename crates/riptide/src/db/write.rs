@@ -39,6 +39,7 @@ use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, SyncMode, WriteOptions};
 use crate::txn::history::Validation;
+use crate::txn::lock::{LockKey, TransactionId};
 use crate::version::edit::VersionEdit;
 use crate::version::tree::Version;
 use crate::wal::LogWriter;
@@ -123,7 +124,16 @@ pub(crate) struct TransactionCommit {
     pub(crate) rejection: Arc<Mutex<Option<Error>>>,
     /// The first sequence number of the committed batch, set once it is sequenced.
     pub(crate) sequence: Arc<std::sync::atomic::AtomicU64>,
+    /// The transaction's row locks (pessimistic mode), released by the leader as soon as the
+    /// group is visible (I34). Otherwise the transaction's waiters would wait, beside the
+    /// group's write, for the committing thread to be woken and scheduled again, which with
+    /// more threads than cores can take longer than the write itself. Whatever the leader did
+    /// not release (the group failed) `write_transaction` releases before it returns.
+    pub(crate) row_locks: Arc<Mutex<Option<(TransactionId, RowLocks)>>>,
 }
+
+/// A transaction's row locks, as its state holds them.
+pub(crate) type RowLocks = crate::hash::FastHashSet<LockKey>;
 
 impl PendingWrite {
     /// The write of the token `with_write_leadership` queues: nothing, and no group takes it.
@@ -210,11 +220,22 @@ pub(crate) fn write_transaction(
     batch: WriteBatch,
     options: &WriteOptions,
     validation: Validation,
+    row_locks: Option<(TransactionId, RowLocks)>,
 ) -> Result<u64> {
     let rejection = Arc::new(Mutex::new(None));
     let sequence = Arc::new(std::sync::atomic::AtomicU64::new(0));
-    let commit = TransactionCommit { validation, rejection: Arc::clone(&rejection), sequence: Arc::clone(&sequence) };
-    write_pending(inner, batch, options, Some(commit))?;
+    let row_locks = Arc::new(Mutex::new(row_locks));
+    let commit = TransactionCommit {
+        validation,
+        rejection: Arc::clone(&rejection),
+        sequence: Arc::clone(&sequence),
+        row_locks: Arc::clone(&row_locks),
+    };
+    let written = write_pending(inner, batch, options, Some(commit));
+    if let Some((owner, locks)) = row_locks.lock().take() {
+        inner.transactions.locks.release_all(owner, locks);
+    }
+    written?;
     if let Some(error) = rejection.lock().take() {
         return Err(error);
     }
@@ -338,6 +359,19 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
         drop(batches);
     }
     inner.visible_sequence.store(last_sequence, Ordering::Release);
+    // I34: row locks go only once the commit is visible, so that the next holder of a lock
+    // reads (or is validated against) the write it waited for.
+    for member in group {
+        if let Some(commit) = &member.write().commit {
+            if let Some((owner, locks)) = commit.row_locks.lock().take() {
+                debug_assert!(
+                    inner.visible_sequence.load(Ordering::Acquire) >= commit.sequence.load(Ordering::Acquire),
+                    "I34: row locks released before the commit is visible"
+                );
+                inner.transactions.locks.release_all(owner, locks);
+            }
+        }
+    }
     Ok(())
 }
 

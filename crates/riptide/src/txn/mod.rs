@@ -735,11 +735,11 @@ impl Transaction {
         }
         /// What the commit writes: one batch, or (spilled) tables from cursors over the layers.
         enum Commit {
-            Batch(crate::WriteBatch, Validation),
+            Batch(crate::WriteBatch, Validation, Option<(lock::TransactionId, crate::db::write::RowLocks)>),
             Spilled(crate::db::spilled_commit::SpilledCommit),
         }
         let commit = {
-            let state = self.state.lock();
+            let mut state = self.state.lock();
             self.check_active(&state)?;
             if state.writes.is_empty() {
                 // Nothing to write. A read-only transaction needs no validation: its reads come
@@ -763,13 +763,16 @@ impl Transaction {
                     validation: self.validation(&state),
                 })
             } else {
-                Commit::Batch(state.writes.to_batch(), self.validation(&state))
+                // The leader releases the row locks as soon as the commit is visible (I34); the
+                // column families held whole go at `finish`.
+                let row_locks = (!state.locks.is_empty()).then(|| (self.id, std::mem::take(&mut state.locks)));
+                Commit::Batch(state.writes.to_batch(), self.validation(&state), row_locks)
             }
         };
         let result = match commit {
-            Commit::Batch(batch, validation) => {
+            Commit::Batch(batch, validation, row_locks) => {
                 let write_options = WriteOptions { sync: self.options.sync };
-                crate::db::write::write_transaction(&self.db, batch, &write_options, validation)
+                crate::db::write::write_transaction(&self.db, batch, &write_options, validation, row_locks)
             }
             Commit::Spilled(request) => crate::db::spilled_commit::commit(self.db.as_ref(), request),
         };

@@ -339,7 +339,7 @@ pub(crate) fn commit_prepared(db: &DbInner, xid: &[u8]) -> Result<u64> {
     shared.prepared.pin_log(pinned_log);
     let validation =
         Validation { transaction: entry.owner, commits_prepared: Some(entry.number), ..Validation::default() };
-    let committed = crate::db::write::write_transaction(db, batch, &WriteOptions { sync: true }, validation);
+    let committed = crate::db::write::write_transaction(db, batch, &WriteOptions { sync: true }, validation, None);
     let sequence = match committed {
         Ok(sequence) => sequence,
         Err(error) => {
