@@ -125,7 +125,7 @@ pub(crate) struct TransactionCommit {
     /// The first sequence number of the committed batch, set once it is sequenced.
     pub(crate) sequence: Arc<std::sync::atomic::AtomicU64>,
     /// The transaction's row locks (pessimistic mode), released by the leader as soon as the
-    /// group is visible (I34). Otherwise the transaction's waiters would wait, beside the
+    /// group is visible (I37). Otherwise the transaction's waiters would wait, beside the
     /// group's write, for the committing thread to be woken and scheduled again, which with
     /// more threads than cores can take longer than the write itself. Whatever the leader did
     /// not release (the group failed) `write_transaction` releases before it returns.
@@ -359,14 +359,14 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
         drop(batches);
     }
     inner.visible_sequence.store(last_sequence, Ordering::Release);
-    // I34: row locks go only once the commit is visible, so that the next holder of a lock
+    // I37: row locks go only once the commit is visible, so that the next holder of a lock
     // reads (or is validated against) the write it waited for.
     for member in group {
         if let Some(commit) = &member.write().commit {
             if let Some((owner, locks)) = commit.row_locks.lock().take() {
                 debug_assert!(
                     inner.visible_sequence.load(Ordering::Acquire) >= commit.sequence.load(Ordering::Acquire),
-                    "I34: row locks released before the commit is visible"
+                    "I37: row locks released before the commit is visible"
                 );
                 inner.transactions.locks.release_all(owner, locks);
             }

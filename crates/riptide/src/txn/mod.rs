@@ -763,7 +763,7 @@ impl Transaction {
                     validation: self.validation(&state),
                 })
             } else {
-                // The leader releases the row locks as soon as the commit is visible (I34); the
+                // The leader releases the row locks as soon as the commit is visible (I37); the
                 // column families held whole go at `finish`.
                 let row_locks = (!state.locks.is_empty()).then(|| (self.id, std::mem::take(&mut state.locks)));
                 Commit::Batch(state.writes.to_batch(), self.validation(&state), row_locks)
