@@ -118,6 +118,14 @@ pub enum Command {
         /// The database directory.
         db: PathBuf,
     },
+    /// Write a consistent, openable copy of the database into a new directory (tables hard-linked
+    /// where possible, logs copied).
+    Checkpoint {
+        /// The database directory.
+        db: PathBuf,
+        /// The checkpoint's directory, which must not exist.
+        target: PathBuf,
+    },
     /// Compact a key range of a column family down through the levels.
     Compact {
         #[command(flatten)]

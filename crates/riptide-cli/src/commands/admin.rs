@@ -70,6 +70,17 @@ pub fn stats(dir: &Path) -> CliResult {
     Ok(Outcome::Success)
 }
 
+/// `riptide checkpoint DB TARGET`: a checkpoint of the database in the new directory TARGET.
+pub fn checkpoint(dir: &Path, target: &Path) -> CliResult {
+    let db = open_database(dir, false)?;
+    db.checkpoint(target)?;
+    close(db)?;
+    let mut output = Output::stdout();
+    output.line(&format!("checkpoint written to {}", target.display()))?;
+    output.finish()?;
+    Ok(Outcome::Success)
+}
+
 /// `riptide compact DB [--cf] [--from] [--to]`: bounds inclusive, unbounded when left out.
 pub fn compact(database: &DatabaseArgs, from: Option<&[u8]>, to: Option<&[u8]>) -> CliResult {
     let db = open_database(&database.db, false)?;

@@ -39,6 +39,7 @@ pub fn run(cli: Cli) -> CliResult {
         Command::CreateCf { db, name, comparator } => admin::create_column_family(&db, &name, comparator),
         Command::DropCf { db, name } => admin::drop_column_family(&db, &name),
         Command::Stats { db } => admin::stats(&db),
+        Command::Checkpoint { db, target } => admin::checkpoint(&db, &target),
         Command::Compact { database, from, to } => {
             let from = from.map(|text| decode(&style, &text)).transpose()?;
             let to = to.map(|text| decode(&style, &text)).transpose()?;

@@ -14,6 +14,7 @@
 //! `SyncMode::Full` it has also been synced (it survives power loss). With
 //! `SyncMode::Interval` it is synced within the interval.
 
+mod checkpoint;
 mod column_family;
 mod compaction;
 pub(crate) mod filename;
@@ -521,6 +522,21 @@ impl Db {
         self.inner.work_available.notify_all();
         self.inner.background_done.notify_all();
         Ok(())
+    }
+
+    /// Writes a checkpoint of the database into `dir`, a directory that must not exist: an
+    /// openable copy of the database as of one point in its write order (every write
+    /// acknowledged before the call, and possibly some made during it, each wholly or not at
+    /// all), taken while reads and writes go on. Tables and blob files are hard-linked where the
+    /// file system allows (costing no space until the database moves on), the write-ahead logs
+    /// are copied up to that point, and a new manifest describes it; open the directory with
+    /// `Db::open` and the same options (and column families). Everything is synced before the
+    /// call returns. Fails with `InvalidArgument` if `dir` exists and with `Busy` while a
+    /// prepared transaction is undecided (two-phase commit); a failed checkpoint leaves no
+    /// openable directory behind.
+    pub fn checkpoint(&self, dir: impl AsRef<Path>) -> Result<()> {
+        self.check_open()?;
+        checkpoint::checkpoint(&self.inner, dir.as_ref())
     }
 
     /// Writes every memtable of every column family to level-0 tables and waits until that is

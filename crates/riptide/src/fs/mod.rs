@@ -102,4 +102,33 @@ pub trait FileSystem: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes an exclusive lock, failing at once with [`crate::Error::Busy`] if it is held.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Makes `to` (which must not exist) hold what the immutable file `from` holds: a hard link
+    /// where the file system has them, else a synced copy. Either way the new name is durable
+    /// only after a `sync_dir` of its directory. The default copies.
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        copy_file_prefix(self, from, to, None)
+    }
+}
+
+/// Copies the first `length_bytes` of `from` (all of it with `None`) into a new file `to`, in
+/// pieces of a mebibyte, and syncs the copy.
+pub(crate) fn copy_file_prefix<F: FileSystem + ?Sized>(
+    file_system: &F,
+    from: &Path,
+    to: &Path,
+    length_bytes: Option<u64>,
+) -> Result<()> {
+    const PIECE_BYTES: u64 = 1 << 20;
+    let source = file_system.open(from)?;
+    let length_bytes = length_bytes.unwrap_or_else(|| source.len()).min(source.len());
+    let mut target = file_system.create(to)?;
+    let mut buffer = vec![0u8; PIECE_BYTES.min(length_bytes) as usize];
+    let mut offset = 0;
+    while offset < length_bytes {
+        let piece = &mut buffer[..(length_bytes - offset).min(PIECE_BYTES) as usize];
+        source.read_exact_at(offset, piece)?;
+        target.append(piece)?;
+        offset += piece.len() as u64;
+    }
+    target.sync()
 }

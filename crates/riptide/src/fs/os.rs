@@ -132,6 +132,15 @@ impl FileSystem for OsFileSystem {
         std::fs::remove_file(path).map_err(|e| io_error("remove", path, e))
     }
 
+    fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
+        // A hard link fails across file systems (and on some that have none): copy then.
+        match std::fs::hard_link(from, to) {
+            Ok(()) => Ok(()),
+            Err(error) if error.kind() == std::io::ErrorKind::AlreadyExists => Err(io_error("link", to, error)),
+            Err(_) => super::copy_file_prefix(self, from, to, None),
+        }
+    }
+
     fn create_dir_all(&self, path: &Path) -> Result<()> {
         std::fs::create_dir_all(path).map_err(|e| io_error("create directory", path, e))
     }

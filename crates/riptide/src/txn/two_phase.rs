@@ -118,11 +118,13 @@ impl PreparedRegistry {
         self.entries.lock().iter().filter(|(_, entry)| entry.is_some()).map(|(xid, _)| xid.clone()).collect()
     }
 
-    fn pin_log(&self, number: u64) {
+    /// Keeps log `number` and every newer one from deletion until `unpin_log` (a commit in
+    /// progress, or a checkpoint copying the logs).
+    pub(crate) fn pin_log(&self, number: u64) {
         *self.pinned_logs.lock().entry(number).or_insert(0) += 1;
     }
 
-    fn unpin_log(&self, number: u64) {
+    pub(crate) fn unpin_log(&self, number: u64) {
         let mut pinned = self.pinned_logs.lock();
         if let Some(count) = pinned.get_mut(&number) {
             *count -= 1;

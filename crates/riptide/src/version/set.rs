@@ -570,6 +570,22 @@ impl VersionSet {
         Ok(version)
     }
 
+    /// For a checkpoint: a manifest number, reserved from the counter so that no file of this
+    /// database ever takes it, and the records of a manifest that describes every column
+    /// family as it is now, with `last_sequence` (the database's) and a next file number above
+    /// every number used so far.
+    pub(crate) fn checkpoint_manifest(&mut self, last_sequence: u64) -> (u64, Vec<VersionEdit>) {
+        let number = self.new_file_number();
+        let edit = VersionEdit {
+            column_family: DEFAULT_COLUMN_FAMILY_ID,
+            next_file_number: Some(self.next_file_number),
+            last_sequence: Some(last_sequence),
+            ..VersionEdit::default()
+        };
+        let current = self.current(DEFAULT_COLUMN_FAMILY_ID);
+        (number, self.snapshot_edits(&edit, Some(&current)))
+    }
+
     /// The records that open a new manifest: one full edit per column family as it will be
     /// once `edit` is applied (with its comparator unless bytewise), the first also carrying the
     /// global comparator and the counters.
