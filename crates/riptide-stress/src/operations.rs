@@ -8,7 +8,7 @@
 //! all learn about it the same way.
 //!
 //! Keys live in several column families (see `KeySpace`): writes and batches span them, scans
-//! and compactions take one, snapshots read across all of them, `drop-family` drops a family
+//! and compactions take one, snapshots and checkpoints read across all of them, `drop-family` drops a family
 //! and creates it again, and `rename-family` renames one to a temporary name and back.
 //!
 //! Concurrency contract: operations run on many threads at once against one [`Shared`]; the
@@ -317,6 +317,7 @@ pub fn default_mix() -> OperationMix {
         (1, Box::new(Flush)),
         (1, Box::new(CompactAll { per_thousand: 150 })),
         (1, Box::new(Reopen { per_thousand: 60 })),
+        (1, Box::new(Checkpoint { per_thousand: 100 })),
     ]
 }
 
@@ -904,6 +905,84 @@ impl Operation for RenameFamily {
         if db.column_family(&temporary).is_some() {
             return Err(Failure(format!("{temporary} is still found by name after the rename back")));
         }
+        Ok(())
+    }
+}
+
+/// Now and then (per thousand of its draws) takes a checkpoint while the other threads write,
+/// opens it as a database of its own, and checks it like a snapshot: every key read holds a
+/// value legal at some time during the checkpoint call, and no atomic group is torn. The
+/// checkpoint is removed afterwards (a killed driver leaves it behind under a name no later
+/// cycle uses). A checkpoint refused with `Busy` (a prepared transaction undecided) is no
+/// failure.
+struct Checkpoint {
+    per_thousand: u32,
+}
+
+impl Operation for Checkpoint {
+    fn name(&self) -> &'static str {
+        "checkpoint"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        if context.rng.gen_range(0..1000) >= self.per_thousand {
+            return Ok(());
+        }
+        let shared = context.shared;
+        let space = shared.state.space();
+        let guard = context.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        // No family is dropped or renamed half-way through the checkpoint.
+        let _family_guards = context.lock_families(0..space.column_families)?;
+        let unique = context.next_value_id();
+        let name = format!("checkpoint-{}-{}-{unique}", shared.cycle, context.thread);
+        let target = shared.path.with_file_name(format!(
+            "{}.{name}",
+            shared.path.file_name().map_or("db".into(), |name| name.to_string_lossy())
+        ));
+        let read = shared.state.begin_read();
+        let start = read.start();
+        match db.checkpoint(&target) {
+            Ok(()) => {}
+            Err(Error::Busy(_)) => return Ok(()),
+            Err(error) => return Err(Failure(format!("checkpoint into {} failed: {error}", target.display()))),
+        }
+        let end = shared.state.now();
+        let copy = crate::driver::open_database(&target, shared.options.clone(), space)
+            .map_err(|error| Failure(format!("opening checkpoint {} failed: {error}", target.display())))?;
+        let families: Vec<ColumnFamily> =
+            (0..space.column_families).map(|family| family_handle(&copy, family)).collect::<Result<_, _>>()?;
+        let read_copy = |index: usize| copy.get_cf(&families[space.family_of(index)], &space.key(index));
+        for _ in 0..32 {
+            let index = context.random_plain_key();
+            let value = read_copy(index)?;
+            context.check_read("checkpoint get", index, value.as_deref(), start, end)?;
+        }
+        if space.groups > 0 {
+            let group = context.rng.gen_range(0..space.total_groups());
+            let mut seen = None;
+            for linked in space.linked_groups(group) {
+                for member in 0..space.group_size {
+                    let index = space.group_member(linked, member);
+                    let value = read_copy(index)?;
+                    let observed = context.check_read("checkpoint group get", index, value.as_deref(), start, end)?;
+                    if seen.is_some_and(|previous| previous != observed) {
+                        return Err(Failure(format!(
+                            "checkpoint: group {group} (member {member} of {linked}) is torn"
+                        )));
+                    }
+                    seen = Some(observed);
+                }
+            }
+        }
+        drop(read);
+        drop(families);
+        copy.close().map_err(|error| Failure(format!("closing checkpoint failed: {error}")))?;
+        let file_system = &shared.options.file_system;
+        for file in file_system.list(&target).unwrap_or_default() {
+            let _ = file_system.remove(&target.join(file));
+        }
+        // The file systems have no directory removal; on the real one the empty directory goes.
+        let _ = std::fs::remove_dir(&target);
         Ok(())
     }
 }
