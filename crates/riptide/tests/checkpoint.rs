@@ -199,3 +199,47 @@ fn on_a_real_file_system_tables_are_hard_links() {
     assert_eq!(dump(&copy, &ReadOptions::default()), expected);
     assert_eq!(copy.get(b"only in the log").unwrap(), Some(b"yes".to_vec()));
 }
+
+#[test]
+fn an_io_error_at_any_step_fails_the_checkpoint_cleanly_and_the_next_one_succeeds() {
+    use riptide::fs::{FaultFileSystem, FaultKind, FaultPlan};
+    let memory = MemFileSystem::new();
+    let fault = FaultFileSystem::new(Arc::new(memory.clone()));
+    let options = Options { min_blob_size_bytes: Some(200), ..small_options(Arc::new(fault.clone())) };
+    let db = Db::open("/source", options.clone()).unwrap();
+    let family = db.create_column_family("second", ColumnFamilyOptions::default()).unwrap();
+    write_range(&db, &family, 0..300, 1);
+    db.flush().unwrap();
+    write_range(&db, &family, 100..150, 2);
+    db.wait_for_background_work().unwrap();
+    let expected = dump(&db, &ReadOptions::default());
+    // How many operations (reads included) a checkpoint takes, then a failure at each of them.
+    let before = fault.operation_count();
+    db.checkpoint("/clean").unwrap();
+    let steps = fault.operation_count() - before;
+    assert!(steps > 10, "a checkpoint of tables, blob files and logs takes more than {steps} operations");
+    for step in 1..=steps {
+        let target = format!("/failed-{step}");
+        fault.set_plan(Some(FaultPlan {
+            fail_at_operation: fault.operation_count() + step,
+            kind: FaultKind::Eio,
+            persistent: false,
+            include_reads: true,
+        }));
+        let result = db.checkpoint(&target);
+        fault.set_plan(None);
+        assert!(result.is_err(), "step {step}: the injected error was not reported");
+        assert!(
+            !memory.exists(Path::new(&format!("{target}/CURRENT"))),
+            "step {step}: a failed checkpoint is openable"
+        );
+        // The source is unharmed and the next checkpoint succeeds.
+        db.put(b"after", step.to_string().as_bytes()).unwrap();
+        let next = format!("/next-{step}");
+        db.checkpoint(&next).unwrap();
+        let copy = Db::open(&next, options.clone()).unwrap();
+        let mut contents = dump(&copy, &ReadOptions::default());
+        assert_eq!(contents.remove(b"after".as_slice()), Some(step.to_string().into_bytes()), "step {step}");
+        assert_eq!(contents, expected, "step {step}");
+    }
+}

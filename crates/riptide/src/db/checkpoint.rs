@@ -11,8 +11,7 @@
 //! failed half-way cannot be opened as a database (and its files are removed).
 //!
 //! Concurrency contract: the point is taken under write leadership and the database state's
-//! mutex, briefly (no I/O besides flushing the log writer's buffer to the OS and listing the
-//! directory). The files are linked and copied afterwards, while writes, flushes and
+//! mutex, briefly (no I/O besides listing the directory). The files are linked and copied afterwards, while writes, flushes and
 //! compactions go on: the tables and blob files stay on disk because the checkpoint holds the
 //! versions that list them, and the logs because it pins the oldest one (the log deletion
 //! respects pins); bytes of a log below its recorded length never change.
@@ -75,14 +74,12 @@ fn take_point(inner: &DbInner) -> Result<Point<'_>> {
     super::write::with_write_leadership(inner, || {
         // No group is in flight: every acknowledged write is in the logs and visible, and the
         // current log's bytes up to its length are final.
+        // Every group hands its records to the OS before it completes (`append_to_wal`), so the
+        // log file holds them all; no flush here, whose failure would stop the writer.
         let current_log = {
-            let mut wal = inner.wal.lock();
-            let number = wal.number;
-            match wal.writer.as_mut() {
-                Some(writer) => {
-                    writer.flush()?;
-                    Some((number, writer.size_bytes()))
-                }
+            let wal = inner.wal.lock();
+            match wal.writer.as_ref() {
+                Some(writer) => Some((wal.number, writer.size_bytes())),
                 None => return Err(Error::Closed("the write-ahead log is closed".to_string())),
             }
         };
