@@ -695,6 +695,16 @@ riptide_code_t riptide_pinnable_release(riptide_pinnable_t *pinnable);
 // `err` must be NULL or point to a `riptide_error_t *` variable.
 riptide_code_t riptide_flush(const riptide_db_t *db, riptide_error_t **err);
 
+// Writes a checkpoint of the database into `target_path`, a directory that must not exist: an
+// openable copy as of one point in the write order, taken while reads and writes go on (tables
+// and blob files hard-linked where possible, logs copied; everything synced before the call
+// returns). `RIPTIDE_INVALID_ARGUMENT` if the directory exists, `RIPTIDE_BUSY` while a prepared
+// transaction is undecided. Open the copy with `riptide_open` and the same options.
+//
+// # Safety
+// `target_path` must be a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_checkpoint(const riptide_db_t *db, const char *target_path, riptide_error_t **err);
+
 // Waits until no flush or compaction is pending or running.
 //
 // # Safety

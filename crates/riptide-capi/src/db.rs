@@ -519,6 +519,27 @@ pub unsafe extern "C" fn riptide_flush(db: *const riptide_db_t, err: *mut *mut r
     call(err, || with_db(db, |_, database| Ok(database.flush()?)))
 }
 
+/// Writes a checkpoint of the database into `target_path`, a directory that must not exist: an
+/// openable copy as of one point in the write order, taken while reads and writes go on (tables
+/// and blob files hard-linked where possible, logs copied; everything synced before the call
+/// returns). `RIPTIDE_INVALID_ARGUMENT` if the directory exists, `RIPTIDE_BUSY` while a prepared
+/// transaction is undecided. Open the copy with `riptide_open` and the same options.
+///
+/// # Safety
+/// `target_path` must be a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_checkpoint(
+    db: *const riptide_db_t,
+    target_path: *const std::ffi::c_char,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let target = unsafe { path(target_path)? };
+        with_db(db, |_, database| Ok(database.checkpoint(&target)?))
+    })
+}
+
 /// Waits until no flush or compaction is pending or running.
 ///
 /// # Safety

@@ -775,8 +775,21 @@ static void test_stats_and_maintenance(void) {
     uint64_t bytes = 0;
     OK(riptide_approximate_size(db, K("key000000"), K("key999999"), &bytes, NULL));
     CHECK(bytes > 0);
+    /* A checkpoint opens with the same contents; its directory must be new. */
+    char checkpoint_path[300];
+    new_path(checkpoint_path, sizeof checkpoint_path);
+    OK(riptide_put(db, NULL, K("only-in-the-log"), K("yes"), NULL));
+    OK(riptide_checkpoint(db, checkpoint_path, NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_checkpoint(db, checkpoint_path, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_checkpoint(db, NULL, NULL));
     OK(riptide_cf_destroy(cf));
     OK(riptide_close(db, NULL));
+    riptide_db_t *copy = open_db(checkpoint_path);
+    riptide_readoptions_t *copy_ro = NULL;
+    OK(riptide_readoptions_create(&copy_ro, NULL));
+    expect_value(copy, copy_ro, "only-in-the-log", "yes");
+    OK(riptide_readoptions_destroy(copy_ro));
+    OK(riptide_close(copy, NULL));
 }
 
 /* Every misuse the header promises to catch, for every kind of handle. */
