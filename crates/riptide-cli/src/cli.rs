@@ -126,6 +126,43 @@ pub enum Command {
         /// The checkpoint's directory, which must not exist.
         target: PathBuf,
     },
+    /// Back the database up into a backup directory (incremental: tables already there are not
+    /// stored again).
+    Backup {
+        /// The database directory.
+        db: PathBuf,
+        /// The backup directory (created if missing).
+        backups: PathBuf,
+    },
+    /// List the backups of a backup directory: id, time, files, bytes.
+    ListBackups {
+        /// The backup directory.
+        backups: PathBuf,
+    },
+    /// Check every file of a backup against its recorded size and checksum (exit code 5 on
+    /// damage).
+    VerifyBackup {
+        /// The backup directory.
+        backups: PathBuf,
+        /// The backup's id.
+        id: u64,
+    },
+    /// Restore a backup into a new directory, checking every file as it is copied.
+    Restore {
+        /// The backup directory.
+        backups: PathBuf,
+        /// The backup's id.
+        id: u64,
+        /// The directory to restore into, which must not exist.
+        target: PathBuf,
+    },
+    /// Delete a backup (and the shared files no other backup needs).
+    DeleteBackup {
+        /// The backup directory.
+        backups: PathBuf,
+        /// The backup's id.
+        id: u64,
+    },
     /// Compact a key range of a column family down through the levels.
     Compact {
         #[command(flatten)]

@@ -981,8 +981,7 @@ impl Operation for Checkpoint {
         for file in file_system.list(&target).unwrap_or_default() {
             let _ = file_system.remove(&target.join(file));
         }
-        // The file systems have no directory removal; on the real one the empty directory goes.
-        let _ = std::fs::remove_dir(&target);
+        let _ = file_system.remove_dir(&target);
         Ok(())
     }
 }

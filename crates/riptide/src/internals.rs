@@ -140,6 +140,12 @@ pub mod decode {
         }
     }
 
+    /// Decodes a backup description (`meta/NNNNNN` of a backup directory) and returns its
+    /// canonical re-encoding, so that a caller can check that it decodes to the same backup.
+    pub fn backup_meta(data: &[u8]) -> Result<Vec<u8>> {
+        crate::backup::meta::BackupMeta::decode(data, Path::new("/fuzz/meta/000001")).map(|meta| meta.encode())
+    }
+
     /// One record of a blob file: its offset, key and value.
     pub type BlobRecord = (u64, Vec<u8>, Vec<u8>);
 
@@ -339,6 +345,22 @@ pub mod encode {
     use crate::sstable::{TableBuilder, TableOptions};
     use crate::version::edit::{FileMetadata, VersionEdit};
     use crate::wal::LogWriter;
+
+    /// A backup description: `files` as (name, shared stored name or `None` for a private
+    /// file, size, crc32c).
+    pub fn backup_meta(id: u64, timestamp_secs: u64, files: &[(&str, Option<&str>, u64, u32)]) -> Vec<u8> {
+        use crate::backup::meta::{BackupFile, BackupMeta, Storage};
+        let files = files
+            .iter()
+            .map(|&(name, stored, size_bytes, crc32c)| BackupFile {
+                name: name.to_string(),
+                storage: stored.map_or(Storage::Private, |stored| Storage::Shared(stored.to_string())),
+                size_bytes,
+                crc32c,
+            })
+            .collect();
+        BackupMeta { id, timestamp_secs, files }.encode()
+    }
 
     /// A blob file of column family `column_family_id` holding `records` (key, value) in order,
     /// byte for byte as the engine writes it.

@@ -23,6 +23,7 @@
 
 #![deny(missing_docs)]
 
+mod backup;
 mod batch;
 mod blob;
 mod cache;
@@ -48,6 +49,7 @@ mod wal;
 #[doc(hidden)]
 pub mod internals;
 
+pub use backup::{BackupEngine, BackupInfo};
 pub use batch::{BatchEntry, BatchIter, BatchOp, WriteBatch};
 pub use comparator::{BytewiseComparator, Comparator, ReverseBytewiseComparator};
 pub use db::{

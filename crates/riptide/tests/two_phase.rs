@@ -266,6 +266,9 @@ impl FileSystem for RefuseTxnRemoval {
     fn sync_dir(&self, dir: &Path) -> Result<()> {
         self.inner.sync_dir(dir)
     }
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        self.inner.remove_dir(path)
+    }
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }

@@ -7,6 +7,7 @@
 //! `output::Output` so that a closed pipe ends the command quietly.
 
 mod admin;
+mod backup;
 mod data;
 mod inspect;
 mod repair;
@@ -40,6 +41,11 @@ pub fn run(cli: Cli) -> CliResult {
         Command::DropCf { db, name } => admin::drop_column_family(&db, &name),
         Command::Stats { db } => admin::stats(&db),
         Command::Checkpoint { db, target } => admin::checkpoint(&db, &target),
+        Command::Backup { db, backups } => backup::create(&db, &backups),
+        Command::ListBackups { backups } => backup::list(&backups),
+        Command::VerifyBackup { backups, id } => backup::verify(&backups, id),
+        Command::Restore { backups, id, target } => backup::restore(&backups, id, &target),
+        Command::DeleteBackup { backups, id } => backup::delete(&backups, id),
         Command::Compact { database, from, to } => {
             let from = from.map(|text| decode(&style, &text)).transpose()?;
             let to = to.map(|text| decode(&style, &text)).transpose()?;

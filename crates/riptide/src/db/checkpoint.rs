@@ -65,6 +65,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
                 let _ = file_system.remove(&target.join(name));
             }
         }
+        let _ = file_system.remove_dir(target);
     }
     written
 }

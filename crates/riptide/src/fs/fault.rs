@@ -329,6 +329,11 @@ impl FileSystem for FaultFileSystem {
         self.inner.create_dir_all(path)
     }
 
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        self.admit(Access::Mutating, "remove directory", path)?;
+        self.inner.remove_dir(path)
+    }
+
     fn list(&self, dir: &Path) -> Result<Vec<String>> {
         self.admit(Access::Read, "list", dir)?;
         self.inner.list(dir)

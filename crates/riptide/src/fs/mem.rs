@@ -679,6 +679,21 @@ impl FileSystem for MemFileSystem {
         Ok(())
     }
 
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        let path = normalize(path);
+        let mut state = self.state.lock();
+        if is_root(&path) || !state.directories.contains(&path) {
+            return Err(failure("remove directory", &path, io::ErrorKind::NotFound, "no such directory"));
+        }
+        let holds_something = state.current_names.keys().any(|name| name.parent() == Some(path.as_path()))
+            || state.directories.iter().any(|directory| directory.parent() == Some(path.as_path()));
+        if holds_something {
+            return Err(failure("remove directory", &path, io::ErrorKind::DirectoryNotEmpty, "directory not empty"));
+        }
+        state.directories.remove(&path);
+        Ok(())
+    }
+
     fn create_dir_all(&self, path: &Path) -> Result<()> {
         let path = normalize(path);
         let mut state = self.state.lock();
@@ -804,6 +819,23 @@ mod tests {
         assert!(fs.exists(dir()));
         assert!(!fs.exists(&file("b")));
         assert!(fs.file_size(&file("b")).is_err());
+    }
+
+    #[test]
+    fn only_an_empty_directory_is_removed() {
+        let fs = new_fs();
+        fs.create_dir_all(Path::new("/db/sub/deeper")).unwrap();
+        fs.create(&file("a")).unwrap();
+        assert!(fs.remove_dir(dir()).is_err(), "holds a file and a directory");
+        assert!(fs.remove_dir(Path::new("/db/sub")).is_err(), "holds a directory");
+        fs.remove_dir(Path::new("/db/sub/deeper")).unwrap();
+        fs.remove_dir(Path::new("/db/sub")).unwrap();
+        assert!(!fs.exists(Path::new("/db/sub")));
+        assert!(fs.remove_dir(Path::new("/db/sub")).is_err(), "already gone");
+        assert!(fs.remove_dir(Path::new("/")).is_err(), "the root stays");
+        fs.remove(&file("a")).unwrap();
+        fs.remove_dir(dir()).unwrap();
+        assert!(!fs.exists(dir()));
     }
 
     #[test]

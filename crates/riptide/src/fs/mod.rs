@@ -102,6 +102,14 @@ pub trait FileSystem: Send + Sync + 'static {
     fn sync_dir(&self, dir: &Path) -> Result<()>;
     /// Takes an exclusive lock, failing at once with [`crate::Error::Busy`] if it is held.
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>>;
+    /// Removes an empty directory. The default fails as unsupported; the engine's file systems
+    /// implement it.
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        Err(crate::Error::io(
+            format!("remove directory {}", path.display()),
+            std::io::Error::new(std::io::ErrorKind::Unsupported, "this file system cannot remove directories"),
+        ))
+    }
     /// Makes `to` (which must not exist) hold what the immutable file `from` holds: a hard link
     /// where the file system has them, else a synced copy. Either way the new name is durable
     /// only after a `sync_dir` of its directory. The default copies.

@@ -132,6 +132,10 @@ impl FileSystem for OsFileSystem {
         std::fs::remove_file(path).map_err(|e| io_error("remove", path, e))
     }
 
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        std::fs::remove_dir(path).map_err(|e| io_error("remove directory", path, e))
+    }
+
     fn link_or_copy(&self, from: &Path, to: &Path) -> Result<()> {
         // A hard link fails across file systems (and on some that have none): copy then.
         match std::fs::hard_link(from, to) {

@@ -259,6 +259,10 @@ impl FileSystem for TableGate {
         self.inner.sync_dir(dir)
     }
 
+    fn remove_dir(&self, path: &Path) -> Result<()> {
+        self.inner.remove_dir(path)
+    }
+
     fn lock(&self, path: &Path) -> Result<Box<dyn FileLock>> {
         self.inner.lock(path)
     }
