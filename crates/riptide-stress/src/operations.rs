@@ -765,21 +765,7 @@ impl Operation for SnapshotReads {
             let value = read_at_snapshot(index)?;
             first_reads.push(context.check_read("snapshot get", index, value.as_deref(), start, end)?);
         }
-        if space.groups > 0 {
-            let group = context.rng.gen_range(0..space.total_groups());
-            let mut seen = None;
-            for linked in space.linked_groups(group) {
-                for member in 0..space.group_size {
-                    let index = space.group_member(linked, member);
-                    let value = read_at_snapshot(index)?;
-                    let observed = context.check_read("snapshot group get", index, value.as_deref(), start, end)?;
-                    if seen.is_some_and(|previous| previous != observed) {
-                        return Err(Failure(format!("snapshot: group {group} (member {member} of {linked}) is torn")));
-                    }
-                    seen = Some(observed);
-                }
-            }
-        }
+        check_random_group_whole(context, "snapshot", &read_at_snapshot, start, end)?;
         std::thread::yield_now();
         for (&index, first) in keys.iter().zip(&first_reads) {
             let value = read_at_snapshot(index)?;
@@ -909,6 +895,36 @@ impl Operation for RenameFamily {
     }
 }
 
+/// Reads every member of a random atomic group, and of the groups linked to it, with `read` (a
+/// view of one point in time: a snapshot, a checkpoint) and checks that each value is legal
+/// during `start..=end` and that all of them show the same write.
+fn check_random_group_whole(
+    context: &mut ThreadContext<'_>,
+    what: &str,
+    read: &dyn Fn(usize) -> Result<Option<Vec<u8>>, Error>,
+    start: Tick,
+    end: Tick,
+) -> Result<(), Failure> {
+    let space = context.shared.state.space();
+    if space.groups == 0 {
+        return Ok(());
+    }
+    let group = context.rng.gen_range(0..space.total_groups());
+    let mut seen = None;
+    for linked in space.linked_groups(group) {
+        for member in 0..space.group_size {
+            let index = space.group_member(linked, member);
+            let value = read(index)?;
+            let observed = context.check_read(&format!("{what} group get"), index, value.as_deref(), start, end)?;
+            if seen.is_some_and(|previous| previous != observed) {
+                return Err(Failure(format!("{what}: group {group} (member {member} of {linked}) is torn")));
+            }
+            seen = Some(observed);
+        }
+    }
+    Ok(())
+}
+
 /// Now and then (per thousand of its draws) takes a checkpoint while the other threads write,
 /// opens it as a database of its own, and checks it like a snapshot: every key read holds a
 /// value legal at some time during the checkpoint call, and no atomic group is torn. The
@@ -957,23 +973,7 @@ impl Operation for Checkpoint {
             let value = read_copy(index)?;
             context.check_read("checkpoint get", index, value.as_deref(), start, end)?;
         }
-        if space.groups > 0 {
-            let group = context.rng.gen_range(0..space.total_groups());
-            let mut seen = None;
-            for linked in space.linked_groups(group) {
-                for member in 0..space.group_size {
-                    let index = space.group_member(linked, member);
-                    let value = read_copy(index)?;
-                    let observed = context.check_read("checkpoint group get", index, value.as_deref(), start, end)?;
-                    if seen.is_some_and(|previous| previous != observed) {
-                        return Err(Failure(format!(
-                            "checkpoint: group {group} (member {member} of {linked}) is torn"
-                        )));
-                    }
-                    seen = Some(observed);
-                }
-            }
-        }
+        check_random_group_whole(context, "checkpoint", &read_copy, start, end)?;
         drop(read);
         drop(families);
         copy.close().map_err(|error| Failure(format!("closing checkpoint failed: {error}")))?;

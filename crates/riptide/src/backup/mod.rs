@@ -152,40 +152,17 @@ impl BackupEngine {
     pub fn delete_backup(&self, id: u64) -> Result<()> {
         let meta = self.load(id)?;
         let meta_dir = self.dir.join(META_DIR);
-        self.file_system.remove(&meta_dir.join(meta_file_name(id)))?;
+        self.file_system.remove(&meta_dir.join(meta_file_name(meta.id)))?;
         self.file_system.sync_dir(&meta_dir)?;
-        self.remove_directory(&self.private_dir(id));
-        let still_listed: std::collections::HashSet<String> = self
-            .load_all()?
-            .values()
-            .flat_map(|other| other.files.iter())
-            .filter_map(|file| match &file.storage {
-                Storage::Shared(stored) => Some(stored.clone()),
-                Storage::Private => None,
-            })
-            .collect();
-        for file in &meta.files {
-            if let Storage::Shared(stored) = &file.storage {
-                if !still_listed.contains(stored) {
-                    let _ = self.file_system.remove(&self.dir.join(SHARED_DIR).join(stored));
-                }
-            }
-        }
-        Ok(())
+        self.remove_directory(&self.private_dir(meta.id));
+        self.collect_garbage()
     }
 
     /// Removes the private directories and shared files that no description lists (left by a
     /// backup that failed or was interrupted).
     fn collect_garbage(&self) -> Result<()> {
         let metas = self.load_all()?;
-        let listed: std::collections::HashSet<&str> = metas
-            .values()
-            .flat_map(|meta| meta.files.iter())
-            .filter_map(|file| match &file.storage {
-                Storage::Shared(stored) => Some(stored.as_str()),
-                Storage::Private => None,
-            })
-            .collect();
+        let listed: std::collections::HashSet<&str> = shared_files(&metas).map(|(stored, _)| stored).collect();
         let shared_dir = self.dir.join(SHARED_DIR);
         for name in self.file_system.list(&shared_dir)? {
             if !listed.contains(name.as_str()) {
@@ -204,14 +181,8 @@ impl BackupEngine {
     /// Moves the checkpoint in `temporary` into place as backup `id` and writes its description.
     fn store_checkpoint(&self, id: u64, temporary: &Path, metas: &BTreeMap<u64, BackupMeta>) -> Result<BackupInfo> {
         // Checksums of the shared files already stored, by stored name.
-        let known: HashMap<&str, (u64, u32)> = metas
-            .values()
-            .flat_map(|meta| meta.files.iter())
-            .filter_map(|file| match &file.storage {
-                Storage::Shared(stored) => Some((stored.as_str(), (file.size_bytes, file.crc32c))),
-                Storage::Private => None,
-            })
-            .collect();
+        let known: HashMap<&str, (u64, u32)> =
+            shared_files(metas).map(|(stored, file)| (stored, (file.size_bytes, file.crc32c))).collect();
         let shared_dir = self.dir.join(SHARED_DIR);
         let private_dir = self.private_dir(id);
         self.file_system.create_dir_all(&private_dir)?;
@@ -392,6 +363,14 @@ impl BackupEngine {
         }
         let _ = self.file_system.remove_dir(dir);
     }
+}
+
+/// Every shared file the descriptions list, by stored name (once per description listing it).
+fn shared_files(metas: &BTreeMap<u64, BackupMeta>) -> impl Iterator<Item = (&str, &BackupFile)> {
+    metas.values().flat_map(|meta| meta.files.iter()).filter_map(|file| match &file.storage {
+        Storage::Shared(stored) => Some((stored.as_str(), file)),
+        Storage::Private => None,
+    })
 }
 
 fn meta_file_name(id: u64) -> String {
