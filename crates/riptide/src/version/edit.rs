@@ -3,7 +3,7 @@
 //! next file number, last sequence number).
 //!
 //! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
-//! `docs/format/manifest.md`, format version 5). Each edit belongs to one column family (the
+//! `docs/format/manifest.md`, format version 6: tags 15 to 17 record blob files). Each edit belongs to one column family (the
 //! default one, id 0, when the edit names none): its files and its log number are that column
 //! family's; the file-number, sequence and column-family counters are global. Tags with bit 6 set
 //! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
