@@ -165,10 +165,11 @@ sql-engine-test: plugin
 	bash mariadb/mysql-test/run.sh
 
 ## sql-crash-test: kill -9 of mariadbd under a concurrent RIPTIDE write load, restart, check
-## row counts and every secondary index against the primary (SQL_CRASH_CYCLES, default 3).
+## row counts and every secondary index against the primary (SQL_CRASH_CYCLES, default 3);
+## appends a `sql-crash` ledger line.
 SQL_CRASH_CYCLES ?= 3
 sql-crash-test: plugin
-	bash mariadb/tests/crash.sh $(SQL_CRASH_CYCLES)
+	CRASH_LEDGER=1 bash mariadb/tests/crash.sh $(SQL_CRASH_CYCLES)
 
 sql-stop:
 	bash mariadb/server.sh stop

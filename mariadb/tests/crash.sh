@@ -16,7 +16,8 @@
 #   - each secondary index has as many entries as the primary, with the same sums and checksums
 #     (COUNT, SUM(k), BIT_XOR(CRC32(s)) read through each index with FORCE INDEX);
 #   - CHECK TABLE (every row's entries present and pointing back at it) says OK.
-# Prints a cargo-style `test result:` line; the logs stay in var/crash/.
+# Prints a cargo-style `test result:` line; the logs stay in var/crash/. With CRASH_LEDGER=1
+# (make sql-crash-test) it appends a `sql-crash` line to reliability/ledger.tsv.
 set -uo pipefail
 root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
@@ -27,9 +28,15 @@ dir="var/$name"
 client=(mariadb --no-defaults -S "$dir/mariadbd.sock" -u root --batch --skip-column-names)
 passed=0
 failed=0
+all_acknowledged=0
 fail() { failed=$((failed + 1)); echo "crash test: FAILED: $*"; }
 finish() {
   bash mariadb/server.sh stop "$name" >/dev/null 2>&1 || true
+  if [ "${CRASH_LEDGER:-0}" = 1 ]; then
+    # shellcheck source=../../reliability/common.sh
+    source reliability/common.sh
+    ledger_append sql-crash - "$((passed + failed)) kill cycles, $all_acknowledged transactions acknowledged" "$failed"
+  fi
   echo "test result: $([ "$failed" -eq 0 ] && echo ok || echo FAILED). $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out"
 }
 trap finish EXIT
@@ -100,6 +107,7 @@ for cycle in $(seq 1 "$cycles"); do
   [ "$check" = "OK" ] || fail "cycle $cycle: CHECK TABLE says $check"
   rows=$(echo "$primary" | cut -f1)
   echo "crash test: cycle $cycle: killed with $acknowledged_total transactions acknowledged this cycle; $rows rows, indexes consistent"
+  all_acknowledged=$((all_acknowledged + acknowledged_total))
   passed=$((passed + 1))
 done
 [ "$failed" -eq 0 ]
