@@ -23,7 +23,7 @@
 
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use std::sync::Arc;
+use crate::sync::Arc;
 
 use super::filename::{blob_path, log_path, manifest_path, parse_file_name, table_path, FileKind};
 use super::DbInner;
