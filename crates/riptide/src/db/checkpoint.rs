@@ -21,9 +21,9 @@
 //! prepared transactions are refused with `Error::Busy` rather than copied, since a decision
 //! in progress could be on either side of the point.
 
+use crate::sync::Arc;
 use std::path::Path;
 use std::sync::atomic::Ordering;
-use crate::sync::Arc;
 
 use super::filename::{blob_path, log_path, manifest_path, parse_file_name, table_path, FileKind};
 use super::DbInner;
