@@ -263,27 +263,19 @@ impl BackupEngine {
     /// Reads `path` whole, checking it is `file` (size and checksum), and copies it to `copy`
     /// (synced) when given.
     fn check_file(&self, path: &Path, file: &BackupFile, copy: Option<&Path>) -> Result<()> {
-        let source = self.file_system.open(path)?;
-        if source.len() != file.size_bytes {
+        let size_bytes = self.file_system.file_size(path)?;
+        if size_bytes != file.size_bytes {
             return Err(Error::corruption(
                 path,
-                source.len().min(file.size_bytes),
-                format!("the backup lists {} bytes, the file has {}", file.size_bytes, source.len()),
+                size_bytes.min(file.size_bytes),
+                format!("the backup lists {} bytes, the file has {size_bytes}", file.size_bytes),
             ));
         }
         let mut writer = copy.map(|copy| self.file_system.create(copy)).transpose()?;
-        let mut crc = 0u32;
-        let mut buffer = vec![0u8; READ_PIECE_BYTES.min(file.size_bytes) as usize];
-        let mut offset = 0;
-        while offset < file.size_bytes {
-            let piece = &mut buffer[..(file.size_bytes - offset).min(READ_PIECE_BYTES) as usize];
-            source.read_exact_at(offset, piece)?;
-            crc = crc32c::crc32c_append(crc, piece);
-            if let Some(writer) = writer.as_mut() {
-                writer.append(piece)?;
-            }
-            offset += piece.len() as u64;
-        }
+        let crc = self.read_pieces(path, size_bytes, |piece| match writer.as_mut() {
+            Some(writer) => writer.append(piece),
+            None => Ok(()),
+        })?;
         if crc != file.crc32c {
             return Err(Error::corruption(
                 path,
