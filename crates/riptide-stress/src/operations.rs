@@ -977,11 +977,7 @@ impl Operation for Checkpoint {
         drop(read);
         drop(families);
         copy.close().map_err(|error| Failure(format!("closing checkpoint failed: {error}")))?;
-        let file_system = &shared.options.file_system;
-        for file in file_system.list(&target).unwrap_or_default() {
-            let _ = file_system.remove(&target.join(file));
-        }
-        let _ = file_system.remove_dir(&target);
+        shared.options.file_system.remove_dir_and_files(&target);
         Ok(())
     }
 }

@@ -84,7 +84,7 @@ impl BackupEngine {
         }
         for name in engine.file_system.list(&engine.dir)? {
             if name.starts_with(TEMPORARY_PREFIX) {
-                engine.remove_directory(&engine.dir.join(name));
+                engine.file_system.remove_dir_and_files(&engine.dir.join(name));
             }
         }
         for name in engine.file_system.list(&engine.dir.join(META_DIR))? {
@@ -104,12 +104,12 @@ impl BackupEngine {
         let id = metas.keys().next_back().map_or(1, |last| last + 1);
         let temporary = self.dir.join(format!("{TEMPORARY_PREFIX}{id:06}"));
         let stored = db.checkpoint(&temporary).and_then(|()| self.store_checkpoint(id, &temporary, &metas));
-        self.remove_directory(&temporary);
+        self.file_system.remove_dir_and_files(&temporary);
         if stored.is_err() {
             // A failed backup does not exist, even if its description made it into place
             // before the failure; the shared files it added are collected at the next open.
             let _ = self.file_system.remove(&self.dir.join(META_DIR).join(meta_file_name(id)));
-            self.remove_directory(&self.private_dir(id));
+            self.file_system.remove_dir_and_files(&self.private_dir(id));
         }
         stored
     }
@@ -142,7 +142,7 @@ impl BackupEngine {
         self.file_system.create_dir_all(target)?;
         let restored = self.restore_files(id, &meta, target);
         if restored.is_err() {
-            self.remove_directory(target);
+            self.file_system.remove_dir_and_files(target);
         }
         restored
     }
@@ -154,7 +154,7 @@ impl BackupEngine {
         let meta_dir = self.dir.join(META_DIR);
         self.file_system.remove(&meta_dir.join(meta_file_name(meta.id)))?;
         self.file_system.sync_dir(&meta_dir)?;
-        self.remove_directory(&self.private_dir(meta.id));
+        self.file_system.remove_dir_and_files(&self.private_dir(meta.id));
         self.collect_garbage()
     }
 
@@ -173,7 +173,7 @@ impl BackupEngine {
         // only one no description owns.
         let next = metas.keys().next_back().map_or(1, |last| last + 1);
         if self.file_system.exists(&self.private_dir(next)) {
-            self.remove_directory(&self.private_dir(next));
+            self.file_system.remove_dir_and_files(&self.private_dir(next));
         }
         Ok(())
     }
@@ -346,14 +346,6 @@ impl BackupEngine {
             }
         }
         Ok(metas)
-    }
-
-    /// Removes the files of `dir`, then the directory. Best effort.
-    fn remove_directory(&self, dir: &Path) {
-        for name in self.file_system.list(dir).unwrap_or_default() {
-            let _ = self.file_system.remove(&dir.join(name));
-        }
-        let _ = self.file_system.remove_dir(dir);
     }
 }
 

@@ -60,12 +60,7 @@ pub(crate) fn checkpoint(inner: &DbInner, target: &Path) -> Result<()> {
     if written.is_err() {
         // Best effort: leave no half checkpoint behind (it has no CURRENT, so it cannot be
         // opened as a database either way).
-        if let Ok(names) = file_system.list(target) {
-            for name in names {
-                let _ = file_system.remove(&target.join(name));
-            }
-        }
-        let _ = file_system.remove_dir(target);
+        file_system.remove_dir_and_files(target);
     }
     written
 }

@@ -110,6 +110,17 @@ pub trait FileSystem: Send + Sync + 'static {
             std::io::Error::new(std::io::ErrorKind::Unsupported, "this file system cannot remove directories"),
         ))
     }
+    /// Removes the files of `dir`, then the directory. Best effort: what cannot be listed or
+    /// removed stays, and nothing is reported (the clean-up of a failed checkpoint or restore
+    /// and of a backup's temporary directory). Not recursive: a subdirectory stays, and so
+    /// does `dir` then. Nothing is synced. The default lists, removes each file and calls
+    /// [`FileSystem::remove_dir`].
+    fn remove_dir_and_files(&self, dir: &Path) {
+        for name in self.list(dir).unwrap_or_default() {
+            let _ = self.remove(&dir.join(name));
+        }
+        let _ = self.remove_dir(dir);
+    }
     /// Makes `to` (which must not exist) hold what the immutable file `from` holds: a hard link
     /// where the file system has them, else a synced copy. Either way the new name is durable
     /// only after a `sync_dir` of its directory. The default copies.
