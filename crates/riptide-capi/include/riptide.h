@@ -1225,6 +1225,43 @@ riptide_code_t riptide_options_set_comparator(riptide_options_t *options,
                                               int32_t value,
                                               riptide_error_t **err);
 
+// Key-value separation: values of at least this many bytes are written to blob files at flush
+// and the table keeps a small reference to each ("Blob files" in `docs/architecture.md`); 0
+// turns it off. Default 0 (off).
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_min_blob_size_bytes(riptide_options_t *options,
+                                                       size_t value,
+                                                       riptide_error_t **err);
+
+// Share of a blob file's bytes that must be garbage before compactions move its live values
+// into a new blob file, between 0 and 1. Default 0.5.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_blob_garbage_collection_ratio(riptide_options_t *options,
+                                                                 double value,
+                                                                 riptide_error_t **err);
+
+// Share of the blob files, the oldest by number, whose live values compactions also move
+// whatever their garbage, between 0 and 1. Default 0 (off).
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_blob_garbage_collection_age_cutoff(riptide_options_t *options,
+                                                                      double value,
+                                                                      riptide_error_t **err);
+
+// Size at which a compaction starts a new blob file for the values it moves (at least 4096).
+// Default 256 MiB.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_blob_file_size_bytes(riptide_options_t *options,
+                                                        uint64_t value,
+                                                        riptide_error_t **err);
+
 // Size at which the active memtable is frozen and flushed. Default 64 MiB.
 //
 // # Safety
@@ -1360,6 +1397,43 @@ riptide_code_t riptide_cf_options_set_compaction_priority(riptide_cf_options_t *
 riptide_code_t riptide_cf_options_set_comparator(riptide_cf_options_t *options,
                                                  int32_t value,
                                                  riptide_error_t **err);
+
+// Key-value separation: values of at least this many bytes are written to blob files at flush
+// and the table keeps a small reference to each ("Blob files" in `docs/architecture.md`); 0
+// turns it off. Default 0 (off).
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_min_blob_size_bytes(riptide_cf_options_t *options,
+                                                          size_t value,
+                                                          riptide_error_t **err);
+
+// Share of a blob file's bytes that must be garbage before compactions move its live values
+// into a new blob file, between 0 and 1. Default 0.5.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_blob_garbage_collection_ratio(riptide_cf_options_t *options,
+                                                                    double value,
+                                                                    riptide_error_t **err);
+
+// Share of the blob files, the oldest by number, whose live values compactions also move
+// whatever their garbage, between 0 and 1. Default 0 (off).
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_blob_garbage_collection_age_cutoff(riptide_cf_options_t *options,
+                                                                         double value,
+                                                                         riptide_error_t **err);
+
+// Size at which a compaction starts a new blob file for the values it moves (at least 4096).
+// Default 256 MiB.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_blob_file_size_bytes(riptide_cf_options_t *options,
+                                                           uint64_t value,
+                                                           riptide_error_t **err);
 
 // Create the database if the directory holds none (1, the default) or fail (0).
 //

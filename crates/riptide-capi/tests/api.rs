@@ -98,3 +98,150 @@ fn commit_refuses_while_another_thread_is_inside_the_transaction() {
         assert_eq!(riptide_close(db, null_mut()), RIPTIDE_OK);
     }
 }
+
+fn c_path(path: &std::path::Path) -> CString {
+    CString::new(path.to_str().unwrap()).unwrap()
+}
+
+/// The value of `key` in `db`, through a copying get.
+fn get(db: *mut riptide_db_t, key: &[u8]) -> Option<Vec<u8>> {
+    let (mut value, mut len) = (null_mut(), 0);
+    // SAFETY: a live handle and valid buffers and out-parameters.
+    let code = unsafe { riptide_get(db, std::ptr::null(), key.as_ptr(), key.len(), &mut value, &mut len, null_mut()) };
+    assert_eq!(code, RIPTIDE_OK);
+    if value.is_null() {
+        return None;
+    }
+    // SAFETY: the library returned `len` bytes at `value`, freed once copied.
+    let copy = unsafe { std::slice::from_raw_parts(value, len) }.to_vec();
+    // SAFETY: a buffer the library returned.
+    unsafe { riptide::memory::riptide_free(value.cast()) };
+    Some(copy)
+}
+
+fn open_at(path: &std::path::Path, options: *const riptide_options_t) -> *mut riptide_db_t {
+    let path = c_path(path);
+    let mut db = null_mut();
+    // SAFETY: valid C string and out-parameter.
+    assert_eq!(unsafe { riptide_open(path.as_ptr(), options, &mut db, null_mut()) }, RIPTIDE_OK);
+    db
+}
+
+/// The names of the blob files in `dir`.
+fn blob_files(dir: &std::path::Path) -> Vec<String> {
+    let names = std::fs::read_dir(dir).unwrap().map(|entry| entry.unwrap().file_name().into_string().unwrap());
+    names.filter(|name| name.ends_with(".blob")).collect()
+}
+
+#[test]
+fn values_at_or_above_the_blob_threshold_round_trip_through_a_flush() {
+    let dir = tempfile::tempdir().unwrap();
+    let path = dir.path().join("db");
+    let mut options = null_mut();
+    // SAFETY: valid out-parameters.
+    unsafe {
+        assert_eq!(riptide_options_create(&mut options, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_min_blob_size_bytes(options, 100, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_blob_garbage_collection_ratio(options, 0.25, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_blob_garbage_collection_age_cutoff(options, 0.5, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_blob_file_size_bytes(options, 1 << 20, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_validate(options, null_mut()), RIPTIDE_OK);
+    }
+    let db = open_at(&path, options);
+    let below = vec![b'b'; 99];
+    let at = vec![b'a'; 100];
+    let above = vec![b'x'; 5000];
+    let put = |key: &[u8], value: &[u8]| {
+        // SAFETY: a live handle and valid buffers.
+        let code = unsafe {
+            riptide_put(db, std::ptr::null(), key.as_ptr(), key.len(), value.as_ptr(), value.len(), null_mut())
+        };
+        assert_eq!(code, RIPTIDE_OK);
+    };
+    // Values under the threshold stay in the tables...
+    put(b"below", &below);
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { riptide_flush(db, null_mut()) }, RIPTIDE_OK);
+    assert_eq!(blob_files(&path), Vec::<String>::new());
+    // ...one of exactly the threshold goes to a blob file, as does a larger one.
+    put(b"at", &at);
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { riptide_flush(db, null_mut()) }, RIPTIDE_OK);
+    assert_eq!(blob_files(&path).len(), 1);
+    put(b"above", &above);
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { riptide_flush(db, null_mut()) }, RIPTIDE_OK);
+    assert_eq!(blob_files(&path).len(), 2);
+    for (key, value) in [(&b"below"[..], &below), (b"at", &at), (b"above", &above)] {
+        assert_eq!(get(db, key).as_ref(), Some(value));
+    }
+    // SAFETY: a live handle.
+    assert_eq!(unsafe { riptide_close(db, null_mut()) }, RIPTIDE_OK);
+    let db = open_at(&path, options);
+    for (key, value) in [(&b"below"[..], &below), (b"at", &at), (b"above", &above)] {
+        assert_eq!(get(db, key).as_ref(), Some(value));
+    }
+    // SAFETY: live handles.
+    unsafe {
+        assert_eq!(riptide_close(db, null_mut()), RIPTIDE_OK);
+        // 0 turns separation off again; ranges are checked by validation.
+        assert_eq!(riptide_options_set_min_blob_size_bytes(options, 0, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_validate(options, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_blob_garbage_collection_ratio(options, 1.5, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_validate(options, null_mut()), RIPTIDE_INVALID_ARGUMENT);
+        assert_eq!(riptide_options_destroy(options), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_min_blob_size_bytes(options, 100, null_mut()), RIPTIDE_MISUSE);
+    }
+}
+
+#[test]
+fn a_column_family_with_the_blob_option_separates_its_values_alone() {
+    use riptide::family::*;
+    let dir = tempfile::tempdir().unwrap();
+    let db = open(dir.path());
+    let path = dir.path().join("db");
+    let (mut options, mut cf, mut text) = (null_mut(), null_mut(), null_mut());
+    let large = vec![b'v'; 1000];
+    // SAFETY: every pointer passed is valid for the call.
+    unsafe {
+        assert_eq!(riptide_cf_options_create(&mut options, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_set_min_blob_size_bytes(options, 512, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_set_blob_garbage_collection_ratio(options, 0.75, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_set_blob_garbage_collection_age_cutoff(options, 0.1, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_set_blob_file_size_bytes(options, 1 << 20, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_describe(options, &mut text, null_mut()), RIPTIDE_OK);
+        let described = std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned();
+        riptide::memory::riptide_free(text.cast());
+        for field in [
+            "min_blob_size_bytes: Some(512)",
+            "blob_garbage_collection_ratio: 0.75",
+            "blob_garbage_collection_age_cutoff: 0.1",
+            "blob_file_size_bytes: 1048576",
+        ] {
+            assert!(described.contains(field), "{field} in {described}");
+        }
+        let name = CString::new("blobs").unwrap();
+        assert_eq!(riptide_create_column_family(db, name.as_ptr(), options, &mut cf, null_mut()), RIPTIDE_OK);
+        // The default column family keeps large values in its tables.
+        assert_eq!(
+            riptide_put(db, std::ptr::null(), b"k".as_ptr(), 1, large.as_ptr(), large.len(), null_mut()),
+            RIPTIDE_OK
+        );
+        assert_eq!(riptide_flush(db, null_mut()), RIPTIDE_OK);
+        assert_eq!(blob_files(&path).len(), 0);
+        let code = riptide_put_cf(db, std::ptr::null(), cf, b"k".as_ptr(), 1, large.as_ptr(), large.len(), null_mut());
+        assert_eq!(code, RIPTIDE_OK);
+        assert_eq!(riptide_flush(db, null_mut()), RIPTIDE_OK);
+        assert_eq!(blob_files(&path).len(), 1);
+        let (mut value, mut len) = (null_mut(), 0);
+        let code = riptide_get_cf(db, std::ptr::null(), cf, b"k".as_ptr(), 1, &mut value, &mut len, null_mut());
+        assert_eq!(code, RIPTIDE_OK);
+        assert_eq!(std::slice::from_raw_parts(value, len), &large[..]);
+        riptide::memory::riptide_free(value.cast());
+        assert_eq!(riptide_cf_options_set_blob_file_size_bytes(options, 100, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_validate(options, null_mut()), RIPTIDE_INVALID_ARGUMENT);
+        assert_eq!(riptide_cf_destroy(cf), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_destroy(options), RIPTIDE_OK);
+        assert_eq!(riptide_close(db, null_mut()), RIPTIDE_OK);
+    }
+}

@@ -278,6 +278,75 @@ pub unsafe extern "C" fn riptide_options_set_comparator(
     })
 }
 
+/// Key-value separation: values of at least this many bytes are written to blob files at flush
+/// and the table keeps a small reference to each ("Blob files" in `docs/architecture.md`); 0
+/// turns it off. Default 0 (off).
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_min_blob_size_bytes(
+    options: *mut riptide_options_t,
+    value: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.min_blob_size_bytes = (value > 0).then_some(value);
+        Ok(())
+    })
+}
+
+/// Share of a blob file's bytes that must be garbage before compactions move its live values
+/// into a new blob file, between 0 and 1. Default 0.5.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_blob_garbage_collection_ratio(
+    options: *mut riptide_options_t,
+    value: f64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.blob_garbage_collection_ratio = value;
+        Ok(())
+    })
+}
+
+/// Share of the blob files, the oldest by number, whose live values compactions also move
+/// whatever their garbage, between 0 and 1. Default 0 (off).
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_blob_garbage_collection_age_cutoff(
+    options: *mut riptide_options_t,
+    value: f64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.blob_garbage_collection_age_cutoff = value;
+        Ok(())
+    })
+}
+
+/// Size at which a compaction starts a new blob file for the values it moves (at least 4096).
+/// Default 256 MiB.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_blob_file_size_bytes(
+    options: *mut riptide_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.blob_file_size_bytes = value;
+        Ok(())
+    })
+}
+
 /// Size at which the active memtable is frozen and flushed. Default 64 MiB.
 ///
 /// # Safety
@@ -546,6 +615,75 @@ pub unsafe extern "C" fn riptide_cf_options_set_comparator(
 ) -> riptide_code_t {
     set_cf(options, err, |options| {
         options.comparator = comparator(value)?;
+        Ok(())
+    })
+}
+
+/// Key-value separation: values of at least this many bytes are written to blob files at flush
+/// and the table keeps a small reference to each ("Blob files" in `docs/architecture.md`); 0
+/// turns it off. Default 0 (off).
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_min_blob_size_bytes(
+    options: *mut riptide_cf_options_t,
+    value: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.min_blob_size_bytes = (value > 0).then_some(value);
+        Ok(())
+    })
+}
+
+/// Share of a blob file's bytes that must be garbage before compactions move its live values
+/// into a new blob file, between 0 and 1. Default 0.5.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_blob_garbage_collection_ratio(
+    options: *mut riptide_cf_options_t,
+    value: f64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.blob_garbage_collection_ratio = value;
+        Ok(())
+    })
+}
+
+/// Share of the blob files, the oldest by number, whose live values compactions also move
+/// whatever their garbage, between 0 and 1. Default 0 (off).
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_blob_garbage_collection_age_cutoff(
+    options: *mut riptide_cf_options_t,
+    value: f64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.blob_garbage_collection_age_cutoff = value;
+        Ok(())
+    })
+}
+
+/// Size at which a compaction starts a new blob file for the values it moves (at least 4096).
+/// Default 256 MiB.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_blob_file_size_bytes(
+    options: *mut riptide_cf_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.blob_file_size_bytes = value;
         Ok(())
     })
 }

@@ -4,6 +4,7 @@
  * cargo-style "test result:" line and exits non-zero on any failure. */
 #include "riptide.h"
 
+#include <dirent.h>
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -164,11 +165,30 @@ static void test_options(void) {
     OK(riptide_options_set_max_value_size_bytes(o, 1 << 20, NULL));
     OK(riptide_options_set_max_batch_size_bytes(o, 16 << 20, NULL));
     OK(riptide_options_set_transaction_history_limit_bytes(o, 8 << 20, NULL));
+    OK(riptide_options_set_min_blob_size_bytes(o, 2048, NULL));
+    OK(riptide_options_set_blob_garbage_collection_ratio(o, 0.75, NULL));
+    OK(riptide_options_set_blob_garbage_collection_age_cutoff(o, 0.25, NULL));
+    OK(riptide_options_set_blob_file_size_bytes(o, 1 << 20, NULL));
     OK(riptide_options_validate(o, NULL));
     char *text = NULL;
     OK(riptide_options_describe(o, &text, NULL));
     CHECK(text && strstr(text, "memtable_size_bytes: 1048576") != NULL);
+    CHECK(text && strstr(text, "min_blob_size_bytes: Some(2048)") != NULL);
+    CHECK(text && strstr(text, "blob_garbage_collection_ratio: 0.75") != NULL);
+    CHECK(text && strstr(text, "blob_garbage_collection_age_cutoff: 0.25") != NULL);
+    CHECK(text && strstr(text, "blob_file_size_bytes: 1048576") != NULL);
     riptide_free(text);
+    /* 0 turns key-value separation off; the other blob fields' ranges are checked by validation. */
+    OK(riptide_options_set_min_blob_size_bytes(o, 0, NULL));
+    OK(riptide_options_describe(o, &text, NULL));
+    CHECK(text && strstr(text, "min_blob_size_bytes: None") != NULL);
+    riptide_free(text);
+    OK(riptide_options_set_blob_file_size_bytes(o, 100, NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_options_validate(o, &err));
+    CHECK(strstr(riptide_error_message(err), "blob_file_size_bytes") != NULL);
+    OK(riptide_error_free(err));
+    err = NULL;
+    OK(riptide_options_set_blob_file_size_bytes(o, 1 << 20, NULL));
     /* Validation reports a broken combination. */
     OK(riptide_options_set_level0_stop_writes_files(o, 2, NULL));
     EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_options_validate(o, &err));
@@ -196,10 +216,20 @@ static void test_options(void) {
     OK(riptide_cf_options_set_tombstone_compaction_ratio(c, 0.5, NULL));
     OK(riptide_cf_options_set_tombstone_compaction_min_entries(c, 100, NULL));
     OK(riptide_cf_options_set_compaction_priority(c, RIPTIDE_COMPACTION_PRIORITY_MIN_OVERLAPPING_RATIO, NULL));
+    OK(riptide_cf_options_set_min_blob_size_bytes(c, 4096, NULL));
+    OK(riptide_cf_options_set_blob_garbage_collection_ratio(c, 0.5, NULL));
+    OK(riptide_cf_options_set_blob_garbage_collection_age_cutoff(c, 0.125, NULL));
+    OK(riptide_cf_options_set_blob_file_size_bytes(c, 8 << 20, NULL));
     OK(riptide_cf_options_validate(c, NULL));
     OK(riptide_cf_options_describe(c, &text, NULL));
     CHECK(text && strstr(text, "riptide.reverse_bytewise") != NULL);
+    CHECK(text && strstr(text, "min_blob_size_bytes: Some(4096)") != NULL);
+    CHECK(text && strstr(text, "blob_garbage_collection_age_cutoff: 0.125") != NULL);
+    CHECK(text && strstr(text, "blob_file_size_bytes: 8388608") != NULL);
     riptide_free(text);
+    OK(riptide_cf_options_set_blob_garbage_collection_ratio(c, 1.5, NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_cf_options_validate(c, NULL));
+    OK(riptide_cf_options_set_blob_garbage_collection_ratio(c, 0.5, NULL));
     OK(riptide_cf_options_set_tombstone_compaction_ratio(c, 2.0, NULL));
     EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_cf_options_validate(c, NULL));
     OK(riptide_cf_options_destroy(c));
@@ -792,6 +822,85 @@ static void test_stats_and_maintenance(void) {
     OK(riptide_close(copy, NULL));
 }
 
+/* The number of files in dir whose names end in suffix (-1 when dir cannot be read). */
+static int count_files(const char *dir, const char *suffix) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int count = 0;
+    struct dirent *entry;
+    while ((entry = readdir(d)) != NULL) {
+        size_t len = strlen(entry->d_name), suffix_len = strlen(suffix);
+        if (entry->d_name[0] != '.' && len >= suffix_len && strcmp(entry->d_name + len - suffix_len, suffix) == 0)
+            count++;
+    }
+    closedir(d);
+    return count;
+}
+
+/* Values at or above min_blob_size_bytes go to blob files at flush, smaller ones stay in the
+ * tables; all read back, before and after a reopen; a column family's own option applies to it. */
+static void test_blob_files(void) {
+    char path[300];
+    new_path(path, sizeof path);
+    riptide_options_t *options = NULL;
+    OK(riptide_options_create(&options, NULL));
+    OK(riptide_options_set_min_blob_size_bytes(options, 100, NULL));
+    riptide_db_t *db = NULL;
+    OK(riptide_open(path, options, &db, NULL));
+    char below[99], at[100], above[4000];
+    memset(below, 'b', sizeof below);
+    memset(at, 'a', sizeof at);
+    memset(above, 'x', sizeof above);
+    OK(riptide_put(db, NULL, K("below"), (const uint8_t *)below, sizeof below, NULL));
+    OK(riptide_flush(db, NULL));
+    CHECK(count_files(path, ".blob") == 0);
+    OK(riptide_put(db, NULL, K("at"), (const uint8_t *)at, sizeof at, NULL));
+    OK(riptide_flush(db, NULL));
+    CHECK(count_files(path, ".blob") == 1);
+    OK(riptide_put(db, NULL, K("above"), (const uint8_t *)above, sizeof above, NULL));
+    OK(riptide_flush(db, NULL));
+    CHECK(count_files(path, ".blob") == 2);
+    for (int round = 0; round < 2; round++) {
+        const char *keys[3] = {"below", "at", "above"};
+        const char *values[3] = {below, at, above};
+        size_t lengths[3] = {sizeof below, sizeof at, sizeof above};
+        for (int i = 0; i < 3; i++) {
+            uint8_t *value = NULL;
+            size_t len = 0;
+            OK(riptide_get(db, NULL, K(keys[i]), &value, &len, NULL));
+            CHECK(value != NULL && len == lengths[i] && memcmp(value, values[i], len) == 0);
+            riptide_free(value);
+        }
+        OK(riptide_close(db, NULL));
+        db = NULL;
+        if (round == 0) OK(riptide_open(path, options, &db, NULL));
+    }
+    OK(riptide_options_destroy(options));
+
+    /* A column family separates its values by its own option; the default one keeps them. */
+    new_path(path, sizeof path);
+    db = open_db(path);
+    riptide_cf_options_t *cf_options = NULL;
+    OK(riptide_cf_options_create(&cf_options, NULL));
+    OK(riptide_cf_options_set_min_blob_size_bytes(cf_options, 1000, NULL));
+    riptide_cf_t *cf = NULL;
+    OK(riptide_create_column_family(db, "blobs", cf_options, &cf, NULL));
+    OK(riptide_put(db, NULL, K("k"), (const uint8_t *)above, sizeof above, NULL));
+    OK(riptide_flush(db, NULL));
+    CHECK(count_files(path, ".blob") == 0);
+    OK(riptide_put_cf(db, NULL, cf, K("k"), (const uint8_t *)above, sizeof above, NULL));
+    OK(riptide_flush(db, NULL));
+    CHECK(count_files(path, ".blob") == 1);
+    uint8_t *value = NULL;
+    size_t len = 0;
+    OK(riptide_get_cf(db, NULL, cf, K("k"), &value, &len, NULL));
+    CHECK(value != NULL && len == sizeof above && memcmp(value, above, len) == 0);
+    riptide_free(value);
+    OK(riptide_cf_destroy(cf));
+    OK(riptide_cf_options_destroy(cf_options));
+    OK(riptide_close(db, NULL));
+}
+
 /* Every misuse the header promises to catch, for every kind of handle. */
 static void test_misuse(void) {
     char path[300], path2[300];
@@ -1025,6 +1134,7 @@ int main(void) {
         {"transactions", test_transactions},
         {"two_phase_commit", test_two_phase_commit},
         {"stats_and_maintenance", test_stats_and_maintenance},
+        {"blob_files", test_blob_files},
         {"misuse", test_misuse},
         {"threads", test_threads},
     };
