@@ -33,25 +33,28 @@
  * are NUL-terminated (names in UTF-8). Booleans are uint8_t: 0 is false, anything else true.
  *
  * Who frees what. You destroy every handle you create or are given: riptide_close,
- * riptide_*_destroy, riptide_snapshot_release, riptide_pinnable_release, riptide_error_free
- * (each returns RIPTIDE_MISUSE the second time). Buffers the library returns (values, names,
- * texts) are malloc'ed: free them with riptide_free (which is free()); lists with
- * riptide_free_string_list / riptide_free_bytes_list. Zero-copy reads: a riptide_pinnable_t's
- * bytes are valid until riptide_pinnable_release; an iterator's key and value pointers are valid
- * until the iterator next moves or is destroyed. Error messages are valid until riptide_error_free.
+ * riptide_*_destroy, riptide_snapshot_release, riptide_pinnable_release,
+ * riptide_backup_engine_close, riptide_error_free (each returns RIPTIDE_MISUSE the second
+ * time). Buffers the library returns (values, names, texts) are malloc'ed: free them with
+ * riptide_free (which is free()); lists with riptide_free_string_list /
+ * riptide_free_bytes_list. Zero-copy reads: a riptide_pinnable_t's bytes are valid until
+ * riptide_pinnable_release; an iterator's key and value pointers are valid until the iterator
+ * next moves or is destroyed. Error messages are valid until riptide_error_free.
  *
- * Threads. Databases, column family handles, snapshots, options objects and errors may be used
- * from any number of threads at once. Transactions too, except that commit and rollback must not
- * race with other calls on the same transaction (they then return RIPTIDE_MISUSE and change
- * nothing). A batch is safe to share but its operations interleave. An iterator and the pointers
- * it returns belong to one thread at a time (concurrent calls are serialized, never undefined,
- * but move it under the other thread). riptide_close waits for the calls in flight on the
- * database, cancels manual compactions and makes new calls fail with RIPTIDE_MISUSE.
+ * Threads. Databases, column family handles, snapshots, options objects, backup engines and
+ * errors may be used from any number of threads at once. Transactions too, except that commit
+ * and rollback must not race with other calls on the same transaction (they then return
+ * RIPTIDE_MISUSE and change nothing). A batch is safe to share but its operations interleave. An
+ * iterator and the pointers it returns belong to one thread at a time (concurrent calls are
+ * serialized, never undefined, but move it under the other thread). riptide_close waits for the
+ * calls in flight on the database, cancels manual compactions and makes new calls fail with
+ * RIPTIDE_MISUSE.
  *
  * Compatibility. Structs filled by the library (riptide_stats_t, riptide_cf_stats_t,
  * riptide_range_stats_t) start with struct_size: set it to sizeof the struct; the library fills
- * only that many bytes, so new fields (always appended) never break older programs. Handles are
- * 64-bit values: the library builds only for 64-bit targets.
+ * only that many bytes, so new fields (always appended) never break older programs. Arrays the
+ * library fills (riptide_level_stats_t, riptide_backup_info_t) take the element size the same
+ * way. Handles are 64-bit values: the library builds only for 64-bit targets.
  */
 
 
@@ -144,6 +147,9 @@
 // From 95 %: writes wait until memory is freed.
 #define RIPTIDE_MEMORY_PRESSURE_CRITICAL 3
 
+// A backup engine: one backup directory's incremental backups of databases.
+typedef struct riptide_backup_engine_t riptide_backup_engine_t;
+
 // A write batch: puts and deletes applied atomically by `riptide_write`.
 typedef struct riptide_batch_t riptide_batch_t;
 
@@ -185,6 +191,19 @@ typedef struct riptide_writeoptions_t riptide_writeoptions_t;
 
 // A result code: `RIPTIDE_OK` (0) or one of the error codes below.
 typedef int32_t riptide_code_t;
+
+// What a backup holds, as `riptide_backup_engine_list_backups` reports it. Made of 64-bit
+// fields only; new fields are appended (the caller passes `sizeof(riptide_backup_info_t)`).
+typedef struct {
+  // The backup's id, increasing from 1.
+  uint64_t id;
+  // When the backup was taken, in seconds since the Unix epoch.
+  uint64_t timestamp_secs;
+  // Bytes of its files (a shared table or blob file counted in every backup that holds it).
+  uint64_t size_bytes;
+  // Files in the backup.
+  uint64_t file_count;
+} riptide_backup_info_t;
 
 // Database-wide statistics (cumulative counters since open, and current sizes). Set
 // `struct_size` to `sizeof(riptide_stats_t)` before calling `riptide_get_stats`.
@@ -449,6 +468,81 @@ uint32_t riptide_version(void);
 
 // A static, NUL-terminated description of the library: "riptide <crate version> (ABI <major>)".
 const char *riptide_version_string(void);
+
+// Opens the backup directory `path_name`, creating it (and its parents) when missing, and
+// removes what an interrupted backup left in it. Open one engine per backup directory at a
+// time (across processes too): the directory is not locked. Close with
+// `riptide_backup_engine_close`.
+//
+// # Safety
+// `path_name` must be a NUL-terminated string; `out_engine` valid for a write; `err` NULL or a
+// `riptide_error_t *` variable.
+riptide_code_t riptide_backup_engine_open(const char *path_name,
+                                          riptide_backup_engine_t **out_engine,
+                                          riptide_error_t **err);
+
+// Closes a backup engine; a call in flight on it finishes first. Backups stay in the
+// directory. `RIPTIDE_MISUSE` for NULL or a second close.
+riptide_code_t riptide_backup_engine_close(riptide_backup_engine_t *engine);
+
+// Backs up `db` as a new backup (a checkpoint of it, taken while reads and writes go on) and
+// stores its id in `*out_backup_id`. Tables and blob files the directory already holds are not
+// copied again; everything is synced before the call returns. `RIPTIDE_BUSY` while a prepared
+// transaction is undecided (as `riptide_checkpoint`). A failed backup leaves no backup behind.
+//
+// # Safety
+// `out_backup_id` must be valid for a write; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_backup_engine_create_backup(const riptide_backup_engine_t *engine,
+                                                   const riptide_db_t *db,
+                                                   uint64_t *out_backup_id,
+                                                   riptide_error_t **err);
+
+// Lists the backups, oldest first: `*out_count` receives their number, and the first
+// `min(capacity, count)` are written to `backups`, an array of elements of `element_size` bytes
+// (pass `sizeof(riptide_backup_info_t)`). `backups` may be NULL when `capacity` is 0, to learn
+// the count; when `*out_count` is larger than `capacity`, call again with a larger array.
+//
+// # Safety
+// `backups` must be valid for `capacity * element_size` bytes of writes; `out_count` valid for
+// a write; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_backup_engine_list_backups(const riptide_backup_engine_t *engine,
+                                                  riptide_backup_info_t *backups,
+                                                  size_t capacity,
+                                                  size_t element_size,
+                                                  size_t *out_count,
+                                                  riptide_error_t **err);
+
+// Reads every file of backup `backup_id` and checks its size and checksum:
+// `RIPTIDE_CORRUPTION` naming the first damaged file, `RIPTIDE_INVALID_ARGUMENT` when there is
+// no such backup.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_backup_engine_verify_backup(const riptide_backup_engine_t *engine,
+                                                   uint64_t backup_id,
+                                                   riptide_error_t **err);
+
+// Restores backup `backup_id` into `target_path`, a directory that must not exist
+// (`RIPTIDE_INVALID_ARGUMENT` if it does, or if there is no such backup), checking every file's
+// size and checksum as it copies (`RIPTIDE_CORRUPTION` naming a damaged one). A failed restore
+// removes what it wrote. Open the result with `riptide_open` and the options of the database
+// that was backed up.
+//
+// # Safety
+// `target_path` must be a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_backup_engine_restore(const riptide_backup_engine_t *engine,
+                                             uint64_t backup_id,
+                                             const char *target_path,
+                                             riptide_error_t **err);
+
+// Deletes backup `backup_id` (durably), then its files that no other backup holds.
+// `RIPTIDE_INVALID_ARGUMENT` when there is no such backup.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_backup_engine_delete_backup(const riptide_backup_engine_t *engine,
+                                                   uint64_t backup_id,
+                                                   riptide_error_t **err);
 
 // Creates an empty batch; destroy with `riptide_batch_destroy`.
 //

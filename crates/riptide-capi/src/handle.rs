@@ -46,10 +46,11 @@ pub(crate) enum Kind {
     Transaction = 11,
     Pinnable = 12,
     Error = 13,
+    BackupEngine = 14,
 }
 
 impl Kind {
-    const ALL: [Kind; 13] = [
+    const ALL: [Kind; 14] = [
         Kind::Options,
         Kind::CfOptions,
         Kind::ReadOptions,
@@ -63,6 +64,7 @@ impl Kind {
         Kind::Transaction,
         Kind::Pinnable,
         Kind::Error,
+        Kind::BackupEngine,
     ];
 
     /// The C type name, for error messages.
@@ -81,6 +83,7 @@ impl Kind {
             Kind::Transaction => "riptide_txn_t",
             Kind::Pinnable => "riptide_pinnable_t",
             Kind::Error => "riptide_error_t",
+            Kind::BackupEngine => "riptide_backup_engine_t",
         }
     }
 

@@ -10,12 +10,14 @@
 //!
 //! Modules by concern: `handle` (the registry), `error` (codes and the entry guard), `memory`
 //! (arguments read from C and buffers handed to it), `options`, `db` (open, close, reads,
-//! writes, column families, maintenance), `batch`, `iterator`, `snapshot`, `txn` and `stats`.
+//! writes, column families, maintenance), `batch`, `iterator`, `snapshot`, `txn`, `stats` and
+//! `backup`.
 //!
 //! Invariant: no exported function dereferences a handle value; the only pointers it
 //! dereferences are the caller's byte buffers, C strings and out-parameters, whose validity
 //! is the caller's part of the contract (stated in the header).
 
+pub mod backup;
 pub mod batch;
 pub mod db;
 pub mod error;
@@ -108,6 +110,12 @@ pub struct riptide_txn_t {
 /// A value read without a copy in the ABI, held until `riptide_pinnable_release`.
 #[allow(non_camel_case_types)]
 pub struct riptide_pinnable_t {
+    _opaque: [u8; 0],
+}
+
+/// A backup engine: one backup directory's incremental backups of databases.
+#[allow(non_camel_case_types)]
+pub struct riptide_backup_engine_t {
     _opaque: [u8; 0],
 }
 

@@ -247,7 +247,7 @@ pub struct riptide_range_stats_t {
 ///
 /// # Safety
 /// `target` must be valid for `size` bytes of writes; `T` must have no padding.
-unsafe fn copy_prefix<T: Copy>(value: &T, target: *mut u8, size: usize) -> usize {
+pub(crate) unsafe fn copy_prefix<T: Copy>(value: &T, target: *mut u8, size: usize) -> usize {
     let count = size.min(std::mem::size_of::<T>());
     // SAFETY: `value` is `count` readable bytes without padding; `target` is writable.
     unsafe { std::ptr::copy_nonoverlapping((value as *const T).cast::<u8>(), target, count) };

@@ -901,6 +901,138 @@ static void test_blob_files(void) {
     OK(riptide_close(db, NULL));
 }
 
+/* Flips one bit of the middle byte of the first file readdir lists in dir (named in victim); 0 on success. */
+static int corrupt_first_file(const char *dir, char *victim, size_t size) {
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    struct dirent *entry;
+    int status = -1;
+    while ((entry = readdir(d)) != NULL) {
+        if (entry->d_name[0] == '.') continue;
+        snprintf(victim, size, "%s/%s", dir, entry->d_name);
+        FILE *file = fopen(victim, "r+b");
+        if (!file) break;
+        if (fseek(file, 0, SEEK_END) == 0) {
+            long middle = ftell(file) / 2;
+            int byte = fseek(file, middle, SEEK_SET) == 0 ? fgetc(file) : EOF;
+            if (byte != EOF && fseek(file, middle, SEEK_SET) == 0 && fputc(byte ^ 0x40, file) != EOF) status = 0;
+        }
+        if (fclose(file) != 0) status = -1;
+        break;
+    }
+    closedir(d);
+    return status;
+}
+
+/* Backups: create (two, the second incremental), list, verify, restore into a fresh directory
+ * and read every key back, damage found by verify and restore, delete, and bad arguments. */
+static void test_backups(void) {
+    char path[300], backups[300], restored[300], damaged[300], victim[600], key[32], value[64];
+    new_path(path, sizeof path);
+    new_path(backups, sizeof backups);
+    new_path(restored, sizeof restored);
+    new_path(damaged, sizeof damaged);
+    riptide_db_t *db = open_db(path);
+    for (int i = 0; i < 2000; i++) {
+        snprintf(key, sizeof key, "key%05d", i);
+        snprintf(value, sizeof value, "value-%d", i);
+        OK(riptide_put(db, NULL, (const uint8_t *)key, strlen(key), (const uint8_t *)value, strlen(value), NULL));
+        if (i == 1500) OK(riptide_flush(db, NULL)); /* the rest only in the log */
+    }
+    riptide_backup_engine_t *engine = NULL;
+    riptide_error_t *err = NULL;
+    uint64_t first = 0, second = 0;
+    OK(riptide_backup_engine_open(backups, &engine, NULL));
+    OK(riptide_backup_engine_create_backup(engine, db, &first, NULL));
+    OK(riptide_put(db, NULL, K("after-the-first"), K("yes"), NULL));
+    OK(riptide_backup_engine_create_backup(engine, db, &second, NULL));
+    CHECK(first == 1 && second == 2);
+    OK(riptide_close(db, NULL));
+
+    /* List: the count alone, a short array, a full one, an older (shorter) element. */
+    size_t count = 99;
+    OK(riptide_backup_engine_list_backups(engine, NULL, 0, sizeof(riptide_backup_info_t), &count, NULL));
+    CHECK(count == 2);
+    riptide_backup_info_t infos[3];
+    memset(infos, 0xee, sizeof infos);
+    OK(riptide_backup_engine_list_backups(engine, infos, 1, sizeof infos[0], &count, NULL));
+    CHECK(count == 2 && infos[0].id == 1 && infos[1].id == 0xeeeeeeeeeeeeeeeeull);
+    OK(riptide_backup_engine_list_backups(engine, infos, 3, sizeof infos[0], &count, NULL));
+    CHECK(count == 2 && infos[0].id == 1 && infos[1].id == 2);
+    CHECK(infos[2].id == 0xeeeeeeeeeeeeeeeeull);
+    for (int i = 0; i < 2; i++)
+        CHECK(infos[i].file_count >= 3 && infos[i].size_bytes > 0 && infos[i].timestamp_secs > 1700000000u);
+    uint64_t older[2][2];
+    memset(older, 0xee, sizeof older);
+    OK(riptide_backup_engine_list_backups(engine, (riptide_backup_info_t *)older, 2, sizeof older[0], &count, NULL));
+    CHECK(older[0][0] == 1 && older[1][0] == 2 && older[1][1] == infos[1].timestamp_secs);
+
+    /* Verify, restore, open the copy and read every key: exactly what the first backup held. */
+    OK(riptide_backup_engine_verify_backup(engine, first, NULL));
+    OK(riptide_backup_engine_verify_backup(engine, second, NULL));
+    OK(riptide_backup_engine_restore(engine, first, restored, NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_backup_engine_restore(engine, first, restored, &err));
+    CHECK(strstr(riptide_error_message(err), "exists") != NULL);
+    riptide_db_t *copy = open_db(restored);
+    for (int i = 0; i < 2000; i++) {
+        snprintf(key, sizeof key, "key%05d", i);
+        snprintf(value, sizeof value, "value-%d", i);
+        expect_value(copy, NULL, key, value);
+    }
+    expect_value(copy, NULL, "after-the-first", NULL);
+    OK(riptide_close(copy, NULL));
+
+    /* Unknown ids are typed errors and change nothing. */
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_backup_engine_verify_backup(engine, 42, &err));
+    CHECK(riptide_error_code(err) == RIPTIDE_INVALID_ARGUMENT && strstr(riptide_error_message(err), "42") != NULL);
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_backup_engine_restore(engine, 42, damaged, &err));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_backup_engine_delete_backup(engine, 42, &err));
+    CHECK(access(damaged, F_OK) != 0);
+
+    /* One changed byte in a stored table: verify and restore report it, naming the file. */
+    char shared[320];
+    snprintf(shared, sizeof shared, "%s/shared", backups);
+    CHECK(corrupt_first_file(shared, victim, sizeof victim) == 0);
+    const char *name = strrchr(victim, '/') ? strrchr(victim, '/') + 1 : victim;
+    EXPECT(RIPTIDE_CORRUPTION, riptide_backup_engine_verify_backup(engine, first, &err));
+    CHECK(riptide_error_code(err) == RIPTIDE_CORRUPTION && strstr(riptide_error_message(err), name) != NULL);
+    EXPECT(RIPTIDE_CORRUPTION, riptide_backup_engine_restore(engine, first, damaged, &err));
+    CHECK(access(damaged, F_OK) != 0); /* a failed restore leaves nothing */
+
+    /* Delete: the second backup goes, the first stays listed. */
+    OK(riptide_backup_engine_delete_backup(engine, second, NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_backup_engine_delete_backup(engine, second, NULL));
+    OK(riptide_backup_engine_list_backups(engine, infos, 3, sizeof infos[0], &count, NULL));
+    CHECK(count == 1 && infos[0].id == 1);
+
+    /* Bad arguments: NULL, wrong-kind and closed handles, NULL paths and out-parameters. */
+    riptide_backup_engine_t *other = NULL;
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_open(NULL, &other, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_open(backups, NULL, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_create_backup(engine, NULL, &second, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_create_backup(engine, db, &second, &err)); /* closed */
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_create_backup(NULL, copy, &second, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_verify_backup((riptide_backup_engine_t *)copy, 1, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_list_backups(engine, NULL, 0, sizeof infos[0], NULL, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_list_backups(engine, NULL, 2, sizeof infos[0], &count, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_list_backups(engine, infos, 2, 0, &count, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_restore(engine, first, NULL, &err));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_delete_backup(NULL, first, &err));
+    OK(riptide_error_free(err));
+    /* A backup directory under a plain file is an I/O error with errno. */
+    char under_file[620];
+    snprintf(under_file, sizeof under_file, "%s/x", victim);
+    err = NULL;
+    riptide_code_t code = riptide_backup_engine_open(under_file, &other, &err);
+    CHECK(code == RIPTIDE_IO && other == NULL);
+    if (code == RIPTIDE_IO) CHECK(riptide_error_os_code(err) != 0);
+    OK(riptide_error_free(err));
+    OK(riptide_backup_engine_close(engine));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_close(engine));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_close(NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_backup_engine_verify_backup(engine, first, NULL));
+}
+
 /* Every misuse the header promises to catch, for every kind of handle. */
 static void test_misuse(void) {
     char path[300], path2[300];
@@ -1135,6 +1267,7 @@ int main(void) {
         {"two_phase_commit", test_two_phase_commit},
         {"stats_and_maintenance", test_stats_and_maintenance},
         {"blob_files", test_blob_files},
+        {"backups", test_backups},
         {"misuse", test_misuse},
         {"threads", test_threads},
     };
