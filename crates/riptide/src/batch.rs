@@ -3,11 +3,12 @@
 //! A [`WriteBatch`] keeps its records in their final encoded form (`rep`), so the very same
 //! bytes are appended to the write-ahead log and later replayed into the memtable; nothing is
 //! re-encoded on the write path. The byte layout is documented in `docs/format/write_batch.md`
-//! (format version 2): an 8-byte little-endian base sequence number, a 4-byte little-endian
+//! (format version 3): an 8-byte little-endian base sequence number, a 4-byte little-endian
 //! record count, then the records, each a kind byte, a column family id (only for the
-//! column-family kinds), a length-prefixed key and, for puts only, a length-prefixed value.
-//! Records of the default column family use the version-1 kinds, so a batch that names no
-//! other column family is byte-for-byte a version-1 batch.
+//! column-family kinds), a length-prefixed key and, for puts only, a length-prefixed value
+//! (for range deletes, the length-prefixed end key). Records of the default column family use
+//! the version-1 kinds, so a batch that names no other column family and holds no range delete
+//! is byte-for-byte a version-1 batch.
 //!
 //! Concurrency contract: a batch is a plain value with no interior mutability. It is `Send` and
 //! `Sync`; mutation needs `&mut`, so a batch is built by one thread and then handed over (to the
@@ -43,6 +44,11 @@ const RECORD_PUT: u8 = 1;
 const RECORD_COLUMN_FAMILY_DELETE: u8 = 2;
 /// Record kind: a put in the column family whose id follows as a varint.
 const RECORD_COLUMN_FAMILY_PUT: u8 = 3;
+/// Record kind: a range delete in the default column family: the start key, then the end key
+/// (exclusive) where a put has its value. Format version 3.
+const RECORD_RANGE_DELETE: u8 = 4;
+/// Record kind: a range delete in the column family whose id follows as a varint.
+const RECORD_COLUMN_FAMILY_RANGE_DELETE: u8 = 5;
 
 /// The id of the default column family, which always exists.
 pub(crate) const DEFAULT_COLUMN_FAMILY_ID: u32 = 0;
@@ -73,11 +79,14 @@ pub struct WriteBatch {
 
 /// What a record in a [`WriteBatch`] does.
 #[derive(Clone, Copy, Debug, PartialEq, Eq, Hash)]
+#[non_exhaustive]
 pub enum BatchOp {
     /// Sets the key to the value.
     Put,
     /// Removes the key.
     Delete,
+    /// Removes every key from the record's key (inclusive) to its value (exclusive).
+    DeleteRange,
 }
 
 /// One record of a [`WriteBatch`], borrowed from the batch.
@@ -105,7 +114,7 @@ impl<'a> BatchEntry<'a> {
         self.key
     }
 
-    /// The value of a put; empty for a delete.
+    /// The value of a put, the end key (exclusive) of a range delete; empty for a delete.
     pub fn value(&self) -> &'a [u8] {
         self.value
     }
@@ -123,6 +132,7 @@ impl<'a> Iterator for BatchIter<'a> {
     fn next(&mut self) -> Option<BatchEntry<'a>> {
         let entry = self.entries.next()?;
         let kind = match entry.kind {
+            _ if entry.range_delete => BatchOp::DeleteRange,
             // Batches never hold blob references (`from_data` decodes puts and deletes only);
             // a reference would be a put of its own bytes.
             ValueKind::Put | ValueKind::BlobIndex => BatchOp::Put,
@@ -149,10 +159,14 @@ impl<'a> IntoIterator for &'a WriteBatch {
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct RecordRef<'a> {
     pub(crate) column_family_id: u32,
+    /// `Delete` for a range delete too (see `range_delete`).
     pub(crate) kind: ValueKind,
+    /// The key; the start key of a range delete.
     pub(crate) key: &'a [u8],
-    /// Empty for a delete.
+    /// Empty for a delete; the end key (exclusive) of a range delete.
     pub(crate) value: &'a [u8],
+    /// True for a range delete of `[key, value)`.
+    pub(crate) range_delete: bool,
 }
 
 /// The crate's iterator over a batch's records; the value is empty for a delete. The batch has been validated, so decoding cannot fail; should it ever meet bytes it
@@ -181,6 +195,7 @@ impl<'a> Iterator for BatchEntries<'a> {
                     kind: record.kind,
                     key: record.key,
                     value: record.value,
+                    range_delete: record.range_delete,
                 })
             }
             Err(_) => {
@@ -202,6 +217,7 @@ struct DecodedRecord<'a> {
     kind: ValueKind,
     key: &'a [u8],
     value: &'a [u8],
+    range_delete: bool,
     /// Encoded size of the record, so the caller can step to the next one.
     length_bytes: usize,
 }
@@ -212,10 +228,11 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
     let Some(&kind_byte) = input.first() else {
         return Err((0, "record kind byte missing".to_string()));
     };
+    let range_delete = matches!(kind_byte, RECORD_RANGE_DELETE | RECORD_COLUMN_FAMILY_RANGE_DELETE);
     let (kind, names_column_family) = match kind_byte {
-        RECORD_DELETE => (ValueKind::Delete, false),
+        RECORD_DELETE | RECORD_RANGE_DELETE => (ValueKind::Delete, false),
         RECORD_PUT => (ValueKind::Put, false),
-        RECORD_COLUMN_FAMILY_DELETE => (ValueKind::Delete, true),
+        RECORD_COLUMN_FAMILY_DELETE | RECORD_COLUMN_FAMILY_RANGE_DELETE => (ValueKind::Delete, true),
         RECORD_COLUMN_FAMILY_PUT => (ValueKind::Put, true),
         _ => return Err((0, format!("unknown record kind {kind_byte}"))),
     };
@@ -243,7 +260,7 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
     }
     length_bytes += key_length_bytes;
     let mut value: &[u8] = &[];
-    if kind == ValueKind::Put {
+    if kind == ValueKind::Put || range_delete {
         let after_key = input.get(length_bytes..).unwrap_or_default();
         let Some((decoded_value, value_length_bytes)) = get_length_prefixed(after_key) else {
             return Err((length_bytes, "value length is malformed or runs past the end of the batch".to_string()));
@@ -254,7 +271,7 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
         value = decoded_value;
         length_bytes += value_length_bytes;
     }
-    Ok(DecodedRecord { column_family_id, kind, key, value, length_bytes })
+    Ok(DecodedRecord { column_family_id, kind, key, value, range_delete, length_bytes })
 }
 
 /// True when a length-prefixed string of `total_bytes` (prefix included) used the shortest
@@ -295,6 +312,26 @@ impl WriteBatch {
     /// Adds a record that removes `key` from `column_family`.
     pub fn delete_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8]) {
         self.delete_in(column_family.id(), key);
+    }
+
+    /// Adds a record that removes every key from `start` (inclusive) to `end` (exclusive) from
+    /// the default column family, in its key order. A range whose start is not below its end
+    /// removes nothing. [`crate::Db::write`] rejects keys longer than the key size limit.
+    pub fn delete_range(&mut self, start: &[u8], end: &[u8]) {
+        self.delete_range_in(DEFAULT_COLUMN_FAMILY_ID, start, end);
+    }
+
+    /// Adds a record that removes every key in `[start, end)` from `column_family`.
+    pub fn delete_range_cf(&mut self, column_family: &crate::ColumnFamily, start: &[u8], end: &[u8]) {
+        self.delete_range_in(column_family.id(), start, end);
+    }
+
+    pub(crate) fn delete_range_in(&mut self, column_family_id: u32, start: &[u8], end: &[u8]) {
+        self.push_kind(column_family_id, RECORD_RANGE_DELETE, RECORD_COLUMN_FAMILY_RANGE_DELETE);
+        put_length_prefixed(&mut self.rep, start);
+        put_length_prefixed(&mut self.rep, end);
+        self.max_key_bytes = self.max_key_bytes.max(start.len()).max(end.len());
+        self.add_to_count(1);
     }
 
     pub(crate) fn put_in(&mut self, column_family_id: u32, key: &[u8], value: &[u8]) {
@@ -417,7 +454,12 @@ impl WriteBatch {
                 corruption(position + within, format!("record {decoded_count}: {reason}"))
             })?;
             max_key_bytes = max_key_bytes.max(record.key.len());
-            max_value_bytes = max_value_bytes.max(record.value.len());
+            if record.range_delete {
+                // A range delete's second string is its end key.
+                max_key_bytes = max_key_bytes.max(record.value.len());
+            } else {
+                max_value_bytes = max_value_bytes.max(record.value.len());
+            }
             has_column_family_records |= record.column_family_id != DEFAULT_COLUMN_FAMILY_ID;
             position += record.length_bytes;
             decoded_count += 1;
@@ -622,6 +664,37 @@ mod tests {
         ]
         .concat();
         assert_eq!(batch.data(), &expected[..]);
+    }
+
+    #[test]
+    fn range_deletes_encode_as_documented_and_round_trip() {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(b"a", b"cc");
+        batch.delete_range_in(7, b"", b"z");
+        assert_eq!(batch.max_key_bytes(), 2);
+        assert_eq!(batch.max_value_bytes(), 0, "an end key is no value");
+        let expected: Vec<u8> =
+            [&[0u8; 8][..], &[2, 0, 0, 0], &[4, 1, b'a', 2, b'c', b'c'], &[5, 7, 0, 1, b'z']].concat();
+        assert_eq!(batch.data(), &expected[..]);
+        let decoded = WriteBatch::from_data(batch.data().to_vec(), &path(), 0).expect("valid batch");
+        assert_eq!(decoded.max_key_bytes(), 2);
+        assert_eq!(decoded.max_value_bytes(), 0);
+        let public: Vec<(u32, BatchOp, &[u8], &[u8])> =
+            decoded.iter().map(|e| (e.column_family_id(), e.kind(), e.key(), e.value())).collect();
+        assert_eq!(
+            public,
+            vec![(0, BatchOp::DeleteRange, &b"a"[..], &b"cc"[..]), (7, BatchOp::DeleteRange, &b""[..], &b"z"[..])]
+        );
+        assert!(decoded.entries().all(|record| record.range_delete && record.kind == ValueKind::Delete));
+        // A range delete without its end key is damage.
+        let mut truncated = [&[0u8; 8][..], &[1, 0, 0, 0], &[4, 1, b'a']].concat();
+        assert!(WriteBatch::from_data(truncated.clone(), &path(), 0).is_err());
+        truncated.extend_from_slice(&[1, b'b']);
+        assert!(WriteBatch::from_data(truncated, &path(), 0).is_ok());
+        let mut plain = WriteBatch::new();
+        plain.put(b"k", b"v");
+        plain.append(&batch);
+        assert_eq!(plain.iter().filter(|e| e.kind() == BatchOp::DeleteRange).count(), 2);
     }
 
     #[test]

@@ -461,7 +461,8 @@ pub mod encode {
         for (column_family_id, kind, key, value) in records {
             match kind {
                 BatchOp::Put => batch.put_in(*column_family_id, key, value),
-                BatchOp::Delete => batch.delete_in(*column_family_id, key),
+                BatchOp::DeleteRange => batch.delete_range_in(*column_family_id, key, value),
+                _ => batch.delete_in(*column_family_id, key),
             }
         }
         batch.data().to_vec()
@@ -507,6 +508,7 @@ pub mod encode {
                     num_entries: 1,
                     num_deletions: 0,
                     blob_references: Vec::new(),
+                    range_tombstones_applied_through: 0,
                 },
             ));
         }

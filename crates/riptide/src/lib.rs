@@ -39,6 +39,7 @@ mod key;
 mod memory_charge;
 mod memtable;
 mod options;
+mod range_tombstone;
 mod snapshot;
 mod sstable;
 mod sync;

@@ -1,5 +1,6 @@
-//! Model test: random puts, deletes, batches, gets, iterations and snapshots against a
-//! `BTreeMap`, with flushes, compactions and reopens mixed in. Every answer is compared.
+//! Model test: random puts, deletes, range deletes, batches, gets, iterations and snapshots
+//! against a `BTreeMap`, with flushes, compactions and reopens mixed in. Every answer is
+//! compared.
 
 mod common;
 
@@ -77,7 +78,15 @@ fn run(seed: u64, steps: usize, mut options: Options) {
     for _ in 0..steps {
         version += 1;
         match rng.gen_range(0..100) {
-            0..=39 => {
+            0..=2 => {
+                // A range delete, now and then over most of the key space.
+                let start = rng.gen_range(0..400);
+                let span = if rng.gen_bool(0.1) { rng.gen_range(0..400) } else { rng.gen_range(0..40) };
+                let (start_key, end_key) = (key(start), key(start + span));
+                db.delete_range(&start_key, &end_key).expect("delete_range");
+                model.retain(|k, _| !(k.as_slice() >= start_key.as_slice() && k.as_slice() < end_key.as_slice()));
+            }
+            3..=39 => {
                 let n = rng.gen_range(0..400);
                 let v = value(n, version, rng.gen_range(0..120));
                 db.put(&key(n), &v).expect("put");
@@ -96,6 +105,12 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                         let v = value(n, version, rng.gen_range(0..60));
                         batch.put(&key(n), &v);
                         model.insert(key(n), v);
+                    } else if rng.gen_bool(0.1) {
+                        let (start_key, end_key) = (key(n), key(n + rng.gen_range(0..20)));
+                        batch.delete_range(&start_key, &end_key);
+                        model.retain(|k, _| {
+                            !(k.as_slice() >= start_key.as_slice() && k.as_slice() < end_key.as_slice())
+                        });
                     } else {
                         batch.delete(&key(n));
                         model.remove(&key(n));

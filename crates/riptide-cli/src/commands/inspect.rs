@@ -86,6 +86,9 @@ fn inspect_wal(file: &Path, entries: bool, style: Style, output: &mut Output) ->
                             riptide::internals::inspect::EntryKind::BlobIndex => {
                                 format!(" -> blob reference {}", style.encode(&entry.value))
                             }
+                            riptide::internals::inspect::EntryKind::DeleteRange => {
+                                format!(" .. {}", style.encode(&entry.value))
+                            }
                         };
                         output.line(&format!(
                             "    {} {} cf {} {}{value}",
@@ -277,6 +280,9 @@ fn inspect_sst(file: &Path, entries: bool, style: Style, output: &mut Output) ->
                     riptide::internals::inspect::EntryKind::Delete => String::new(),
                     riptide::internals::inspect::EntryKind::BlobIndex => {
                         format!(" -> blob reference {}", style.encode(&entry.value))
+                    }
+                    riptide::internals::inspect::EntryKind::DeleteRange => {
+                        format!(" .. {}", style.encode(&entry.value))
                     }
                 };
                 output.line(&format!(

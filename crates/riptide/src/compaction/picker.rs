@@ -107,6 +107,9 @@ pub(crate) enum CompactionReason {
     /// `blob_garbage_collection_ratio`; rewriting it moves the live values out of that blob
     /// file (`compaction/blob_gc.rs`).
     BlobGarbage,
+    /// A file holds entries a range tombstone covers; rewriting it drops them
+    /// (`compaction/range_delete.rs`).
+    RangeDelete,
 }
 
 /// One compaction job: which files to merge, and where the result goes.
@@ -148,7 +151,10 @@ impl CompactionPlan {
             || self.output_level == self.level
             || matches!(
                 self.reason,
-                CompactionReason::Manual | CompactionReason::TombstoneDensity | CompactionReason::BlobGarbage
+                CompactionReason::Manual
+                    | CompactionReason::TombstoneDensity
+                    | CompactionReason::BlobGarbage
+                    | CompactionReason::RangeDelete
             )
         {
             return false;
@@ -936,6 +942,7 @@ mod tests {
                 num_entries,
                 num_deletions,
                 blob_references: Vec::new(),
+                range_tombstones_applied_through: 0,
             };
             self.levels[level].push(Arc::new(TableFile::new(meta, std::sync::Arc::clone(&self.janitor))));
             number

@@ -44,6 +44,7 @@ use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, lookup_key, parse_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::options::ColumnFamilyOptions;
+use crate::range_tombstone::FragmentedTombstones;
 use crate::snapshot::ReadPoints;
 use crate::sstable::{BlockReadOptions, TableBuilder, TableOptions, TableProperties};
 use crate::version::edit::{BlobGarbage, FileMetadata, VersionEdit};
@@ -61,6 +62,7 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
         num_entries: properties.num_entries,
         num_deletions: properties.num_deletions,
         blob_references: Vec::new(),
+        range_tombstones_applied_through: 0,
     }
 }
 
@@ -112,6 +114,8 @@ pub(crate) struct VersionFilter {
     current_user_key: Vec<u8>,
     has_current_user_key: bool,
     last_sequence_for_key: u64,
+    /// Range tombstones that may cover the input's entries (I39), if any.
+    tombstones: Option<Arc<FragmentedTombstones>>,
 }
 
 impl VersionFilter {
@@ -123,7 +127,48 @@ impl VersionFilter {
             current_user_key: Vec::new(),
             has_current_user_key: false,
             last_sequence_for_key: u64::MAX,
+            tombstones: None,
         }
+    }
+
+    /// Also drops entries these range tombstones cover for every reader.
+    pub(crate) fn with_range_tombstones(mut self, tombstones: Option<Arc<FragmentedTombstones>>) -> VersionFilter {
+        self.tombstones = tombstones.filter(|tombstones| !tombstones.is_empty());
+        self
+    }
+
+    /// True when some range tombstone of the filter holds `user_key`, whatever its sequence.
+    /// Such keys keep their sequence numbers (see `zero_sequence_at_bottom`).
+    pub(crate) fn under_range_tombstone(&self, user_key: &[u8]) -> bool {
+        self.tombstones.as_ref().is_some_and(|tombstones| tombstones.fragment_at(user_key).is_some())
+    }
+
+    /// For a kept entry: the oldest range tombstone that covers it, if one does (a reader
+    /// between the two keeps it, I39).
+    pub(crate) fn kept_covered_by(&self, user_key: &[u8], sequence: u64) -> Option<u64> {
+        self.tombstones.as_ref()?.fragment_at(user_key)?.oldest_covering_above(sequence)
+    }
+
+    /// The mark of an output table (`FileMetadata::range_tombstones_applied_through`, I40):
+    /// the filter's tombstones were applied to its entries, except that entries kept though
+    /// covered make it claim nothing from the oldest tombstone covering one of them on.
+    pub(crate) fn applied_through(&self, oldest_kept_covering: Option<u64>) -> u64 {
+        let applied = self.tombstones.as_ref().map_or(0, |tombstones| tombstones.max_sequence());
+        match oldest_kept_covering {
+            Some(covering) => applied.min(covering - 1),
+            None => applied,
+        }
+    }
+
+    /// I39: an entry covered by a range tombstone goes when no reader reads between the two:
+    /// every reader at or above the entry then also sees the tombstone.
+    fn covered_for_every_reader(&self, user_key: &[u8], sequence: u64) -> bool {
+        let Some(fragment) = self.tombstones.as_ref().and_then(|tombstones| tombstones.fragment_at(user_key)) else {
+            return false;
+        };
+        fragment
+            .oldest_covering_above(sequence)
+            .is_some_and(|covering| !self.read_points.any_between(sequence, covering))
     }
 
     /// True when the entry with `internal_key` can be dropped.
@@ -143,7 +188,8 @@ impl VersionFilter {
             // and the readers after it need, not every version written since it began).
             true
         } else {
-            parsed.kind == ValueKind::Delete && parsed.sequence <= self.smallest_snapshot && self.bottommost
+            (parsed.kind == ValueKind::Delete && parsed.sequence <= self.smallest_snapshot && self.bottommost)
+                || self.covered_for_every_reader(parsed.user_key, parsed.sequence)
         };
         self.last_sequence_for_key = parsed.sequence;
         Ok(drop)
@@ -208,6 +254,15 @@ struct Job {
     options: Arc<ColumnFamilyOptions>,
     /// The `compact_range` call this job belongs to, if any.
     manual_id: Option<u64>,
+    /// The version's range tombstones when the job was picked (I39). Tombstones flushed later
+    /// are newer than every input entry, and none of these leaves the version while the
+    /// inputs, which hold what it covers, are still in it.
+    range_tombstones: Option<Arc<FragmentedTombstones>>,
+}
+
+/// The range tombstones of `version`, for a job's filter.
+fn job_tombstones(version: &Version) -> Option<Arc<FragmentedTombstones>> {
+    (!version.range_tombstones.is_empty()).then(|| Arc::clone(version.range_tombstones.fragmented()))
 }
 
 fn running_of(state: &DbState, column_family: u32) -> Vec<RunningCompaction> {
@@ -250,6 +305,11 @@ fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
                 // that are mostly garbage.
                 crate::compaction::blob_gc::pick_blob_garbage(&version, &running, options.blob_garbage_collection_ratio)
                     .map(|plan| (0.0, plan))
+            })
+            .or_else(|| {
+                // Nor blob garbage: drop what range deletes cover.
+                crate::compaction::range_delete::pick_range_deleted(&version, &running, smallest_snapshot)
+                    .map(|plan| (0.0, plan))
             });
         let Some((score, plan)) = picked else {
             continue;
@@ -266,7 +326,8 @@ fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
             score > *best_score || (score == *best_score && id < best_job.column_family)
         });
         if better {
-            best = Some((score, Job { column_family: id, plan, options, manual_id: None }));
+            let range_tombstones = job_tombstones(&version);
+            best = Some((score, Job { column_family: id, plan, options, manual_id: None, range_tombstones }));
         }
     }
     best.map(|(_, job)| job)
@@ -393,6 +454,7 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     }
     match plan.reason {
         CompactionReason::TombstoneDensity => stats.tombstone_compactions += 1,
+        CompactionReason::RangeDelete => stats.range_delete_compactions += 1,
         CompactionReason::Manual => stats.manual_compactions += 1,
         _ => {}
     }
@@ -585,7 +647,8 @@ fn merge_into_outputs(
         Some(lower) => merged.seek(&lookup_key(lower, MAX_SEQUENCE_NUMBER)),
         None => merged.seek_to_first(),
     }
-    let mut filter = VersionFilter::new(read_points.clone(), plan.bottommost);
+    let mut filter =
+        VersionFilter::new(read_points.clone(), plan.bottommost).with_range_tombstones(job.range_tombstones.clone());
     let table_options = TableOptions::for_level(&job.options, plan.output_level, plan.bottommost);
     let target_file_size_bytes = job.options.target_file_size_bytes;
     let mut builder: Option<(u64, TableBuilder)> = None;
@@ -594,6 +657,8 @@ fn merge_into_outputs(
     let mut rewritten_value: Vec<u8> = Vec::new();
     // The blob files the table being written references.
     let mut references = std::collections::BTreeSet::new();
+    // The oldest range tombstone covering an entry the table being written keeps (I40).
+    let mut oldest_kept_covering: Option<u64> = None;
     let mut steps: u64 = 0;
     let mut splitter = OutputSplitter::new(&plan.grandparent_starts, comparator, lower, target_file_size_bytes);
     let input_path = inner.dir.join("<compaction input>");
@@ -626,6 +691,7 @@ fn merge_into_outputs(
                 let properties = finished.finish()?;
                 let mut meta = meta_from_properties(number, &properties);
                 meta.blob_references = std::mem::take(&mut references).into_iter().collect();
+                meta.range_tombstones_applied_through = filter.applied_through(oldest_kept_covering.take());
                 outputs.push(meta);
             }
         }
@@ -637,6 +703,9 @@ fn merge_into_outputs(
                 TableBuilder::new(file, path, table_options.clone()).with_memory_charge(inner.memory.builder_charge());
             builder = Some((number, new_builder));
         }
+        if let Some(covering) = filter.kept_covered_by(current_user_key, parsed.sequence) {
+            oldest_kept_covering = Some(oldest_kept_covering.map_or(covering, |oldest: u64| oldest.min(covering)));
+        }
         if let Some((_, active)) = builder.as_mut() {
             let kept = blobs.kept(&parsed, merged.value(), &mut rewritten_value)?;
             note_reference(&mut references, &kept);
@@ -644,7 +713,10 @@ fn merge_into_outputs(
                 KeptEntry::Unchanged { .. } => (parsed.kind, merged.value()),
                 KeptEntry::Rewritten { kind, .. } => (kind, rewritten_value.as_slice()),
             };
-            let zeroed = zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot);
+            // A key under a range tombstone keeps its sequence number: it decides whether the
+            // tombstone covers it (I38).
+            let zeroed = zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot)
+                && !filter.under_range_tombstone(current_user_key);
             if zeroed || kind != parsed.kind {
                 // Zeroed: every reader sees this version and nothing older of the key
                 // survives, so its sequence number carries no information: zeros compress,
@@ -668,6 +740,7 @@ fn merge_into_outputs(
             let properties = finished.finish()?;
             let mut meta = meta_from_properties(number, &properties);
             meta.blob_references = references.into_iter().collect();
+            meta.range_tombstones_applied_through = filter.applied_through(oldest_kept_covering);
             outputs.push(meta);
         } else {
             drop(finished);
@@ -740,7 +813,14 @@ pub(crate) fn compact_range(
                     match picker::pick_manual(&version, &picker_options(&options), &running, level, from, end) {
                         Ok(Some(plan)) => {
                             register(&mut state, id, &plan);
-                            break Some(Job { column_family: id, plan, options, manual_id: Some(manual_id) });
+                            let range_tombstones = job_tombstones(&version);
+                            break Some(Job {
+                                column_family: id,
+                                plan,
+                                options,
+                                manual_id: Some(manual_id),
+                                range_tombstones,
+                            });
                         }
                         Ok(None) => break None,
                         // Files of the range are in a running job: wait for it.
@@ -770,9 +850,10 @@ pub(crate) fn compact_range(
 }
 
 fn has_deletions_in_range(version: &Version, level: usize, start: Bound<&[u8]>, end: Option<&[u8]>) -> bool {
-    version.levels[level]
-        .iter()
-        .any(|file| file.meta.num_deletions > 0 && picker::file_in_manual_range(file, start, end, &version.comparator))
+    version.levels[level].iter().any(|file| {
+        (file.meta.num_deletions > 0 || version.range_tombstones_hiding_data_in(file).next().is_some())
+            && picker::file_in_manual_range(file, start, end, &version.comparator)
+    })
 }
 
 #[cfg(test)]

@@ -73,12 +73,22 @@ pub(crate) fn write_level0_table(
     let mut blob_builder: Option<BlobFileBuilder> = None;
     let mut iterator = memtable.iter();
     iterator.seek_to_first();
-    let mut filter = VersionFilter::new(read_points, false);
+    // I39: entries the memtable's own range tombstones cover for every reader go now; older
+    // tombstones (in the version) are older than every entry here and cover none of them.
+    let mut filter =
+        VersionFilter::new(read_points, false).with_range_tombstones(memtable.fragmented_range_tombstones());
+    let mut oldest_kept_covering: Option<u64> = None;
     let mut separated_key = Vec::new();
     let mut reference = Vec::new();
     let result = (|| {
         while iterator.valid() {
             if !filter.should_drop(iterator.key(), &path)? {
+                if let Some(parsed) = parse_internal_key(iterator.key()) {
+                    if let Some(covering) = filter.kept_covered_by(parsed.user_key, parsed.sequence) {
+                        oldest_kept_covering =
+                            Some(oldest_kept_covering.map_or(covering, |oldest: u64| oldest.min(covering)));
+                    }
+                }
                 let value = iterator.value();
                 match (min_blob_size_bytes, blob) {
                     (Some(threshold), Some(target)) if value.len() >= threshold => {
@@ -127,6 +137,7 @@ pub(crate) fn write_level0_table(
         };
         let properties = builder.finish()?;
         let mut table = meta_from_properties(number, &properties);
+        table.range_tombstones_applied_through = filter.applied_through(oldest_kept_covering);
         if let Some(blob_meta) = &blob_meta {
             table.blob_references = vec![blob_meta.number];
         }
@@ -245,9 +256,14 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
                 edit.new_files.push((0, output.table));
                 edit.new_blob_files.extend(output.blob);
             }
+            // The memtable's range tombstones move into the version (I38), and the tables
+            // they wholly cover go without being read.
+            edit.new_range_tombstones = memtable.range_tombstones();
+            let dropped_files = drop_covered_tables(&inner, &state, id, &mut edit);
             inner.record_assigned_sequences(&mut state);
             state.versions.log_and_apply(edit)?;
             state.stats.flush_count += 1;
+            state.stats.range_delete_dropped_files += dropped_files;
             state.stats.level_bytes_written[0] += bytes_written;
             state.stats.level_jobs[0] += 1;
             Ok(())
@@ -265,4 +281,42 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
             Err(error) => inner.set_background_error(&mut state, error),
         }
     }
+}
+
+/// Adds to `edit` (a flush of column family `id` that adds range tombstones) the removal of
+/// every table that one of those tombstones covers whole: the table lies inside the
+/// tombstone's range, every entry in it is older than the tombstone, no reader reads between
+/// its oldest entry and the tombstone (I39), and no compaction holds it. Such a table can only
+/// ever read as deleted, so it goes without being read or rewritten: a delete of a table's
+/// whole key range frees its space at the next flush. Returns how many tables go.
+fn drop_covered_tables(inner: &DbInner, state: &DbState, id: u32, edit: &mut VersionEdit) -> u64 {
+    if edit.new_range_tombstones.is_empty() {
+        return 0;
+    }
+    let version = state.versions.current(id);
+    let read_points = inner.snapshots.read_points(&inner.visible_sequence);
+    let busy: std::collections::HashSet<u64> = state
+        .running_compactions
+        .iter()
+        .filter(|running| running.column_family == id)
+        .flat_map(|running| running.job.file_numbers.iter().copied())
+        .collect();
+    let mut dropped = 0;
+    for (level, files) in version.levels.iter().enumerate() {
+        for file in files {
+            if busy.contains(&file.number()) {
+                continue;
+            }
+            let covered = edit.new_range_tombstones.iter().any(|tombstone| {
+                file.meta.largest_sequence < tombstone.sequence
+                    && tombstone.contains_range(file.smallest_user_key(), file.largest_user_key(), &version.comparator)
+                    && !read_points.any_between(file.meta.smallest_sequence, tombstone.sequence)
+            });
+            if covered {
+                edit.deleted_files.push((level as u32, file.number()));
+                dropped += 1;
+            }
+        }
+    }
+    dropped
 }

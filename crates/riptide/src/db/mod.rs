@@ -112,6 +112,10 @@ pub(crate) struct BackgroundStats {
     pub(crate) write_slowdown_count: u64,
     pub(crate) write_slowdown_micros: u64,
     pub(crate) tombstone_compactions: u64,
+    /// Tables removed whole by a flush because a range tombstone covered them.
+    pub(crate) range_delete_dropped_files: u64,
+    /// Compactions started to drop entries range tombstones cover.
+    pub(crate) range_delete_compactions: u64,
     pub(crate) manual_compactions: u64,
     pub(crate) subcompactions: u64,
     pub(crate) memory_flushes: u64,
@@ -328,6 +332,29 @@ impl Db {
     pub fn delete_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<()> {
         let mut batch = WriteBatch::new();
         batch.delete_cf(column_family, key);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Deletes every key from `start` (inclusive) to `end` (exclusive) with one range tombstone:
+    /// the call writes one record whatever the number of keys, and reads after it cost what
+    /// they cost before (see `docs/range_deletes.md`). A range whose start is not below its end
+    /// deletes nothing. Durable like any write under the default options (in the operating
+    /// system when the call returns; see [`WriteOptions`]).
+    pub fn delete_range(&self, start: &[u8], end: &[u8]) -> Result<()> {
+        self.delete_range_opt(start, end, &WriteOptions::default())
+    }
+
+    /// Deletes every key in `[start, end)` with explicit write options.
+    pub fn delete_range_opt(&self, start: &[u8], end: &[u8], options: &WriteOptions) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range(start, end);
+        self.write_opt(batch, options)
+    }
+
+    /// Deletes every key in `[start, end)` (in the column family's order) from `column_family`.
+    pub fn delete_range_cf(&self, column_family: &ColumnFamily, start: &[u8], end: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.delete_range_cf(column_family, start, end);
         self.write_opt(batch, &WriteOptions::default())
     }
 

@@ -488,6 +488,7 @@ fn flush_recovered(
         replay.edit.new_files.push((0, output.table));
         replay.edit.new_blob_files.extend(output.blob);
     }
+    replay.edit.new_range_tombstones.extend(memtable.range_tombstones());
     Ok(())
 }
 

@@ -41,11 +41,15 @@ pub(crate) fn get(
     options: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
     let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
-    if let Some(found) = view.memtable.get(key, sequence) {
-        return Ok(memtable_answer(found));
-    }
-    for immutable in &view.immutables {
-        if let Some(found) = immutable.get(key, sequence) {
+    // I38: an entry older than a visible range tombstone that holds the key reads as deleted.
+    // The newest entry found decides, so one comparison with the newest covering tombstone is
+    // enough (older sources hold only older versions of the key).
+    let covering = covering_sequence(&view, key, sequence);
+    for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
+        if let Some((found, found_sequence)) = memtable.get_with_sequence(key, sequence) {
+            if found_sequence < covering {
+                return Ok(None);
+            }
             return Ok(memtable_answer(found));
         }
     }
@@ -72,9 +76,10 @@ pub(crate) fn get(
     };
     match found {
         None => Ok(None),
-        Some((_, TableAnswer::Value(value))) => Ok(Some(value)),
-        Some((_, TableAnswer::Deleted)) => Ok(None),
-        Some((file, TableAnswer::InBlob(reference))) => {
+        Some((_, (_, found_sequence))) if found_sequence < covering => Ok(None),
+        Some((_, (TableAnswer::Value(value), _))) => Ok(Some(value)),
+        Some((_, (TableAnswer::Deleted, _))) => Ok(None),
+        Some((file, (TableAnswer::InBlob(reference), _))) => {
             // I36: the value comes from the version's blob files, checked, or not at all.
             let table = crate::db::filename::table_path(&inner.dir, file.number());
             let value = crate::blob::resolve(
@@ -88,6 +93,53 @@ pub(crate) fn get(
             Ok(Some(value))
         }
     }
+}
+
+/// The newest sequence of a range tombstone of the view that holds `key` and is visible at
+/// `sequence`; 0 when there is none. Costs an atomic load per memtable when no memtable holds a
+/// range tombstone.
+pub(crate) fn covering_sequence(view: &super::ReadView, key: &[u8], sequence: u64) -> u64 {
+    let mut covering = 0;
+    if !view.version.range_tombstones.is_empty() {
+        covering = view.version.range_tombstones.fragmented().covering_sequence(key, sequence);
+    }
+    for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
+        if let Some(fragmented) = memtable.fragmented_range_tombstones() {
+            covering = covering.max(fragmented.covering_sequence(key, sequence));
+        }
+    }
+    covering
+}
+
+/// Every range tombstone of the view visible at `sequence`, fragmented; `None` when there is
+/// none.
+pub(crate) fn view_range_tombstones(
+    view: &super::ReadView,
+    sequence: u64,
+) -> Option<Arc<crate::range_tombstone::FragmentedTombstones>> {
+    let mut lists: Vec<Vec<crate::range_tombstone::RangeTombstone>> = Vec::new();
+    for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
+        let list = memtable.range_tombstones();
+        if !list.is_empty() {
+            lists.push(list);
+        }
+    }
+    let version_list = view.version.range_tombstones.list();
+    if lists.is_empty() {
+        if version_list.is_empty() {
+            return None;
+        }
+        if version_list.iter().all(|tombstone| tombstone.sequence <= sequence) {
+            return Some(Arc::clone(view.version.range_tombstones.fragmented()));
+        }
+    }
+    let visible: Vec<&crate::range_tombstone::RangeTombstone> =
+        lists.iter().flatten().chain(version_list.iter()).filter(|tombstone| tombstone.sequence <= sequence).collect();
+    if visible.is_empty() {
+        return None;
+    }
+    let fragmented = crate::range_tombstone::FragmentedTombstones::new(visible, view.version.comparator.clone());
+    (!fragmented.is_empty()).then(|| Arc::new(fragmented))
 }
 
 /// What one table says about a key.
@@ -105,7 +157,7 @@ fn memtable_answer(found: MemTableLookup) -> Option<Vec<u8>> {
     }
 }
 
-/// Looks `key` up in one table: `Some(answer)` when the table decides, `None` to go on. The
+/// Looks `key` up in one table: `Some((answer, sequence of the entry))` when the table decides, `None` to go on. The
 /// table checks its key range and bloom filter first, and answers only for an entry of `key`
 /// itself.
 fn table_get(
@@ -114,12 +166,15 @@ fn table_get(
     lookup: &[u8],
     options: BlockReadOptions,
     comparator: &KeyComparator,
-) -> Result<Option<TableAnswer>> {
+) -> Result<Option<(TableAnswer, u64)>> {
     let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
-    Ok(table.get_value(lookup, options)?.map(|(kind, value)| match kind {
-        ValueKind::Put => TableAnswer::Value(value),
-        ValueKind::Delete => TableAnswer::Deleted,
-        ValueKind::BlobIndex => TableAnswer::InBlob(value),
+    Ok(table.get_value(lookup, options)?.map(|(kind, sequence, value)| {
+        let answer = match kind {
+            ValueKind::Put => TableAnswer::Value(value),
+            ValueKind::Delete => TableAnswer::Deleted,
+            ValueKind::BlobIndex => TableAnswer::InBlob(value),
+        };
+        (answer, sequence)
     }))
 }
 
@@ -253,14 +308,20 @@ pub(crate) fn new_iterator(
     let read_options = block_options(options);
     let comparator = &view.version.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    // The largest sequence each child can hold, so that a scan over a range tombstone lets the
+    // older ones jump past it. The active memtable still takes writes: it never jumps.
+    let mut max_sequences: Vec<u64> = Vec::new();
     children.push(Box::new(view.memtable.iter()));
+    max_sequences.push(u64::MAX);
     for immutable in &view.immutables {
         children.push(Box::new(immutable.iter()));
+        max_sequences.push(immutable.largest_sequence());
     }
     for file in &view.version.levels[0] {
         if file_in_bounds(file, lower, upper, comparator) {
             let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
             children.push(Box::new(table.iter(read_options)));
+            max_sequences.push(file.meta.largest_sequence);
         }
     }
     for level in 1..view.version.levels.len() {
@@ -279,8 +340,10 @@ pub(crate) fn new_iterator(
         });
         let ranges = Arc::clone(&view.version.level_ranges[level]);
         children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone())));
+        max_sequences.push(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
     }
-    let merged = MergingIterator::new(children, comparator.clone());
+    let tombstones = view_range_tombstones(&view, sequence);
+    let merged = MergingIterator::new(children, comparator.clone()).with_child_max_sequences(max_sequences);
     let user = UserIterator::new(
         Box::new(merged),
         comparator.clone(),
@@ -288,6 +351,7 @@ pub(crate) fn new_iterator(
         options.lower_bound.clone(),
         options.upper_bound.clone(),
     )
+    .with_range_tombstones(tombstones)
     .with_blob_source(BlobSource {
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),

@@ -155,6 +155,13 @@ pub struct Stats {
     pub subcompactions: u64,
     /// Compactions started because a table was mostly deletes.
     pub tombstone_compactions: u64,
+    /// Tables removed whole, without being read, because a range delete covered all of them.
+    pub range_delete_dropped_files: u64,
+    /// Compactions started to drop entries that range deletes cover.
+    pub range_delete_compactions: u64,
+    /// Range tombstones the column families' versions hold (flushed range deletes that may
+    /// still hide data in tables).
+    pub range_tombstones: usize,
     /// Compaction jobs run for `compact_range`.
     pub manual_compactions: u64,
     /// The global memory cap in effect.
@@ -411,7 +418,7 @@ impl fmt::Display for Stats {
         writeln!(
             f,
             "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
-             {} subcompactions, {} tombstone, {} manual",
+             {} subcompactions, {} tombstone, {} manual; range tombstones {}, {} tables dropped by them, {} compactions for them",
             self.write_stall_count,
             self.write_stall_micros as f64 / 1e6,
             self.write_stalls_in_progress,
@@ -421,7 +428,10 @@ impl fmt::Display for Stats {
             self.pending_compaction_bytes as f64 / MIB,
             self.subcompactions,
             self.tombstone_compactions,
-            self.manual_compactions
+            self.manual_compactions,
+            self.range_tombstones,
+            self.range_delete_dropped_files,
+            self.range_delete_compactions
         )?;
         writeln!(
             f,
@@ -512,6 +522,14 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         running_compactions: state.running_compactions.len(),
         subcompactions: background.subcompactions,
         tombstone_compactions: background.tombstone_compactions,
+        range_delete_dropped_files: background.range_delete_dropped_files,
+        range_delete_compactions: background.range_delete_compactions,
+        range_tombstones: state
+            .versions
+            .column_families()
+            .values()
+            .map(|f| f.current.range_tombstones.list().len())
+            .sum(),
         manual_compactions: background.manual_compactions,
         memory_limit_bytes: memory.limit_bytes(),
         memory_usage_bytes: memory.usage_bytes(),

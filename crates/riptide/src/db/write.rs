@@ -467,6 +467,10 @@ pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> 
         return;
     }
     let insert = |memtable: &MemTable, record: RecordRef<'_>, sequence: u64| {
+        if record.range_delete {
+            memtable.insert_range_tombstone(record.key, record.value, sequence);
+            return;
+        }
         let value = if record.kind == ValueKind::Put { record.value } else { &[] };
         memtable.insert_uncounted(record.key, sequence, record.kind, value);
     };

@@ -45,6 +45,9 @@ pub enum EntryKind {
     Delete,
     /// A put whose value is in a blob file; the entry's value is the reference.
     BlobIndex,
+    /// A range delete (log records only): every key from the key (inclusive) to the value
+    /// (exclusive) is deleted.
+    DeleteRange,
 }
 
 impl EntryKind {
@@ -62,6 +65,7 @@ impl EntryKind {
             EntryKind::Put => "put",
             EntryKind::Delete => "delete",
             EntryKind::BlobIndex => "blob-index",
+            EntryKind::DeleteRange => "delete-range",
         }
     }
 }

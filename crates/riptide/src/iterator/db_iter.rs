@@ -19,6 +19,11 @@
 //!   version has been passed; the buffers are reused, so steps do not allocate once they have
 //!   grown.
 //!
+//! A version covered by a visible range tombstone (I38) reads as deleted. Moving forward, the
+//! iterator then lets sources older than the tombstone jump to the end of its fragment
+//! ([`InternalIterator::skip_older_forward`]), so a scan over a deleted range does not step
+//! through every deleted entry of the older tables.
+//!
 //! An entry of kind `BlobIndex` holds a reference to a value in a blob file; the iterator reads
 //! that value (through [`BlobSource`]) only when it stops on the entry, never for versions or
 //! keys it skips, and an error reading it ends iteration like any other (I36).
@@ -35,6 +40,7 @@ use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER, TRAILER_SIZE_BYTES};
+use crate::range_tombstone::FragmentedTombstones;
 
 /// The direction of the last movement, which decides where the inner iterator sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -49,6 +55,20 @@ pub(crate) struct BlobSource {
     pub(crate) files: BlobFiles,
     pub(crate) cache: Arc<BlockCache>,
     pub(crate) fill_cache: bool,
+}
+
+/// The sequence of the newest tombstone of `tombstones` visible at `snapshot` that covers the
+/// entry (`user_key`, `sequence`), with the end of the fragment holding it; `None` when no
+/// tombstone covers the entry.
+fn covering_tombstone<'a>(
+    tombstones: Option<&'a FragmentedTombstones>,
+    snapshot: u64,
+    user_key: &[u8],
+    sequence: u64,
+) -> Option<(u64, &'a [u8])> {
+    let fragment = tombstones?.fragment_at(user_key)?;
+    let covering = fragment.covering_sequence(snapshot);
+    (sequence < covering).then_some((covering, fragment.end.as_slice()))
 }
 
 /// The user-visible view of an internal stream at one snapshot; see the module documentation.
@@ -78,6 +98,8 @@ pub(crate) struct UserIterator {
     blob_value: Vec<u8>,
     /// Whether the current value is `blob_value`.
     value_in_blob: bool,
+    /// The range tombstones visible at `sequence` (I38), if any.
+    tombstones: Option<Arc<FragmentedTombstones>>,
 }
 
 impl UserIterator {
@@ -108,7 +130,21 @@ impl UserIterator {
             blobs: None,
             blob_value: Vec::new(),
             value_in_blob: false,
+            tombstones: None,
         }
+    }
+
+    /// Hides entries covered by `tombstones` (which must hold only tombstones visible at the
+    /// iterator's sequence).
+    pub(crate) fn with_range_tombstones(mut self, tombstones: Option<Arc<FragmentedTombstones>>) -> UserIterator {
+        self.tombstones = tombstones;
+        self
+    }
+
+    /// The sequence of the newest range tombstone that covers the entry (`user_key`,
+    /// `sequence`), or 0 when none does; with the end of the fragment that holds it.
+    fn covering(&self, user_key: &[u8], sequence: u64) -> Option<(u64, &[u8])> {
+        covering_tombstone(self.tombstones.as_deref(), self.sequence, user_key, sequence)
     }
 
     /// Resolves blob references through `blobs` (a stream over tables needs it; without it a
@@ -353,6 +389,24 @@ impl UserIterator {
                 // Entries of a skipped key sort before larger keys, so "not after" means "the
                 // same key".
                 let hidden = skipping && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_le();
+                if !hidden {
+                    let tombstones = self.tombstones.as_deref();
+                    if let Some((covering, fragment_end)) =
+                        covering_tombstone(tombstones, self.sequence, parsed.user_key, parsed.sequence)
+                    {
+                        // The newest visible version is covered by a range tombstone: the key
+                        // is deleted. Sources older than the tombstone hold nothing visible
+                        // up to the fragment's end, so they jump there.
+                        self.seek_key.clear();
+                        append_internal_key(&mut self.seek_key, fragment_end, MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(parsed.user_key);
+                        skipping = true;
+                        self.inner.skip_older_forward(covering, &self.seek_key);
+                        // The current entry may have moved; look again.
+                        continue;
+                    }
+                }
                 match parsed.kind {
                     ValueKind::Delete => {
                         // The tombstone is the newest visible version: skip the key's older ones.
@@ -406,8 +460,11 @@ impl UserIterator {
                     // Every version of the saved key has been read, and it is live.
                     break;
                 }
+                let covered = self.covering(parsed.user_key, parsed.sequence).is_some();
                 match parsed.kind {
                     ValueKind::Delete => found = false,
+                    // A version covered by a range tombstone reads as deleted (I38).
+                    ValueKind::Put | ValueKind::BlobIndex if covered => found = false,
                     ValueKind::Put | ValueKind::BlobIndex => {
                         found = true;
                         found_in_blob = parsed.kind == ValueKind::BlobIndex;

@@ -45,6 +45,9 @@ pub(crate) struct MergingIterator {
     error: Option<Error>,
     /// The order of the children's keys.
     comparator: KeyComparator,
+    /// The largest sequence number each child can hold, for `skip_older_forward`; empty when
+    /// unknown (then no child is skipped).
+    child_max_sequences: Vec<u64>,
 }
 
 impl MergingIterator {
@@ -59,7 +62,16 @@ impl MergingIterator {
             saved_key: Vec::new(),
             error: None,
             comparator,
+            child_max_sequences: Vec::new(),
         }
+    }
+
+    /// Tells the iterator the largest sequence number each child (in order) can hold, so that
+    /// `skip_older_forward` can move the children that only hold older entries.
+    pub(crate) fn with_child_max_sequences(mut self, max_sequences: Vec<u64>) -> MergingIterator {
+        debug_assert_eq!(max_sequences.len(), self.children.len());
+        self.child_max_sequences = max_sequences;
+        self
     }
 
     /// Records the error of `child` if it has one and no earlier error was recorded.
@@ -293,6 +305,26 @@ impl InternalIterator for MergingIterator {
     fn value(&self) -> &[u8] {
         debug_assert!(self.valid());
         self.heap.first().map_or(&[][..], |&child| self.children[child].value())
+    }
+
+    fn skip_older_forward(&mut self, older_than: u64, target: &[u8]) {
+        if self.error.is_some() || self.direction != Direction::Forward || self.child_max_sequences.is_empty() {
+            return;
+        }
+        let mut moved = false;
+        for position in 0..self.heap.len() {
+            let child = self.heap[position];
+            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
+            if older && self.comparator.compare_internal_keys(self.children[child].key(), target).is_lt() {
+                self.children[child].seek(target);
+                moved = true;
+            }
+        }
+        if moved {
+            // Every valid child still sits at or after the entry the caller stood on, so a
+            // forward heap over them keeps the invariants.
+            self.rebuild_heap(Direction::Forward);
+        }
     }
 
     fn status(&self) -> Result<()> {

@@ -39,6 +39,12 @@ pub(crate) trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// A hint after a covered entry while moving forward (range tombstones, I38): sources
+    /// whose every entry is older than `older_than` may move straight to their first entry at
+    /// or after the internal key `target`, because every entry they would pass is covered by a
+    /// tombstone of sequence `older_than`. Iterators that cannot tell the age of their entries
+    /// ignore it (the default); the stream stays correct either way, only slower.
+    fn skip_older_forward(&mut self, _older_than: u64, _target: &[u8]) {}
 }
 
 /// An iterator over an in-memory sorted vector of entries; used by tests across the crate and

@@ -20,6 +20,11 @@
 //! updated right after the entry is linked (`insert`) or once after a whole batch is linked
 //! (`insert_uncounted` followed by `count_inserted`, the write path's way). Every inserted user
 //! key is in the key filter before its entry is linked, so the filter never hides an entry.
+//!
+//! Range deletes (`range_tombstone.rs`) are rare, so they are not skiplist entries: each
+//! memtable keeps them in a side list behind a reader-writer lock, with their fragmented form
+//! rebuilt on every insert. Reads check an atomic flag first and touch the lock only when the
+//! memtable holds a range tombstone.
 
 mod arena;
 mod filter;
@@ -32,6 +37,7 @@ use crate::comparator::KeyComparator;
 use crate::error::Result;
 use crate::iterator::InternalIterator;
 use crate::key::{self, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::range_tombstone::{FragmentedTombstones, RangeTombstone};
 use filter::KeyFilter;
 use skiplist::{Position, SkipList};
 
@@ -63,6 +69,18 @@ pub(crate) struct MemTable {
     /// does not hold (most of them, once data outgrows one memtable) skip the skiplist search.
     filter: KeyFilter,
     counters: InsertCounters,
+    /// Range deletes written into this memtable (rare: kept beside the skiplist, not in it).
+    range_tombstones: RangeTombstoneList,
+}
+
+/// A memtable's range tombstones and their fragmented form, rebuilt on each insert (inserts
+/// are rare; reads take the fragmented form with one lock and an `Arc` clone, and skip even
+/// that while `present` is false).
+#[derive(Debug)]
+struct RangeTombstoneList {
+    present: std::sync::atomic::AtomicBool,
+    state: parking_lot::RwLock<(Vec<RangeTombstone>, Arc<FragmentedTombstones>)>,
+    memory_bytes: AtomicUsize,
 }
 
 impl MemTable {
@@ -70,11 +88,52 @@ impl MemTable {
     /// `capacity_hint_bytes` (the flush threshold); the hint only sizes arena chunks and is not
     /// a limit.
     pub(crate) fn new(capacity_hint_bytes: usize, comparator: KeyComparator) -> MemTable {
+        let comparator_for_tombstones = comparator.clone();
         MemTable {
             list: SkipList::new(capacity_hint_bytes, comparator),
             filter: KeyFilter::new(capacity_hint_bytes),
             counters: InsertCounters::default(),
+            range_tombstones: RangeTombstoneList {
+                present: std::sync::atomic::AtomicBool::new(false),
+                state: parking_lot::RwLock::new((
+                    Vec::new(),
+                    Arc::new(FragmentedTombstones::empty(comparator_for_tombstones)),
+                )),
+                memory_bytes: AtomicUsize::new(0),
+            },
         }
+    }
+
+    /// Adds a range tombstone deleting `[start, end)` at `sequence` (counted like an entry
+    /// through [`MemTable::count_inserted`] by the caller). Safe to call from many threads;
+    /// readers at or above `sequence` see it once the write is visible.
+    pub(crate) fn insert_range_tombstone(&self, start: &[u8], end: &[u8], sequence: u64) {
+        if self.comparator().compare_user_keys(start, end).is_ge() {
+            // An empty range deletes nothing; keeping it would only keep it in the version.
+            return;
+        }
+        let tombstone = RangeTombstone { start: start.to_vec(), end: end.to_vec(), sequence };
+        let mut state = self.range_tombstones.state.write();
+        self.range_tombstones.memory_bytes.fetch_add(tombstone.memory_bytes(), Ordering::Relaxed);
+        state.0.push(tombstone);
+        state.1 = Arc::new(FragmentedTombstones::new(&state.0, self.comparator().clone()));
+        self.range_tombstones.present.store(true, Ordering::Release);
+    }
+
+    /// The memtable's range tombstones, in insertion order (empty when it has none).
+    pub(crate) fn range_tombstones(&self) -> Vec<RangeTombstone> {
+        if !self.range_tombstones.present.load(Ordering::Acquire) {
+            return Vec::new();
+        }
+        self.range_tombstones.state.read().0.clone()
+    }
+
+    /// The fragmented form of the memtable's range tombstones, or `None` when it has none.
+    pub(crate) fn fragmented_range_tombstones(&self) -> Option<Arc<FragmentedTombstones>> {
+        if !self.range_tombstones.present.load(Ordering::Acquire) {
+            return None;
+        }
+        Some(Arc::clone(&self.range_tombstones.state.read().1))
     }
 
     /// Adds an entry. Safe to call from many threads at once. `value` should be empty for
@@ -108,6 +167,11 @@ impl MemTable {
     /// The newest entry of `user_key` whose sequence is at most `sequence`, or `None` when the
     /// memtable has no such entry (the caller then looks in older sources).
     pub(crate) fn get(&self, user_key: &[u8], sequence: u64) -> Option<MemTableLookup> {
+        self.get_with_sequence(user_key, sequence).map(|(found, _)| found)
+    }
+
+    /// Like [`MemTable::get`], with the sequence number of the entry found.
+    pub(crate) fn get_with_sequence(&self, user_key: &[u8], sequence: u64) -> Option<(MemTableLookup, u64)> {
         // The lookup trailer carries the highest kind so that the seek lands on an entry at
         // exactly `sequence` whatever its kind. Sequences above the 56-bit limit mean "see
         // everything".
@@ -125,8 +189,10 @@ impl MemTable {
         match found.kind {
             // Memtables are filled from write batches, which hold puts and deletes only; blob
             // references exist in tables alone.
-            ValueKind::Put | ValueKind::BlobIndex => Some(MemTableLookup::Value(node.value().to_vec())),
-            ValueKind::Delete => Some(MemTableLookup::Deleted),
+            ValueKind::Put | ValueKind::BlobIndex => {
+                Some((MemTableLookup::Value(node.value().to_vec()), found.sequence))
+            }
+            ValueKind::Delete => Some((MemTableLookup::Deleted, found.sequence)),
         }
     }
 
@@ -148,7 +214,9 @@ impl MemTable {
     /// Bytes of memory the memtable holds: the capacity of its arena chunks, which is what the
     /// process really pays, including the not yet used tail of the current chunk.
     pub(crate) fn approximate_memory_bytes(&self) -> usize {
-        self.list.memory_usage_bytes() + self.filter.memory_usage_bytes()
+        self.list.memory_usage_bytes()
+            + self.filter.memory_usage_bytes()
+            + self.range_tombstones.memory_bytes.load(Ordering::Relaxed)
     }
 
     /// Number of entries inserted.

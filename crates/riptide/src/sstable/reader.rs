@@ -312,9 +312,9 @@ impl Table {
         &self,
         lookup_key: &[u8],
         options: BlockReadOptions,
-    ) -> Result<Option<(ValueKind, Vec<u8>)>> {
+    ) -> Result<Option<(ValueKind, u64, Vec<u8>)>> {
         let found = self.find(lookup_key, options, |internal_key, value| {
-            key::parse_internal_key(internal_key).map(|parsed| (parsed.kind, value.to_vec()))
+            key::parse_internal_key(internal_key).map(|parsed| (parsed.kind, parsed.sequence, value.to_vec()))
         })?;
         match found {
             None => Ok(None),

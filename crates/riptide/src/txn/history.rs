@@ -365,6 +365,20 @@ impl HistoryState {
             if entry.column_family_id == super::prepared::MARKER_COLUMN_FAMILY_ID {
                 continue;
             }
+            if entry.range_delete {
+                // Every key of the range counts as written: a span (whose end is inclusive,
+                // one key more than the range, which can only fail a transaction spuriously).
+                debug_assert!(self.spans.back().is_none_or(|span| span.sequence <= first_sequence));
+                let span = WrittenSpan {
+                    sequence: first_sequence,
+                    column_family: entry.column_family_id,
+                    low: entry.key.to_vec(),
+                    high: entry.value.to_vec(),
+                };
+                self.memory_bytes += span.memory_bytes();
+                self.spans.push_back(span);
+                continue;
+            }
             let fingerprint = fingerprint(entry.column_family_id, entry.key);
             self.points.insert(fingerprint, first_sequence);
             if ordered {

@@ -172,7 +172,7 @@ impl WriteSet {
                     let Some(run) = runs.get(&column_family) else { continue };
                     let lookup = lookup.get_or_insert_with(|| lookup_key(key, MAX_SEQUENCE_NUMBER));
                     let options = BlockReadOptions { verify_checksums: true, fill_cache: false };
-                    let Some((kind, value)) = run.table.get_value(lookup, options)? else { continue };
+                    let Some((kind, _, value)) = run.table.get_value(lookup, options)? else { continue };
                     return Ok(Some(match kind {
                         ValueKind::Delete => None,
                         // A spilled run holds the transaction's own puts and deletes; its

@@ -3,7 +3,8 @@
 //! next file number, last sequence number).
 //!
 //! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
-//! `docs/format/manifest.md`, format version 6: tags 15 to 17 record blob files). Each edit belongs to one column family (the
+//! `docs/format/manifest.md`, format version 7: tags 15 to 17 record blob files, 18 and 19
+//! range tombstones). Each edit belongs to one column family (the
 //! default one, id 0, when the edit names none): its files and its log number are that column
 //! family's; the file-number, sequence and column-family counters are global. Tags with bit 6 set
 //! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
@@ -27,6 +28,7 @@ use std::path::Path;
 use crate::coding::{get_length_prefixed, get_varint64, put_length_prefixed, put_varint32, put_varint64};
 use crate::error::{Error, Result};
 use crate::key::{parse_internal_key, MAX_SEQUENCE_NUMBER};
+use crate::range_tombstone::RangeTombstone;
 
 /// Levels must be below this number to be encoded; the engine's own level count is smaller and
 /// is checked when an edit is applied.
@@ -90,6 +92,18 @@ const TAG_BLOB_GARBAGE: u32 = 16;
 /// varint64 count, then that many varint64 blob file numbers, strictly ascending); it follows
 /// the table's tag 6. Format version 6. Tables without it reference no blob file.
 const TAG_TABLE_BLOB_REFERENCES: u32 = 17;
+/// Tag: a range tombstone added to the edit's column family (length-prefixed start key,
+/// length-prefixed end key, varint64 sequence). Format version 7. Ignoring it would bring
+/// deleted keys back, so it lacks the safe-to-ignore bit.
+const TAG_RANGE_TOMBSTONE: u32 = 18;
+/// Tag: the range tombstone of this sequence (varint64) leaves the edit's column family: no
+/// table holds data it could hide any more. Format version 7.
+const TAG_RANGE_TOMBSTONE_DROPPED: u32 = 19;
+/// Tag: a table added by the same edit holds no entry that a range tombstone of this sequence
+/// or older covers (varint64 table number, varint64 sequence); it follows the table's tag 6.
+/// Format version 7. Without it a table counts as possibly holding covered entries, which only
+/// keeps range tombstones longer.
+const TAG_TABLE_RANGE_TOMBSTONES_APPLIED: u32 = 20;
 
 /// Bytes of a blob file besides its records: header and footer (`blob/format.rs`).
 const BLOB_FILE_FRAME_BYTES: u64 =
@@ -124,6 +138,10 @@ pub(crate) struct FileMetadata {
     pub num_deletions: u64,
     /// The blob files the table's `BlobIndex` entries reference, ascending (I35).
     pub blob_references: Vec<u64>,
+    /// The table holds no entry that a range tombstone of this sequence or older covers
+    /// (I40); 0 when nothing is known. Written by the flush or compaction that filtered the
+    /// table's entries through the tombstones.
+    pub range_tombstones_applied_through: u64,
 }
 
 /// One change to the version, as logged in the manifest. Absent fields are left unchanged.
@@ -160,6 +178,10 @@ pub(crate) struct VersionEdit {
     pub new_blob_files: Vec<crate::blob::BlobFileMetadata>,
     /// Garbage found in the column family's blob files.
     pub blob_garbage: Vec<BlobGarbage>,
+    /// Range tombstones added to the column family (a flush moves them from a memtable).
+    pub new_range_tombstones: Vec<RangeTombstone>,
+    /// Range tombstones, by sequence, removed from the column family.
+    pub dropped_range_tombstones: Vec<u64>,
 }
 
 impl VersionEdit {
@@ -226,6 +248,11 @@ impl VersionEdit {
             put_varint64(out, file.largest_sequence);
             put_varint64(out, file.num_entries);
             put_varint64(out, file.num_deletions);
+            if file.range_tombstones_applied_through > 0 {
+                put_varint32(out, TAG_TABLE_RANGE_TOMBSTONES_APPLIED);
+                put_varint64(out, file.number);
+                put_varint64(out, file.range_tombstones_applied_through);
+            }
             if !file.blob_references.is_empty() {
                 put_varint32(out, TAG_TABLE_BLOB_REFERENCES);
                 put_varint64(out, file.number);
@@ -247,6 +274,16 @@ impl VersionEdit {
             put_varint64(out, garbage.number);
             put_varint64(out, garbage.count);
             put_varint64(out, garbage.bytes);
+        }
+        for &sequence in &self.dropped_range_tombstones {
+            put_varint32(out, TAG_RANGE_TOMBSTONE_DROPPED);
+            put_varint64(out, sequence);
+        }
+        for tombstone in &self.new_range_tombstones {
+            put_varint32(out, TAG_RANGE_TOMBSTONE);
+            put_length_prefixed(out, &tombstone.start);
+            put_length_prefixed(out, &tombstone.end);
+            put_varint64(out, tombstone.sequence);
         }
     }
 
@@ -407,6 +444,29 @@ impl VersionEdit {
                     let bytes = decoder.varint64("garbage bytes")?;
                     edit.blob_garbage.push(BlobGarbage { number, count, bytes });
                 }
+                Ok(TAG_TABLE_RANGE_TOMBSTONES_APPLIED) => {
+                    let table = decoder.varint64("table number")?;
+                    let sequence = decoder.sequence("range tombstones applied through")?;
+                    let Some((_, file)) = edit.new_files.iter_mut().rev().find(|(_, file)| file.number == table) else {
+                        return Err(
+                            decoder.corruption(tag_start, format!("range tombstone mark of table {table}, not added"))
+                        );
+                    };
+                    if file.range_tombstones_applied_through != 0 || sequence == 0 {
+                        return Err(decoder.corruption(tag_start, format!("table {table}: bad range tombstone mark")));
+                    }
+                    file.range_tombstones_applied_through = sequence;
+                }
+                Ok(TAG_RANGE_TOMBSTONE) => {
+                    let start = decoder.bytes("range tombstone start key")?.to_vec();
+                    let end = decoder.bytes("range tombstone end key")?.to_vec();
+                    let sequence = decoder.sequence("range tombstone sequence")?;
+                    edit.new_range_tombstones.push(RangeTombstone { start, end, sequence });
+                }
+                Ok(TAG_RANGE_TOMBSTONE_DROPPED) => {
+                    let sequence = decoder.sequence("dropped range tombstone sequence")?;
+                    edit.dropped_range_tombstones.push(sequence);
+                }
                 _ if tag & u64::from(SAFE_TO_IGNORE_TAG_BIT) != 0 => {
                     // A field from a later format version that this reader may skip.
                     decoder.bytes("body of an ignorable field")?;
@@ -537,6 +597,7 @@ impl<'a> Decoder<'a> {
             num_entries,
             num_deletions,
             blob_references: Vec::new(),
+            range_tombstones_applied_through: 0,
         })
     }
 }
@@ -564,6 +625,7 @@ mod tests {
             num_entries: 100,
             num_deletions: 7,
             blob_references: Vec::new(),
+            range_tombstones_applied_through: 0,
         }
     }
 
@@ -574,7 +636,10 @@ mod tests {
             next_file_number: Some(300),
             last_sequence: Some(MAX_SEQUENCE_NUMBER),
             deleted_files: vec![(0, 5), (63, u64::MAX)],
-            new_files: vec![(1, file(17)), (6, FileMetadata { blob_references: vec![2, 9, u64::MAX], ..file(200) })],
+            new_files: vec![
+                (1, FileMetadata { range_tombstones_applied_through: 41, ..file(17) }),
+                (6, FileMetadata { blob_references: vec![2, 9, u64::MAX], ..file(200) }),
+            ],
             prepared_committed: vec![77, u64::MAX],
             new_blob_files: vec![crate::blob::BlobFileMetadata {
                 number: 9,
@@ -583,8 +648,31 @@ mod tests {
                 file_size_bytes: 5000 + BLOB_FILE_FRAME_BYTES,
             }],
             blob_garbage: vec![BlobGarbage { number: 2, count: 1, bytes: 4108 }],
+            new_range_tombstones: vec![
+                RangeTombstone { start: b"a".to_vec(), end: b"q".to_vec(), sequence: 41 },
+                RangeTombstone { start: Vec::new(), end: vec![0xff; 3], sequence: MAX_SEQUENCE_NUMBER },
+            ],
+            dropped_range_tombstones: vec![7],
             ..VersionEdit::default()
         }
+    }
+
+    #[test]
+    fn range_tombstone_fields_encode_as_documented_and_are_checked() {
+        let edit = VersionEdit {
+            new_range_tombstones: vec![RangeTombstone { start: b"ab".to_vec(), end: b"c".to_vec(), sequence: 300 }],
+            dropped_range_tombstones: vec![5],
+            ..VersionEdit::default()
+        };
+        let bytes = encode(&edit);
+        assert_eq!(bytes, vec![19, 5, 18, 2, b'a', b'b', 1, b'c', 0xac, 0x02]);
+        assert_eq!(VersionEdit::decode(&bytes, &path(), 0).unwrap(), edit);
+        // A sequence beyond 56 bits is damage.
+        let mut too_large = vec![19];
+        crate::coding::put_varint64(&mut too_large, MAX_SEQUENCE_NUMBER + 1);
+        assert!(VersionEdit::decode(&too_large, &path(), 0).is_err());
+        // A tombstone cut short is damage.
+        assert!(VersionEdit::decode(&bytes[..bytes.len() - 1], &path(), 0).is_err());
     }
 
     fn column_family_edit() -> VersionEdit {
@@ -878,7 +966,15 @@ mod tests {
             Box::new(|e| e.deleted_files.push(full_edit().deleted_files[1])),
             Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[0])),
             Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[1])),
-            Box::new(|e| e.new_files.push(full_edit().new_files[0].clone())),
+            Box::new(|e| {
+                let (level, file) = full_edit().new_files[0].clone();
+                e.new_files.push((level, FileMetadata { range_tombstones_applied_through: 0, ..file }));
+            }),
+            // A table's range tombstone mark is a field of its own (tag 20) after its tag 6.
+            Box::new(|e| {
+                e.new_files[0].1.range_tombstones_applied_through =
+                    full_edit().new_files[0].1.range_tombstones_applied_through
+            }),
             Box::new(|e| {
                 let (level, file) = full_edit().new_files[1].clone();
                 e.new_files.push((level, FileMetadata { blob_references: Vec::new(), ..file }));
@@ -887,6 +983,9 @@ mod tests {
             Box::new(|e| e.new_files[1].1.blob_references = full_edit().new_files[1].1.blob_references.clone()),
             Box::new(|e| e.new_blob_files = full_edit().new_blob_files),
             Box::new(|e| e.blob_garbage = full_edit().blob_garbage),
+            Box::new(|e| e.dropped_range_tombstones = full_edit().dropped_range_tombstones),
+            Box::new(|e| e.new_range_tombstones.push(full_edit().new_range_tombstones[0].clone())),
+            Box::new(|e| e.new_range_tombstones.push(full_edit().new_range_tombstones[1].clone())),
         ];
         for step in steps {
             step(&mut partial);

@@ -27,6 +27,7 @@ use crate::db::filename::{manifest_file_name, manifest_path, temp_file_name, CUR
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::options::WalRecovery;
+use crate::range_tombstone::RangeTombstone;
 // Versions and table files are shared through the shim's `Arc`, so that the loom model of
 // their reference counting (in `tree.rs`) counts them; the file system and the janitor are
 // plain shared services.
@@ -84,6 +85,8 @@ struct RecoveredColumnFamily {
     comparator_name: Option<String>,
     /// Blob files listed so far, with the garbage (records, bytes) recorded for them.
     blob_files: HashMap<u64, (BlobFileMetadata, u64, u64)>,
+    /// Range tombstones listed so far, by sequence.
+    range_tombstones: BTreeMap<u64, RangeTombstone>,
 }
 
 impl RecoveredColumnFamily {
@@ -94,6 +97,7 @@ impl RecoveredColumnFamily {
             log_number: 0,
             comparator_name: None,
             blob_files: HashMap::new(),
+            range_tombstones: BTreeMap::new(),
         }
     }
 }
@@ -226,7 +230,9 @@ impl VersionSet {
             check_key_ranges(&family.files, &comparator).map_err(|reason| Error::corruption(&path, 0, reason))?;
             let blob_files =
                 recovered_blob_files(&family, &janitor).map_err(|reason| Error::corruption(&path, 0, reason))?;
-            let version = build_version(&family.files, &janitor, comparator).with_blob_files(blob_files);
+            let version = build_version(&family.files, &janitor, comparator)
+                .with_blob_files(blob_files)
+                .with_range_tombstones(family.range_tombstones.into_values().collect());
             check_levels_disjoint(&version).map_err(|reason| Error::corruption(&path, 0, reason))?;
             column_families.insert(
                 id,
@@ -346,7 +352,29 @@ impl VersionSet {
             debug_assert!(log_number < self.next_file_number);
         }
         edit.last_sequence = Some(self.last_sequence);
-        let new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit, new_comparator)?) };
+        let mut new_version = if edit.drop_column_family { None } else { Some(self.apply(&edit, new_comparator)?) };
+        if let Some(version) = new_version.take() {
+            // I40: a range tombstone leaves in the edit that removes the last data it hides.
+            let obsolete = version.obsolete_range_tombstones();
+            new_version = Some(if obsolete.is_empty() {
+                version
+            } else {
+                let kept = version
+                    .range_tombstones
+                    .list()
+                    .iter()
+                    .filter(|t| !obsolete.contains(&t.sequence))
+                    .cloned()
+                    .collect();
+                // One the edit itself adds is simply not added.
+                let (added, older): (Vec<u64>, Vec<u64>) = obsolete
+                    .into_iter()
+                    .partition(|&sequence| edit.new_range_tombstones.iter().any(|t| t.sequence == sequence));
+                edit.new_range_tombstones.retain(|t| !added.contains(&t.sequence));
+                edit.dropped_range_tombstones.extend(older);
+                version.with_range_tombstones(kept)
+            });
+        }
         if self.needs_new_manifest() {
             self.start_new_manifest(&mut edit, new_version.as_ref())?;
         } else {
@@ -563,7 +591,29 @@ impl VersionSet {
             )));
         }
         blob_files.retain(|number, _| referenced.contains(number));
-        let version = Version::from_files(levels, base.comparator.clone()).with_blob_files(BlobFiles::new(blob_files));
+        let mut version =
+            Version::from_files(levels, base.comparator.clone()).with_blob_files(BlobFiles::new(blob_files));
+        if edit.new_range_tombstones.is_empty() && edit.dropped_range_tombstones.is_empty() {
+            version.range_tombstones = base.range_tombstones.clone();
+        } else {
+            let mut tombstones = base.range_tombstones.list().to_vec();
+            for &sequence in &edit.dropped_range_tombstones {
+                let index = tombstones.iter().position(|t| t.sequence == sequence).ok_or_else(|| {
+                    Error::invalid(format!("internal error: edit drops unknown range tombstone {sequence}"))
+                })?;
+                tombstones.remove(index);
+            }
+            for tombstone in &edit.new_range_tombstones {
+                if tombstones.iter().any(|t| t.sequence == tombstone.sequence) {
+                    return Err(Error::invalid(format!(
+                        "internal error: range tombstone {} added twice",
+                        tombstone.sequence
+                    )));
+                }
+                tombstones.push(tombstone.clone());
+            }
+            version = version.with_range_tombstones(tombstones);
+        }
         // I4 is a property of this process's own edits; breaking it is a bug, reported as an
         // error rather than a panic in a background thread.
         check_levels_disjoint(&version).map_err(|reason| Error::invalid(format!("internal error (I4): {reason}")))?;
@@ -621,6 +671,7 @@ impl VersionSet {
                     family_edit.new_files.push((level as u32, file.meta.clone()));
                 }
             }
+            family_edit.new_range_tombstones = version.range_tombstones.list().to_vec();
             for file in version.blob_files.values() {
                 family_edit.new_blob_files.push(file.meta);
                 let (mut count, mut bytes) = file.garbage();
@@ -746,6 +797,16 @@ fn apply_to_families(
         if let Some((_, count, bytes)) = family.blob_files.get_mut(&garbage.number) {
             *count = count.saturating_add(garbage.count);
             *bytes = bytes.saturating_add(garbage.bytes);
+        }
+    }
+    for &sequence in &edit.dropped_range_tombstones {
+        if family.range_tombstones.remove(&sequence).is_none() {
+            return Err(format!("edit drops unknown range tombstone {sequence}"));
+        }
+    }
+    for tombstone in &edit.new_range_tombstones {
+        if family.range_tombstones.insert(tombstone.sequence, tombstone.clone()).is_some() {
+            return Err(format!("range tombstone {} added twice", tombstone.sequence));
         }
     }
     for (level, meta) in &edit.new_files {
@@ -885,6 +946,7 @@ mod tests {
             num_entries: 2,
             num_deletions: 0,
             blob_references: Vec::new(),
+            range_tombstones_applied_through: 0,
         }
     }
 

@@ -20,6 +20,7 @@ use crate::db::table_cache::TableCache;
 use crate::fs::FileSystem;
 use crate::iterator::level::FileRange;
 use crate::key::user_key;
+use crate::range_tombstone::{RangeTombstone, VersionTombstones};
 // Versions and table files are shared through the shim's `Arc` and the obsolete flag is its
 // atomic, so that the loom model at the end of this file runs this code; normal builds get
 // `std`'s types.
@@ -99,6 +100,9 @@ pub(crate) struct Version {
     pub(crate) comparator: KeyComparator,
     /// The blob files the tables of this version reference (exactly those: I35), by number.
     pub(crate) blob_files: BlobFiles,
+    /// The range tombstones flushed from memtables that may still hide data in the tables
+    /// (`range_tombstone.rs`, I38, I39).
+    pub(crate) range_tombstones: VersionTombstones,
 }
 
 impl Version {
@@ -128,13 +132,51 @@ impl Version {
                     .into()
             })
             .collect();
-        Version { levels, level_ranges, comparator, blob_files: BlobFiles::default() }
+        let range_tombstones = VersionTombstones::empty(comparator.clone());
+        Version { levels, level_ranges, comparator, blob_files: BlobFiles::default(), range_tombstones }
     }
 
     /// The same version with `blob_files` as its blob files.
     pub(crate) fn with_blob_files(mut self, blob_files: BlobFiles) -> Version {
         self.blob_files = blob_files;
         self
+    }
+
+    /// The same version with `range_tombstones` as its range tombstones.
+    pub(crate) fn with_range_tombstones(mut self, range_tombstones: Vec<RangeTombstone>) -> Version {
+        self.range_tombstones = VersionTombstones::new(range_tombstones, self.comparator.clone());
+        self
+    }
+
+    /// The range tombstones that may still hide entries of `file`: they overlap its key range,
+    /// and it holds entries older than them without having been written with them applied
+    /// (I40).
+    pub(crate) fn range_tombstones_hiding_data_in<'a>(
+        &'a self,
+        file: &'a TableFile,
+    ) -> impl Iterator<Item = &'a RangeTombstone> + 'a {
+        self.range_tombstones.list().iter().filter(move |tombstone| {
+            file.meta.smallest_sequence < tombstone.sequence
+                && file.meta.range_tombstones_applied_through < tombstone.sequence
+                && tombstone.overlaps(file.smallest_user_key(), file.largest_user_key(), &self.comparator)
+        })
+    }
+
+    /// The sequences of the range tombstones that no table can hide data from any more (I40).
+    /// Memtables need not be asked: a tombstone reaches the version with the flush of its
+    /// memtable, after every older memtable of the column family, and later memtables hold only
+    /// newer entries.
+    pub(crate) fn obsolete_range_tombstones(&self) -> Vec<u64> {
+        let mut hiding: std::collections::HashSet<u64> = std::collections::HashSet::new();
+        for file in self.levels.iter().flatten() {
+            hiding.extend(self.range_tombstones_hiding_data_in(file).map(|tombstone| tombstone.sequence));
+        }
+        self.range_tombstones
+            .list()
+            .iter()
+            .map(|tombstone| tombstone.sequence)
+            .filter(|sequence| !hiding.contains(sequence))
+            .collect()
     }
 
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
@@ -287,6 +329,7 @@ mod loom_models {
             num_entries: 1,
             num_deletions: 0,
             blob_references: Vec::new(),
+            range_tombstones_applied_through: 0,
         }
     }
 

@@ -158,7 +158,8 @@ pub fn decode_batch(payload: &[u8], path: &Path, offset: u64) -> Result<DecodedB
             column_family_id: entry.column_family_id(),
             kind: match entry.kind() {
                 BatchOp::Put => EntryKind::Put,
-                BatchOp::Delete => EntryKind::Delete,
+                BatchOp::DeleteRange => EntryKind::DeleteRange,
+                _ => EntryKind::Delete,
             },
             sequence,
             key: entry.key().to_vec(),
