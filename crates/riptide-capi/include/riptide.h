@@ -596,6 +596,32 @@ riptide_code_t riptide_batch_delete_cf(const riptide_batch_t *batch,
                                        size_t key_len,
                                        riptide_error_t **err);
 
+// Adds a range delete of every key from `start` (inclusive) to `end` (exclusive) in the
+// default column family; records after it in the batch are applied after it.
+//
+// # Safety
+// `start` and `end` must be valid for their lengths (NULL allowed for length 0); `err` NULL or
+// a `riptide_error_t *` variable.
+riptide_code_t riptide_batch_delete_range(const riptide_batch_t *batch,
+                                          const uint8_t *start,
+                                          size_t start_len,
+                                          const uint8_t *end,
+                                          size_t end_len,
+                                          riptide_error_t **err);
+
+// Adds a range delete of every key in `[start, end)` (in the column family's order) in column
+// family `cf`.
+//
+// # Safety
+// As `riptide_batch_delete_range`.
+riptide_code_t riptide_batch_delete_range_cf(const riptide_batch_t *batch,
+                                             const riptide_cf_t *cf,
+                                             const uint8_t *start,
+                                             size_t start_len,
+                                             const uint8_t *end,
+                                             size_t end_len,
+                                             riptide_error_t **err);
+
 // Empties the batch (and unbinds it from its database).
 //
 // # Safety
@@ -718,6 +744,34 @@ riptide_code_t riptide_delete_cf(const riptide_db_t *db,
                                  const uint8_t *key,
                                  size_t key_len,
                                  riptide_error_t **err);
+
+// Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
+// family with one range tombstone: one record whatever the number of keys, durable like any
+// write under `options`. A range whose start is not below its end deletes nothing.
+//
+// # Safety
+// `start` and `end` must be valid for their lengths (NULL allowed for length 0); `err` NULL or
+// a `riptide_error_t *` variable.
+riptide_code_t riptide_delete_range(const riptide_db_t *db,
+                                    const riptide_writeoptions_t *options,
+                                    const uint8_t *start,
+                                    size_t start_len,
+                                    const uint8_t *end,
+                                    size_t end_len,
+                                    riptide_error_t **err);
+
+// Deletes every key in `[start, end)`, in the column family's order, from column family `cf`.
+//
+// # Safety
+// As `riptide_delete_range`.
+riptide_code_t riptide_delete_range_cf(const riptide_db_t *db,
+                                       const riptide_writeoptions_t *options,
+                                       const riptide_cf_t *cf,
+                                       const uint8_t *start,
+                                       size_t start_len,
+                                       const uint8_t *end,
+                                       size_t end_len,
+                                       riptide_error_t **err);
 
 // Reads `key` from the default column family. On success `*out_value` is a `malloc`ed copy
 // (free with `riptide_free`) of `*out_value_len` bytes, or NULL when the key is absent (a

@@ -172,6 +172,57 @@ pub unsafe extern "C" fn riptide_batch_delete_cf(
     })
 }
 
+/// Adds a range delete of every key from `start` (inclusive) to `end` (exclusive) in the
+/// default column family; records after it in the batch are applied after it.
+///
+/// # Safety
+/// `start` and `end` must be valid for their lengths (NULL allowed for length 0); `err` NULL or
+/// a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_batch_delete_range(
+    batch: *const riptide_batch_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (start, end) = unsafe { (bytes(start, start_len, "start")?, bytes(end, end_len, "end")?) };
+        with_batch(batch, |state| {
+            state.batch.delete_range(start, end);
+            Ok(())
+        })
+    })
+}
+
+/// Adds a range delete of every key in `[start, end)` (in the column family's order) in column
+/// family `cf`.
+///
+/// # Safety
+/// As `riptide_batch_delete_range`.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_batch_delete_range_cf(
+    batch: *const riptide_batch_t,
+    cf: *const riptide_cf_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (start, end) = unsafe { (bytes(start, start_len, "start")?, bytes(end, end_len, "end")?) };
+        with_batch(batch, |state| {
+            let family = bind(state, cf)?;
+            state.batch.delete_range_cf(&family.cf, start, end);
+            Ok(())
+        })
+    })
+}
+
 /// Empties the batch (and unbinds it from its database).
 ///
 /// # Safety

@@ -333,6 +333,70 @@ pub unsafe extern "C" fn riptide_delete_cf(
     call(err, || unsafe { write_one(db, options, Some(cf), (key, key_len), None) })
 }
 
+/// Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
+/// family with one range tombstone: one record whatever the number of keys, durable like any
+/// write under `options`. A range whose start is not below its end deletes nothing.
+///
+/// # Safety
+/// `start` and `end` must be valid for their lengths (NULL allowed for length 0); `err` NULL or
+/// a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_delete_range(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    // SAFETY: by the function's contract.
+    call(err, || unsafe { delete_range(db, options, None, (start, start_len), (end, end_len)) })
+}
+
+/// Deletes every key in `[start, end)`, in the column family's order, from column family `cf`.
+///
+/// # Safety
+/// As `riptide_delete_range`.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_delete_range_cf(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    cf: *const riptide_cf_t,
+    start: *const u8,
+    start_len: usize,
+    end: *const u8,
+    end_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    // SAFETY: by the function's contract.
+    call(err, || unsafe { delete_range(db, options, Some(cf), (start, start_len), (end, end_len)) })
+}
+
+/// The body of `riptide_delete_range` and `riptide_delete_range_cf`.
+///
+/// # Safety
+/// As `riptide_delete_range`.
+unsafe fn delete_range(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    cf: Option<*const riptide_cf_t>,
+    start: (*const u8, usize),
+    end: (*const u8, usize),
+) -> Result<(), CapiError> {
+    // SAFETY: forwarded contract.
+    let (start, end) = unsafe { (bytes(start.0, start.1, "start")?, bytes(end.0, end.1, "end")?) };
+    let options = write_options(options)?;
+    with_db(db, |object, database| {
+        let mut batch = WriteBatch::new();
+        match cf {
+            None => batch.delete_range(start, end),
+            Some(cf) => batch.delete_range_cf(&family_of(object.id, cf)?.cf, start, end),
+        }
+        Ok(database.write_opt(batch, &options)?)
+    })
+}
+
 /// Reads `key` in the default column family or `cf` with `options`.
 ///
 /// # Safety

@@ -68,6 +68,18 @@ pub enum Command {
         #[command(flatten)]
         write: WriteArgs,
     },
+    /// Delete every key from START (inclusive) to END (exclusive), in the column family's
+    /// order, with one range tombstone.
+    DeleteRange {
+        #[command(flatten)]
+        database: DatabaseArgs,
+        /// The first key deleted.
+        start: String,
+        /// The first key not deleted.
+        end: String,
+        #[command(flatten)]
+        write: WriteArgs,
+    },
     /// Print the pairs of a key range, one per line, in the column family's order.
     Scan {
         #[command(flatten)]

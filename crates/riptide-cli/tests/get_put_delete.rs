@@ -1,4 +1,4 @@
-//! `get`, `put` and `delete`: values round-trip through the escaped, hex and JSON forms, a
+//! `get`, `put`, `delete` and `delete-range`: values round-trip through the escaped, hex and JSON forms, a
 //! missing key exits 1 with nothing on stdout, and `put` creates a database only with
 //! `--create`.
 
@@ -15,6 +15,16 @@ fn put_then_get_prints_the_value_and_delete_removes_it() {
     let missing = run_expect(&["get", &arg(&db), "user:1"], 1);
     assert_eq!(missing.stdout, "", "a missing key prints nothing");
     run_expect(&["delete", &arg(&db), "never-written"], 0);
+}
+
+#[test]
+fn delete_range_removes_the_keys_between_its_bounds() {
+    let (_dir, db) = scratch();
+    for key in ["a", "b", "c", "d"] {
+        run_expect(&["put", "--create", &arg(&db), key, "v"], 0);
+    }
+    run_expect(&["delete-range", &arg(&db), "b", "d", "--sync"], 0);
+    assert_eq!(run_expect(&["scan", &arg(&db), "--keys-only"], 0).stdout, "a\nd\n");
 }
 
 #[test]

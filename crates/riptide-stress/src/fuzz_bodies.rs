@@ -224,10 +224,14 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
             let _ = db.delete(format!("key{:04}", number / 2).as_bytes());
         }
     }
+    // A range delete over flushed tables puts tags 18 to 20 in the manifest.
+    let _ = db.delete_range(b"key0010", b"key0030");
     let _ = db.flush();
     let mut batch = WriteBatch::new();
     batch.put(b"batch-a", b"1");
     batch.delete(b"key0003");
+    // Kinds 4 and 5 (range deletes) in the log's last batch.
+    batch.delete_range(b"key0100", b"key0105");
     // Column families put kinds 2 and 3 in the log's batches and column family records in the
     // manifest: one that lives, with a batch across it and the default one, and one that is
     // renamed and dropped.
@@ -238,6 +242,7 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
         let _ = db.delete_cf(&events, b"event007");
         batch.put_cf(&events, b"event-batch", b"2");
         batch.delete_cf(&events, b"event001");
+        batch.delete_range_cf(&events, b"event010", b"event015");
         let _ = db.flush();
     }
     if let Ok(scratch) = db.create_column_family("scratch", ColumnFamilyOptions::default()) {

@@ -183,6 +183,29 @@ impl<'a> ThreadContext<'a> {
         result.map_err(|error| Failure(format!("{kind} of {} keys failed: {error}", writes.len())))
     }
 
+    /// Deletes plain keys `first..end` of `family` with one range delete, journaled as a delete
+    /// of each of them.
+    pub fn delete_range(&mut self, family: usize, first: usize, end: usize) -> Result<(), Failure> {
+        let space = self.shared.state.space();
+        let sync = self.rng.gen_range(0..1000) < self.shared.sync_per_thousand;
+        let guard = self.db()?;
+        let db = guard.as_ref().ok_or_else(|| Failure("database is closed".to_string()))?;
+        let _families = self.lock_families(std::iter::once(family))?;
+        let handle = family_handle(db, family)?;
+        let writes: Vec<(usize, Option<ValueId>)> =
+            (first..end).map(|position| (space.plain_key(family, position), None)).collect();
+        // Plain keys sort before group members ("k" < "m"), so the range holds plain keys only;
+        // the end bound is spelled like a plain key even past the last one.
+        let mut batch = WriteBatch::new();
+        batch.delete_range_cf(&handle, &space.key(space.plain_key(family, first)), format!("k{end:05}").as_bytes());
+        let begin =
+            self.shared.journal.begin_write(&self.shared.state, "delete-range", &writes).map_err(journal_failure)?;
+        let result = db.write_opt(batch, &WriteOptions { sync });
+        let keys: Vec<usize> = writes.iter().map(|(index, _)| *index).collect();
+        self.shared.journal.end_write(&self.shared.state, begin, &keys, result.is_ok()).map_err(journal_failure)?;
+        result.map_err(|error| Failure(format!("delete-range of {} keys failed: {error}", writes.len())))
+    }
+
     /// Reads key `index` through `family` and checks the answer, bracketing the call with the
     /// read's start and end ticks as `check_read` requires.
     pub fn checked_get(
@@ -306,6 +329,7 @@ pub fn default_mix() -> OperationMix {
     vec![
         (30, Box::new(Put)),
         (8, Box::new(Delete)),
+        (2, Box::new(DeleteRange)),
         (10, Box::new(Batch)),
         (6, Box::new(GroupWrite)),
         (6, Box::new(TransactionWrite)),
@@ -373,6 +397,24 @@ impl Operation for Delete {
     fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
         let index = context.random_plain_key();
         context.write("delete", &[(index, None)])
+    }
+}
+
+/// A range delete of consecutive plain keys of one family: one record that the journal and
+/// the expected state see as a delete of each key in the range.
+struct DeleteRange;
+
+impl Operation for DeleteRange {
+    fn name(&self) -> &'static str {
+        "delete-range"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let space = context.shared.state.space();
+        let family = context.random_family();
+        let first = context.rng.gen_range(0..space.plain_keys);
+        let longest = if context.rng.gen_bool(0.1) { 400 } else { 24 };
+        let end = (first + context.rng.gen_range(1..=longest)).min(space.plain_keys);
+        context.delete_range(family, first, end)
     }
 }
 

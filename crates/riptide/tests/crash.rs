@@ -1,4 +1,5 @@
-//! Crash tests over the fault-injecting file system: run a random workload, crash it at a
+//! Crash tests over the fault-injecting file system: run a random workload (puts, deletes and
+//! range deletes), crash it at a
 //! random file-system operation (every later mutation fails), drop what a power loss would
 //! drop, reopen, and check that
 //! - the database always reopens;
@@ -21,14 +22,26 @@ use riptide::{Db, Options, ReadOptions, SyncMode, WriteBatch, WriteOptions};
 use common::{dump, key, small_options, value};
 
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
-type Write = Vec<(Vec<u8>, Option<Vec<u8>>)>;
+/// One attempted write: puts (`Some`) and deletes (`None`), and range deletes
+/// (`Op::DeleteRange`), applied in order.
+type Write = Vec<Op>;
+
+enum Op {
+    Set(Vec<u8>, Option<Vec<u8>>),
+    DeleteRange(Vec<u8>, Vec<u8>),
+}
 
 fn apply(model: &mut Model, write: &Write) {
-    for (k, v) in write {
-        match v {
-            Some(v) => model.insert(k.clone(), v.clone()),
-            None => model.remove(k),
-        };
+    for op in write {
+        match op {
+            Op::Set(k, Some(v)) => {
+                model.insert(k.clone(), v.clone());
+            }
+            Op::Set(k, None) => {
+                model.remove(k);
+            }
+            Op::DeleteRange(start, end) => model.retain(|k, _| !(k >= start && k < end)),
+        }
     }
 }
 
@@ -58,10 +71,14 @@ fn workload(db: &Db, rng: &mut SmallRng, steps: usize) -> Outcome {
             if rng.gen_bool(0.8) {
                 let v = value(n, step as u64, rng.gen_range(0..100));
                 batch.put(&key(n), &v);
-                write.push((key(n), Some(v)));
+                write.push(Op::Set(key(n), Some(v)));
+            } else if rng.gen_bool(0.15) {
+                let (start, end) = (key(n), key(n + rng.gen_range(1..30)));
+                batch.delete_range(&start, &end);
+                write.push(Op::DeleteRange(start, end));
             } else {
                 batch.delete(&key(n));
-                write.push((key(n), None));
+                write.push(Op::Set(key(n), None));
             }
         }
         let sync = rng.gen_bool(0.3);
@@ -156,10 +173,18 @@ fn crash_at_every_operation_of_a_short_workload() {
         let mut history = Vec::new();
         let mut durable = 0;
         for i in 0..120u64 {
-            let write: Write = vec![(key(i % 40), Some(value(i % 40, i, 300)))];
-            history.push(write.clone());
             let sync = i % 7 == 0;
-            if db.put_opt(&write[0].0, write[0].1.as_deref().unwrap_or_default(), &WriteOptions { sync }).is_err() {
+            // Every 25th write deletes a range, so that a crash also lands in the flush that
+            // moves a range tombstone into the manifest.
+            let written = if i % 25 == 24 {
+                history.push(vec![Op::DeleteRange(key(i % 40), key(i % 40 + 12))]);
+                db.delete_range_opt(&key(i % 40), &key(i % 40 + 12), &WriteOptions { sync })
+            } else {
+                let v = value(i % 40, i, 300);
+                history.push(vec![Op::Set(key(i % 40), Some(v.clone()))]);
+                db.put_opt(&key(i % 40), &v, &WriteOptions { sync })
+            };
+            if written.is_err() {
                 break;
             }
             if sync {

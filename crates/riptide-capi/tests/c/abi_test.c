@@ -1034,6 +1034,53 @@ static void test_backups(void) {
 }
 
 /* Every misuse the header promises to catch, for every kind of handle. */
+static void test_range_deletes(void) {
+    char path[300];
+    new_path(path, sizeof path);
+    riptide_db_t *db = open_db(path);
+    riptide_cf_t *cf = NULL;
+    OK(riptide_create_column_family(db, "ranges", NULL, &cf, NULL));
+    const char *keys[] = {"a", "b", "c", "d", "e", "f"};
+    for (size_t i = 0; i < 6; i++) {
+        OK(riptide_put(db, NULL, K(keys[i]), K("v"), NULL));
+        OK(riptide_put_cf(db, NULL, cf, K(keys[i]), K("w"), NULL));
+    }
+    OK(riptide_flush(db, NULL));
+    /* [b, d) in the default column family, [e, z) in "ranges". */
+    OK(riptide_delete_range(db, NULL, K("b"), K("d"), NULL));
+    OK(riptide_delete_range_cf(db, NULL, cf, K("e"), K("z"), NULL));
+    expect_value(db, NULL, "a", "v");
+    expect_value(db, NULL, "b", NULL);
+    expect_value(db, NULL, "c", NULL);
+    expect_value(db, NULL, "d", "v");
+    uint8_t *value = NULL;
+    size_t len = 0;
+    OK(riptide_get_cf(db, NULL, cf, K("e"), &value, &len, NULL));
+    CHECK(value == NULL);
+    OK(riptide_get_cf(db, NULL, cf, K("d"), &value, &len, NULL));
+    CHECK(value && len == 1 && value[0] == 'w');
+    riptide_free(value);
+    /* In a batch, records apply in order: the put after the range delete survives it. */
+    riptide_batch_t *batch = NULL;
+    OK(riptide_batch_create(&batch, NULL));
+    OK(riptide_batch_delete_range(batch, K("a"), K("f"), NULL));
+    OK(riptide_batch_put(batch, K("c"), K("again"), NULL));
+    OK(riptide_batch_delete_range_cf(batch, cf, K("a"), K("c"), NULL));
+    OK(riptide_write(db, NULL, batch, NULL));
+    OK(riptide_batch_destroy(batch));
+    expect_value(db, NULL, "a", NULL);
+    expect_value(db, NULL, "c", "again");
+    expect_value(db, NULL, "d", NULL);
+    expect_value(db, NULL, "f", "v");
+    OK(riptide_get_cf(db, NULL, cf, K("b"), &value, &len, NULL));
+    CHECK(value == NULL);
+    /* Bad arguments: a NULL key with a length, a closed handle. */
+    EXPECT(RIPTIDE_MISUSE, riptide_delete_range(db, NULL, NULL, 3, K("z"), NULL));
+    OK(riptide_cf_destroy(cf));
+    OK(riptide_close(db, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_delete_range(db, NULL, K("a"), K("b"), NULL));
+}
+
 static void test_misuse(void) {
     char path[300], path2[300];
     new_path(path, sizeof path);
@@ -1268,6 +1315,7 @@ int main(void) {
         {"stats_and_maintenance", test_stats_and_maintenance},
         {"blob_files", test_blob_files},
         {"backups", test_backups},
+        {"range_deletes", test_range_deletes},
         {"misuse", test_misuse},
         {"threads", test_threads},
     };

@@ -58,6 +58,17 @@ pub fn delete(database: &DatabaseArgs, key: &[u8], sync: bool) -> CliResult {
     Ok(Outcome::Success)
 }
 
+/// `riptide delete-range DB START END`: one range tombstone over `[start, end)`.
+pub fn delete_range(database: &DatabaseArgs, start: &[u8], end: &[u8], sync: bool) -> CliResult {
+    let db = open_database(&database.db, false)?;
+    let family = column_family(&db, &database.cf)?;
+    let mut batch = riptide::WriteBatch::new();
+    batch.delete_range_cf(&family, start, end);
+    db.write_opt(batch, &WriteOptions { sync })?;
+    close(db)?;
+    Ok(Outcome::Success)
+}
+
 /// The range and direction of a scan.
 #[derive(Clone, Debug, Default)]
 pub struct ScanRange {

@@ -27,6 +27,9 @@ pub fn run(cli: Cli) -> CliResult {
             data::put(&database, &decode(&style, &key)?, &decode(&style, &value)?, write.sync, create)
         }
         Command::Delete { database, key, write } => data::delete(&database, &decode(&style, &key)?, write.sync),
+        Command::DeleteRange { database, start, end, write } => {
+            data::delete_range(&database, &decode(&style, &start)?, &decode(&style, &end)?, write.sync)
+        }
         Command::Scan { database, from, to, limit, reverse, count, keys_only } => {
             let range = data::ScanRange {
                 from: from.map(|text| decode(&style, &text)).transpose()?,

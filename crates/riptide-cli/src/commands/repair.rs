@@ -58,6 +58,10 @@ struct Family {
 /// The newest version read of each key, per column family id.
 type Salvage = BTreeMap<u32, BTreeMap<Vec<u8>, (u64, Option<Vec<u8>>)>>;
 
+/// The range tombstones found (in the manifest and in logs), per column family id, as (start,
+/// end, sequence): a salvaged version older than one that holds its key is deleted.
+type RangeSalvage = BTreeMap<u32, Vec<(Vec<u8>, Vec<u8>, u64)>>;
+
 /// Everything the repair reports.
 #[derive(Default)]
 struct Report {
@@ -89,15 +93,21 @@ pub fn repair(dir: &Path) -> CliResult {
     let lost_dir = move_aside(dir, &names)?;
     report.lines.push(format!("moved {} files into {}", names.len(), lost_dir.display()));
     let mut salvage = Salvage::new();
+    let mut ranges = RangeSalvage::new();
+    if let Some(state) = &manifest {
+        for family in &state.column_families {
+            ranges.entry(family.id).or_default().extend(family.range_tombstones.iter().cloned());
+        }
+    }
     salvage_tables(&lost_dir, &names, manifest.as_ref(), &families, &mut salvage, &mut report)?;
-    salvage_logs(&lost_dir, &names, manifest.is_some(), &families, &mut salvage, &mut report)?;
+    salvage_logs(&lost_dir, &names, manifest.is_some(), &families, &mut salvage, &mut ranges, &mut report)?;
     for name in &names {
         if let Some(DbFileKind::Prepared(_)) = classify_file_name(name) {
             report.lost.push(format!("{name}: a prepared (two-phase commit) transaction, not restored"));
         }
     }
     drop(lock);
-    rebuild(dir, &families, &salvage, &mut report)?;
+    rebuild(dir, &families, &salvage, &ranges, &mut report)?;
     let mut output = Output::stdout();
     for line in &report.lines {
         output.line(line)?;
@@ -283,6 +293,7 @@ fn salvage_logs(
     manifest_known: bool,
     families: &BTreeMap<u32, Family>,
     salvage: &mut Salvage,
+    ranges: &mut RangeSalvage,
     report: &mut Report,
 ) -> CliResult<()> {
     for name in names {
@@ -322,6 +333,15 @@ fn salvage_logs(
                 if number < family.log_number {
                     continue;
                 }
+                if entry.kind == EntryKind::DeleteRange {
+                    ranges.entry(entry.column_family_id).or_default().push((
+                        entry.key.clone(),
+                        entry.value.clone(),
+                        entry.sequence,
+                    ));
+                    applied += 1;
+                    continue;
+                }
                 let value = (entry.kind == EntryKind::Put).then_some(entry.value.as_slice());
                 offer(salvage, entry.column_family_id, &entry.key, entry.sequence, value);
                 applied += 1;
@@ -336,7 +356,13 @@ fn salvage_logs(
 }
 
 /// Creates the new database and writes the salvaged pairs.
-fn rebuild(dir: &Path, families: &BTreeMap<u32, Family>, salvage: &Salvage, report: &mut Report) -> CliResult<()> {
+fn rebuild(
+    dir: &Path,
+    families: &BTreeMap<u32, Family>,
+    salvage: &Salvage,
+    ranges: &RangeSalvage,
+    report: &mut Report,
+) -> CliResult<()> {
     let options = Options { create_if_missing: true, error_if_exists: true, ..Options::default() };
     let mut listed = Vec::new();
     for family in families.values() {
@@ -354,8 +380,17 @@ fn rebuild(dir: &Path, families: &BTreeMap<u32, Family>, salvage: &Salvage, repo
         let mut batch = WriteBatch::new();
         let mut restored = 0u64;
         let mut deleted = 0u64;
-        for (key, (_, value)) in salvage.get(id).into_iter().flatten() {
-            let Some(value) = value else {
+        // Checked at the start: every family's comparator is a built-in one.
+        let order = builtin_comparator(&family.comparator)
+            .ok_or_else(|| CliError::other(format!("column family {:?}: unknown comparator", family.name)))?;
+        let tombstones = ranges.get(id).map(Vec::as_slice).unwrap_or_default();
+        let covered = |key: &[u8], sequence: u64| {
+            tombstones.iter().any(|(start, end, tombstone)| {
+                *tombstone > sequence && order.compare(start, key).is_le() && order.compare(key, end).is_lt()
+            })
+        };
+        for (key, (sequence, value)) in salvage.get(id).into_iter().flatten() {
+            let Some(value) = value.as_ref().filter(|_| !covered(key, *sequence)) else {
                 deleted += 1;
                 continue;
             };

@@ -55,6 +55,9 @@ pub enum Operation {
     Put(usize, usize, usize),
     /// Delete family, key.
     Delete(usize, usize),
+    /// Range delete in family: every key from the first key (inclusive) to the second
+    /// (exclusive), bytewise.
+    DeleteRange(usize, usize, usize),
     /// An atomic batch, possibly across families: (family, key, Some(value)) puts,
     /// (family, key, None) deletes.
     Batch(Vec<(usize, usize, Option<usize>)>),
@@ -184,7 +187,8 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
         let family = random_family(&mut rng, &live);
         let operation = match rng.gen_range(0..1000) {
             0..=329 => Operation::Put(family, rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
-            330..=419 => Operation::Delete(family, rng.gen_range(0..key_count)),
+            330..=404 => Operation::Delete(family, rng.gen_range(0..key_count)),
+            405..=419 => Operation::DeleteRange(family, rng.gen_range(0..key_count), rng.gen_range(0..key_count)),
             420..=499 => Operation::Batch(
                 (0..rng.gen_range(1..16))
                     .map(|_| {

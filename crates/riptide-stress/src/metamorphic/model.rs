@@ -66,6 +66,11 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
                 contents_mut(&mut families, *family).remove(&key(*k));
                 Observation::Done
             }
+            Operation::DeleteRange(family, start, end) => {
+                let (start, end) = (key(*start), key(*end));
+                contents_mut(&mut families, *family).retain(|k, _| !(*k >= start && *k < end));
+                Observation::Done
+            }
             Operation::Batch(writes) => {
                 for (family, k, v) in writes {
                     let contents = contents_mut(&mut families, *family);

@@ -107,6 +107,10 @@ pub struct EditSummary {
     pub column_family_comparator: Option<String>,
     /// Prepared transactions (file numbers) whose commit this record is.
     pub prepared_committed: Vec<u64>,
+    /// Tag 18: range tombstones added, as (start, end, sequence).
+    pub new_range_tombstones: Vec<(Vec<u8>, Vec<u8>, u64)>,
+    /// Tag 19: range tombstones removed, by sequence.
+    pub dropped_range_tombstones: Vec<u64>,
 }
 
 impl EditSummary {
@@ -125,6 +129,12 @@ impl EditSummary {
             max_column_family: edit.max_column_family,
             column_family_comparator: edit.column_family_comparator.clone(),
             prepared_committed: edit.prepared_committed.clone(),
+            new_range_tombstones: edit
+                .new_range_tombstones
+                .iter()
+                .map(|tombstone| (tombstone.start.clone(), tombstone.end.clone(), tombstone.sequence))
+                .collect(),
+            dropped_range_tombstones: edit.dropped_range_tombstones.clone(),
         }
     }
 }
@@ -198,6 +208,8 @@ pub struct ColumnFamilyState {
     pub log_number: u64,
     /// Its live tables, by level, then by file number.
     pub files: Vec<LiveFile>,
+    /// Its live range tombstones, as (start, end, sequence), by sequence.
+    pub range_tombstones: Vec<(Vec<u8>, Vec<u8>, u64)>,
 }
 
 /// What the manifest `CURRENT` names describes, and what is wrong with it.
@@ -237,6 +249,13 @@ struct Replayed {
     comparator: Option<String>,
     log_number: u64,
     files: BTreeMap<u64, (u32, FileSummary)>,
+    range_tombstones: BTreeMap<u64, (Vec<u8>, Vec<u8>)>,
+}
+
+impl Replayed {
+    fn new(name: String) -> Replayed {
+        Replayed { name, comparator: None, log_number: 0, files: BTreeMap::new(), range_tombstones: BTreeMap::new() }
+    }
 }
 
 /// Reads `dir/CURRENT` and replays the manifest it names. A missing or damaged `CURRENT`, or a
@@ -260,8 +279,7 @@ pub fn replay_manifest_file(path: &Path) -> Result<ManifestState> {
 /// Replays the decoded records of a manifest (see [`replay_manifest`]).
 fn replay_scan(scan: ManifestScan) -> ManifestState {
     let mut families: BTreeMap<u32, Replayed> = BTreeMap::new();
-    families
-        .insert(0, Replayed { name: "default".to_string(), comparator: None, log_number: 0, files: BTreeMap::new() });
+    families.insert(0, Replayed::new("default".to_string()));
     let mut problems = Vec::new();
     let mut next_file_number = 0;
     let mut last_sequence = 0;
@@ -292,6 +310,11 @@ fn replay_scan(scan: ManifestScan) -> ManifestState {
                 comparator: family.comparator.unwrap_or_else(|| "riptide.bytewise".to_string()),
                 log_number: family.log_number,
                 files,
+                range_tombstones: family
+                    .range_tombstones
+                    .into_iter()
+                    .map(|(sequence, (start, end))| (start, end, sequence))
+                    .collect(),
             }
         })
         .collect();
@@ -313,7 +336,7 @@ fn apply(families: &mut BTreeMap<u32, Replayed>, edit: &EditSummary, problem: &m
         if families.contains_key(&id) {
             problem(format!("edit adds column family {id}, which exists"));
         }
-        families.insert(id, Replayed { name: name.clone(), comparator: None, log_number: 0, files: BTreeMap::new() });
+        families.insert(id, Replayed::new(name.clone()));
     }
     if edit.drop_column_family {
         if id == 0 || families.remove(&id).is_none() {
@@ -339,6 +362,16 @@ fn apply(families: &mut BTreeMap<u32, Replayed>, edit: &EditSummary, problem: &m
             Some((found, _)) if found == level => {}
             Some((found, _)) => problem(format!("edit deletes table {number} from level {level}, it is in {found}")),
             None => problem(format!("edit deletes unknown table {number}")),
+        }
+    }
+    for sequence in &edit.dropped_range_tombstones {
+        if family.range_tombstones.remove(sequence).is_none() {
+            problem(format!("edit removes unknown range tombstone {sequence}"));
+        }
+    }
+    for (start, end, sequence) in &edit.new_range_tombstones {
+        if family.range_tombstones.insert(*sequence, (start.clone(), end.clone())).is_some() {
+            problem(format!("range tombstone {sequence} added twice"));
         }
     }
     for (level, file) in &edit.new_files {
