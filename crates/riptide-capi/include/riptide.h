@@ -596,6 +596,17 @@ riptide_code_t riptide_batch_delete_cf(const riptide_batch_t *batch,
                                        size_t key_len,
                                        riptide_error_t **err);
 
+// Adds a single delete of `key` in the default column family (`cf` NULL) or in `cf` (see
+// `riptide_single_delete` for the contract).
+//
+// # Safety
+// As `riptide_batch_put`; `cf` NULL or a column family handle.
+riptide_code_t riptide_batch_single_delete(const riptide_batch_t *batch,
+                                           const riptide_cf_t *cf,
+                                           const uint8_t *key,
+                                           size_t key_len,
+                                           riptide_error_t **err);
+
 // Adds a range delete of every key from `start` (inclusive) to `end` (exclusive) in the
 // default column family; records after it in the batch are applied after it.
 //
@@ -744,6 +755,20 @@ riptide_code_t riptide_delete_cf(const riptide_db_t *db,
                                  const uint8_t *key,
                                  size_t key_len,
                                  riptide_error_t **err);
+
+// Single-deletes `key` in the default column family (`cf` NULL) or in `cf`: a delete for a
+// key written with at most one put since its previous single delete and never deleted with
+// `riptide_delete`; flush and compaction drop it together with the put it meets. A broken
+// contract only affects that key (an older value of it may show again).
+//
+// # Safety
+// As `riptide_put`; `cf` NULL or a column family handle.
+riptide_code_t riptide_single_delete(const riptide_db_t *db,
+                                     const riptide_writeoptions_t *options,
+                                     const riptide_cf_t *cf,
+                                     const uint8_t *key,
+                                     size_t key_len,
+                                     riptide_error_t **err);
 
 // Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
 // family with one range tombstone: one record whatever the number of keys, durable like any

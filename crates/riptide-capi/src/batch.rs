@@ -172,6 +172,34 @@ pub unsafe extern "C" fn riptide_batch_delete_cf(
     })
 }
 
+/// Adds a single delete of `key` in the default column family (`cf` NULL) or in `cf` (see
+/// `riptide_single_delete` for the contract).
+///
+/// # Safety
+/// As `riptide_batch_put`; `cf` NULL or a column family handle.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_batch_single_delete(
+    batch: *const riptide_batch_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        with_batch(batch, |state| {
+            if cf.is_null() {
+                state.batch.single_delete(key);
+            } else {
+                let family = bind(state, cf)?;
+                state.batch.single_delete_cf(&family.cf, key);
+            }
+            Ok(())
+        })
+    })
+}
+
 /// Adds a range delete of every key from `start` (inclusive) to `end` (exclusive) in the
 /// default column family; records after it in the batch are applied after it.
 ///

@@ -333,6 +333,38 @@ pub unsafe extern "C" fn riptide_delete_cf(
     call(err, || unsafe { write_one(db, options, Some(cf), (key, key_len), None) })
 }
 
+/// Single-deletes `key` in the default column family (`cf` NULL) or in `cf`: a delete for a
+/// key written with at most one put since its previous single delete and never deleted with
+/// `riptide_delete`; flush and compaction drop it together with the put it meets. A broken
+/// contract only affects that key (an older value of it may show again).
+///
+/// # Safety
+/// As `riptide_put`; `cf` NULL or a column family handle.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_single_delete(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let key = unsafe { bytes(key, key_len, "key") }?;
+        let options = write_options(options)?;
+        with_db(db, |object, database| {
+            let mut batch = WriteBatch::new();
+            if cf.is_null() {
+                batch.single_delete(key);
+            } else {
+                batch.single_delete_cf(&family_of(object.id, cf)?.cf, key);
+            }
+            Ok(database.write_opt(batch, &options)?)
+        })
+    })
+}
+
 /// Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
 /// family with one range tombstone: one record whatever the number of keys, durable like any
 /// write under `options`. A range whose start is not below its end deletes nothing.

@@ -224,14 +224,17 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
             let _ = db.delete(format!("key{:04}", number / 2).as_bytes());
         }
     }
-    // A range delete over flushed tables puts tags 18 to 20 in the manifest.
+    // A range delete over flushed tables puts tags 18 to 20 in the manifest; a single delete
+    // whose put is in a table puts kind 6 in the log and kind 3 in the next table.
     let _ = db.delete_range(b"key0010", b"key0030");
+    let _ = db.single_delete(b"key0040");
     let _ = db.flush();
     let mut batch = WriteBatch::new();
     batch.put(b"batch-a", b"1");
     batch.delete(b"key0003");
-    // Kinds 4 and 5 (range deletes) in the log's last batch.
+    // Kinds 4 and 5 (range deletes) and 6 (a single delete) in the log's last batch.
     batch.delete_range(b"key0100", b"key0105");
+    batch.single_delete(b"key0110");
     // Column families put kinds 2 and 3 in the log's batches and column family records in the
     // manifest: one that lives, with a batch across it and the default one, and one that is
     // renamed and dropped.

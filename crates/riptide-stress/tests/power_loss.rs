@@ -1,6 +1,6 @@
 //! Simulated power loss at every mutating file-system call of the canonical workloads (put+sync,
 //! flush, compaction, manifest switch by reopen, column family lifecycle, transaction commits,
-//! two-phase commit), in all three `PowerLossMode`s: about ten and a half thousand crash states
+//! two-phase commit, blob files, range deletes), in all three `PowerLossMode`s: about ten and a half thousand crash states
 //! for one fixed seed. `make soak`
 //! sweeps more seeds through `riptide-stress power-loss`.
 
@@ -99,4 +99,21 @@ fn the_spilled_transaction_workload_spills_across_column_families() {
         .filter(|step| matches!(step, Step::CommitPrepared { xid } if prepared.contains(&xid)))
         .count();
     assert!(committed >= 1, "no prepared spilled transaction is committed");
+}
+
+#[test]
+fn the_range_delete_workload_deletes_ranges_across_flushes_and_compactions() {
+    let workloads = power_loss::canonical_workloads(1);
+    let workload = workloads.iter().find(|workload| workload.name == "range-deletes").expect("the workload exists");
+    let ranges = workload
+        .steps
+        .iter()
+        .filter(|step| match step {
+            Step::Write { write, .. } => write.iter().any(|operation| operation.range_end.is_some()),
+            _ => false,
+        })
+        .count();
+    assert!(ranges >= 5, "only {ranges} writes delete a range");
+    assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
+    assert!(workload.steps.iter().any(|step| matches!(step, Step::CompactAll)));
 }

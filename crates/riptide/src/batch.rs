@@ -49,6 +49,11 @@ const RECORD_COLUMN_FAMILY_PUT: u8 = 3;
 const RECORD_RANGE_DELETE: u8 = 4;
 /// Record kind: a range delete in the column family whose id follows as a varint.
 const RECORD_COLUMN_FAMILY_RANGE_DELETE: u8 = 5;
+/// Record kind: a single delete in the default column family (the same layout as a delete).
+/// Format version 3.
+const RECORD_SINGLE_DELETE: u8 = 6;
+/// Record kind: a single delete in the column family whose id follows as a varint.
+const RECORD_COLUMN_FAMILY_SINGLE_DELETE: u8 = 7;
 
 /// The id of the default column family, which always exists.
 pub(crate) const DEFAULT_COLUMN_FAMILY_ID: u32 = 0;
@@ -87,6 +92,8 @@ pub enum BatchOp {
     Delete,
     /// Removes every key from the record's key (inclusive) to its value (exclusive).
     DeleteRange,
+    /// Removes a key written once (see [`WriteBatch::single_delete`]).
+    SingleDelete,
 }
 
 /// One record of a [`WriteBatch`], borrowed from the batch.
@@ -137,6 +144,7 @@ impl<'a> Iterator for BatchIter<'a> {
             // a reference would be a put of its own bytes.
             ValueKind::Put | ValueKind::BlobIndex => BatchOp::Put,
             ValueKind::Delete => BatchOp::Delete,
+            ValueKind::SingleDelete => BatchOp::SingleDelete,
         };
         Some(BatchEntry { column_family_id: entry.column_family_id, kind, key: entry.key, value: entry.value })
     }
@@ -233,6 +241,8 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
         RECORD_DELETE | RECORD_RANGE_DELETE => (ValueKind::Delete, false),
         RECORD_PUT => (ValueKind::Put, false),
         RECORD_COLUMN_FAMILY_DELETE | RECORD_COLUMN_FAMILY_RANGE_DELETE => (ValueKind::Delete, true),
+        RECORD_SINGLE_DELETE => (ValueKind::SingleDelete, false),
+        RECORD_COLUMN_FAMILY_SINGLE_DELETE => (ValueKind::SingleDelete, true),
         RECORD_COLUMN_FAMILY_PUT => (ValueKind::Put, true),
         _ => return Err((0, format!("unknown record kind {kind_byte}"))),
     };
@@ -324,6 +334,33 @@ impl WriteBatch {
     /// Adds a record that removes every key in `[start, end)` from `column_family`.
     pub fn delete_range_cf(&mut self, column_family: &crate::ColumnFamily, start: &[u8], end: &[u8]) {
         self.delete_range_in(column_family.id(), start, end);
+    }
+
+    /// Adds a record that removes `key` from the default column family, for a key written
+    /// with at most one put since its previous single delete: flush and compaction then drop
+    /// the single delete together with the put it meets, instead of carrying a tombstone down
+    /// to the last level. Reads see it as a delete.
+    ///
+    /// The contract, as RocksDB's: a single-deleted key is written only by puts (one at most
+    /// between single deletes) and never deleted with [`WriteBatch::delete`]. A plain delete
+    /// between two puts may be dropped by compaction as shadowed by the newer put, after which
+    /// the single delete meets that put and the older one is visible again. A broken contract
+    /// leaves that key deleted or showing an older value of its own; it never changes another
+    /// key. Range deletes may be mixed freely.
+    pub fn single_delete(&mut self, key: &[u8]) {
+        self.single_delete_in(DEFAULT_COLUMN_FAMILY_ID, key);
+    }
+
+    /// Adds a single delete of `key` in `column_family` (see [`WriteBatch::single_delete`]).
+    pub fn single_delete_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8]) {
+        self.single_delete_in(column_family.id(), key);
+    }
+
+    pub(crate) fn single_delete_in(&mut self, column_family_id: u32, key: &[u8]) {
+        self.push_kind(column_family_id, RECORD_SINGLE_DELETE, RECORD_COLUMN_FAMILY_SINGLE_DELETE);
+        put_length_prefixed(&mut self.rep, key);
+        self.max_key_bytes = self.max_key_bytes.max(key.len());
+        self.add_to_count(1);
     }
 
     pub(crate) fn delete_range_in(&mut self, column_family_id: u32, start: &[u8], end: &[u8]) {
@@ -812,7 +849,12 @@ mod tests {
         let mut batch = WriteBatch::new();
         for _ in 0..rng.gen_range(0..8) {
             let key: Vec<u8> = (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect();
-            if rng.gen_bool(0.3) {
+            if rng.gen_bool(0.1) {
+                batch.single_delete_in(rng.gen_range(0..3), &key);
+            } else if rng.gen_bool(0.1) {
+                let end: Vec<u8> = (0..rng.gen_range(0..20)).map(|_| rng.gen()).collect();
+                batch.delete_range_in(rng.gen_range(0..3), &key, &end);
+            } else if rng.gen_bool(0.3) {
                 batch.delete(&key);
             } else {
                 let length = if rng.gen_bool(0.1) { rng.gen_range(128..400) } else { rng.gen_range(0..20) };
@@ -862,10 +904,14 @@ mod tests {
                 let mut rebuilt = WriteBatch::new();
                 for record in decoded.entries() {
                     match record.kind {
+                        _ if record.range_delete => {
+                            rebuilt.delete_range_in(record.column_family_id, record.key, record.value)
+                        }
                         ValueKind::Put | ValueKind::BlobIndex => {
                             rebuilt.put_in(record.column_family_id, record.key, record.value)
                         }
                         ValueKind::Delete => rebuilt.delete_in(record.column_family_id, record.key),
+                        ValueKind::SingleDelete => rebuilt.single_delete_in(record.column_family_id, record.key),
                     }
                 }
                 rebuilt.set_sequence(decoded.sequence());

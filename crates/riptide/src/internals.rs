@@ -462,6 +462,7 @@ pub mod encode {
             match kind {
                 BatchOp::Put => batch.put_in(*column_family_id, key, value),
                 BatchOp::DeleteRange => batch.delete_range_in(*column_family_id, key, value),
+                BatchOp::SingleDelete => batch.single_delete_in(*column_family_id, key),
                 _ => batch.delete_in(*column_family_id, key),
             }
         }

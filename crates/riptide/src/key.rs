@@ -25,12 +25,20 @@ pub(crate) enum ValueKind {
     /// A value stored in a blob file: the entry's value is a `BlobReference`
     /// (`blob/format.rs`). Only tables hold entries of this kind, never memtables or logs.
     BlobIndex = 2,
+    /// A single delete: a tombstone for a key written once, which flush and compaction drop
+    /// together with the put it meets (`iterator/single_delete.rs`). Reads treat it as a delete.
+    SingleDelete = 3,
 }
 
 impl ValueKind {
     /// The kind with the highest code, used in lookup keys so that a seek lands on the newest
     /// entry whose sequence number is at most the snapshot.
-    pub(crate) const FOR_SEEK: ValueKind = ValueKind::BlobIndex;
+    pub(crate) const FOR_SEEK: ValueKind = ValueKind::SingleDelete;
+
+    /// True for the kinds that delete their key (`Delete`, `SingleDelete`).
+    pub(crate) fn is_deletion(self) -> bool {
+        matches!(self, ValueKind::Delete | ValueKind::SingleDelete)
+    }
 
     /// Decodes a kind byte; `None` for an unknown code (corruption).
     pub(crate) fn from_u8(code: u8) -> Option<ValueKind> {
@@ -38,6 +46,7 @@ impl ValueKind {
             0 => Some(ValueKind::Delete),
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::BlobIndex),
+            3 => Some(ValueKind::SingleDelete),
             _ => None,
         }
     }
@@ -157,6 +166,8 @@ mod tests {
         let mut key = make_internal_key(b"k", 3, ValueKind::Put);
         let last = key.len() - TRAILER_SIZE_BYTES;
         key[last] = 3;
+        assert_eq!(parse_internal_key(&key).map(|parsed| parsed.kind), Some(ValueKind::SingleDelete));
+        key[last] = 4;
         assert!(parse_internal_key(&key).is_none());
         let good = make_internal_key(b"key", 42, ValueKind::Put);
         let parsed = parse_internal_key(&good).expect("well formed");

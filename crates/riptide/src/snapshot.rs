@@ -70,6 +70,13 @@ impl ReadPoints {
         ReadPoints { points: Arc::from([sequence]) }
     }
 
+    /// Read points at `points` (ascending), for tests.
+    #[cfg(test)]
+    pub(crate) fn from_points(points: &[u64]) -> ReadPoints {
+        debug_assert!(points.windows(2).all(|pair| pair[0] <= pair[1]));
+        ReadPoints { points: Arc::from(points) }
+    }
+
     /// The oldest read point.
     pub(crate) fn smallest(&self) -> u64 {
         self.points.first().copied().unwrap_or(0)

@@ -1,4 +1,5 @@
-//! Model test: random puts, deletes, range deletes, batches, gets, iterations and snapshots
+//! Model test: random puts, deletes, single deletes (where their contract holds), range
+//! deletes, batches, gets, iterations and snapshots
 //! against a `BTreeMap`, with flushes, compactions and reopens mixed in. Every answer is
 //! compared.
 
@@ -75,6 +76,11 @@ fn run(seed: u64, steps: usize, mut options: Options) {
     let mut model = Model::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     let mut version = 0u64;
+    // A single delete keeps its contract (as RocksDB's) only for a key put at most once since
+    // its last single delete and never deleted with a plain delete: puts since the last single
+    // delete, per key, and the keys a plain delete touched.
+    let mut puts_since_single_delete: BTreeMap<Vec<u8>, u32> = BTreeMap::new();
+    let mut deleted_plainly: std::collections::BTreeSet<Vec<u8>> = std::collections::BTreeSet::new();
     for _ in 0..steps {
         version += 1;
         match rng.gen_range(0..100) {
@@ -91,10 +97,20 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                 let v = value(n, version, rng.gen_range(0..120));
                 db.put(&key(n), &v).expect("put");
                 model.insert(key(n), v);
+                *puts_since_single_delete.entry(key(n)).or_default() += 1;
             }
             40..=51 => {
                 let n = rng.gen_range(0..400);
-                db.delete(&key(n)).expect("delete");
+                // A single delete where its contract holds, a delete otherwise.
+                let eligible = !deleted_plainly.contains(&key(n))
+                    && puts_since_single_delete.get(&key(n)).copied().unwrap_or(0) <= 1;
+                if eligible && rng.gen_bool(0.5) {
+                    db.single_delete(&key(n)).expect("single_delete");
+                    puts_since_single_delete.remove(&key(n));
+                } else {
+                    db.delete(&key(n)).expect("delete");
+                    deleted_plainly.insert(key(n));
+                }
                 model.remove(&key(n));
             }
             52..=61 => {
@@ -105,6 +121,7 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                         let v = value(n, version, rng.gen_range(0..60));
                         batch.put(&key(n), &v);
                         model.insert(key(n), v);
+                        *puts_since_single_delete.entry(key(n)).or_default() += 1;
                     } else if rng.gen_bool(0.1) {
                         let (start_key, end_key) = (key(n), key(n + rng.gen_range(0..20)));
                         batch.delete_range(&start_key, &end_key);
@@ -114,6 +131,7 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                     } else {
                         batch.delete(&key(n));
                         model.remove(&key(n));
+                        deleted_plainly.insert(key(n));
                     }
                 }
                 db.write(batch).expect("write");

@@ -1034,6 +1034,7 @@ static void test_backups(void) {
 }
 
 /* Every misuse the header promises to catch, for every kind of handle. */
+/* Range deletes and single deletes. */
 static void test_range_deletes(void) {
     char path[300];
     new_path(path, sizeof path);
@@ -1074,8 +1075,24 @@ static void test_range_deletes(void) {
     expect_value(db, NULL, "f", "v");
     OK(riptide_get_cf(db, NULL, cf, K("b"), &value, &len, NULL));
     CHECK(value == NULL);
+    /* Single deletes, directly and in a batch, in both column families. */
+    OK(riptide_put(db, NULL, K("s1"), K("v"), NULL));
+    OK(riptide_put_cf(db, NULL, cf, K("s2"), K("v"), NULL));
+    OK(riptide_single_delete(db, NULL, NULL, K("s1"), NULL));
+    expect_value(db, NULL, "s1", NULL);
+    OK(riptide_batch_create(&batch, NULL));
+    OK(riptide_batch_single_delete(batch, cf, K("s2"), NULL));
+    OK(riptide_batch_single_delete(batch, NULL, K("f"), NULL));
+    OK(riptide_write(db, NULL, batch, NULL));
+    OK(riptide_batch_destroy(batch));
+    expect_value(db, NULL, "f", NULL);
+    OK(riptide_get_cf(db, NULL, cf, K("s2"), &value, &len, NULL));
+    CHECK(value == NULL);
+    OK(riptide_flush(db, NULL));
+    expect_value(db, NULL, "s1", NULL);
     /* Bad arguments: a NULL key with a length, a closed handle. */
     EXPECT(RIPTIDE_MISUSE, riptide_delete_range(db, NULL, NULL, 3, K("z"), NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_single_delete(db, NULL, NULL, NULL, 2, NULL));
     OK(riptide_cf_destroy(cf));
     OK(riptide_close(db, NULL));
     EXPECT(RIPTIDE_MISUSE, riptide_delete_range(db, NULL, K("a"), K("b"), NULL));

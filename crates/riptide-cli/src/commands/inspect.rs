@@ -82,7 +82,8 @@ fn inspect_wal(file: &Path, entries: bool, style: Style, output: &mut Output) ->
                     for entry in &batch.records {
                         let value = match entry.kind {
                             riptide::internals::inspect::EntryKind::Put => format!(" = {}", style.encode(&entry.value)),
-                            riptide::internals::inspect::EntryKind::Delete => String::new(),
+                            riptide::internals::inspect::EntryKind::Delete
+                            | riptide::internals::inspect::EntryKind::SingleDelete => String::new(),
                             riptide::internals::inspect::EntryKind::BlobIndex => {
                                 format!(" -> blob reference {}", style.encode(&entry.value))
                             }
@@ -277,7 +278,8 @@ fn inspect_sst(file: &Path, entries: bool, style: Style, output: &mut Output) ->
             for entry in report.entries.iter().filter(|entry| entry.block_offset == block.offset) {
                 let value = match entry.key.kind {
                     riptide::internals::inspect::EntryKind::Put => format!(" = {}", style.encode(&entry.value)),
-                    riptide::internals::inspect::EntryKind::Delete => String::new(),
+                    riptide::internals::inspect::EntryKind::Delete
+                    | riptide::internals::inspect::EntryKind::SingleDelete => String::new(),
                     riptide::internals::inspect::EntryKind::BlobIndex => {
                         format!(" -> blob reference {}", style.encode(&entry.value))
                     }

@@ -123,10 +123,15 @@ pub fn live_families(lifecycle: &[Step]) -> BTreeMap<FamilyIndex, String> {
 fn apply(contents: &mut BTreeMap<FamilyIndex, Model>, write: &Write) {
     for operation in write {
         let model = contents.entry(operation.family).or_default();
-        match &operation.value {
-            Some(value) => model.insert(operation.key.clone(), value.clone()),
-            None => model.remove(&operation.key),
-        };
+        match (&operation.value, &operation.range_end) {
+            (Some(value), _) => {
+                model.insert(operation.key.clone(), value.clone());
+            }
+            (None, Some(end)) => model.retain(|key, _| !(*key >= operation.key && key < end)),
+            (None, None) => {
+                model.remove(&operation.key);
+            }
+        }
     }
 }
 
@@ -210,7 +215,7 @@ mod tests {
     use crate::power_loss::workloads::Operation;
 
     fn put(family: FamilyIndex, key: &str, value: &str) -> Write {
-        vec![Operation { family, key: key.into(), value: Some(value.into()) }]
+        vec![Operation { family, key: key.into(), value: Some(value.into()), range_end: None }]
     }
 
     fn state(families: &[(&str, &[(&str, &str)])]) -> State {
@@ -273,7 +278,8 @@ mod failed_step_tests {
     /// recovery and took the writes with it; the check must not call that legal.
     #[test]
     fn a_failed_drop_followed_by_acknowledged_writes_cannot_have_taken_effect() {
-        let write = |value: &str| vec![Operation { family: 1, key: b"k".to_vec(), value: Some(value.into()) }];
+        let write =
+            |value: &str| vec![Operation { family: 1, key: b"k".to_vec(), value: Some(value.into()), range_end: None }];
         let history = History {
             writes: vec![write("1"), write("2")],
             durable_writes: 2,

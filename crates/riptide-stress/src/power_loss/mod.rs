@@ -70,9 +70,10 @@ fn run_step(
             let mut batch = WriteBatch::new();
             for operation in write {
                 let family = handle(&operation.family);
-                match &operation.value {
-                    Some(value) => batch.put_cf(&family, &operation.key, value),
-                    None => batch.delete_cf(&family, &operation.key),
+                match (&operation.value, &operation.range_end) {
+                    (Some(value), _) => batch.put_cf(&family, &operation.key, value),
+                    (None, Some(end)) => batch.delete_range_cf(&family, &operation.key, end),
+                    (None, None) => batch.delete_cf(&family, &operation.key),
                 }
             }
             db.write_opt(batch, &WriteOptions { sync: *sync })
@@ -127,6 +128,9 @@ fn apply_to_transaction(
 ) -> riptide::Result<()> {
     for operation in write {
         let family = handles.get(&operation.family).expect("the script names a live family");
+        if operation.range_end.is_some() {
+            return Err(riptide::Error::InvalidArgument("a script put a range delete in a transaction".to_string()));
+        }
         match &operation.value {
             Some(value) => transaction.put_cf(family, &operation.key, value)?,
             None => transaction.delete_cf(family, &operation.key)?,

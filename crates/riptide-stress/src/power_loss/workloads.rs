@@ -1,8 +1,8 @@
 //! The canonical workloads of the power-loss sweep, generated from a seed: put+sync, flush,
 //! compaction, manifest switch, the column family lifecycle (create, drop, rename and
 //! re-create under an old name, between unsynced and synced batches that span families),
-//! transaction commits (also of transactions that spill), and two-phase commit (prepare, commit and roll back prepared
-//! transactions, one left undecided).
+//! transaction commits (also of transactions that spill), two-phase commit (prepare, commit and roll back prepared
+//! transactions, one left undecided), blob files and range deletes.
 //!
 //! Concurrency contract: plain data, built on one thread.
 //!
@@ -27,6 +27,9 @@ pub struct Operation {
     pub key: Vec<u8>,
     /// The value it puts, or `None` for a delete.
     pub value: Option<Vec<u8>>,
+    /// For a range delete (`value` is then `None`): the end key, exclusive; the range starts
+    /// at `key`. Only plain writes hold range deletes, never transactions.
+    pub range_end: Option<Vec<u8>>,
 }
 
 /// One write: its operations, applied atomically (one batch, possibly across families).
@@ -162,7 +165,7 @@ fn random_operation(
     let family = families[rng.gen_range(0..families.len())];
     let number = rng.gen_range(0..keys);
     let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..max_value_bytes)));
-    Operation { family, key: key(number), value }
+    Operation { family, key: key(number), value, range_end: None }
 }
 
 /// A random write of one to `max_operations` operations over `keys` keys of the default
@@ -230,7 +233,7 @@ fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
             .map(|_| {
                 let number = 1000 + transaction * 10 + rng.gen_range(0..10);
                 let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..150)));
-                Operation { family: 0, key: key(number), value }
+                Operation { family: 0, key: key(number), value, range_end: None }
             })
             .collect()
     };
@@ -302,13 +305,14 @@ fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
     let name = free_name(&live, &freed, rng);
     steps.push(Step::CreateFamily { family: next_family, name: name.clone(), memtable_size_bytes: 4096 });
     for number in 0..2 {
-        let operation = Operation { family: next_family, key: key(number), value: Some(value(number, 0, 3000)) };
+        let operation =
+            Operation { family: next_family, key: key(number), value: Some(value(number, 0, 3000)), range_end: None };
         steps.push(Step::Write { write: vec![operation], sync: false });
     }
     steps.push(Step::DropFamily { family: next_family });
     freed.push(name);
     next_family += 1;
-    let write = vec![Operation { family: 0, key: key(0), value: Some(value(0, 0, 40)) }];
+    let write = vec![Operation { family: 0, key: key(0), value: Some(value(0, 0, 40)), range_end: None }];
     steps.push(Step::Write { write, sync: true });
     steps.push(Step::Reopen);
     for step in 0..48 {
@@ -408,6 +412,27 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
     }
     blob_files.push(Step::CompactAll);
     blob_files.push(Step::Write { write: random_write(&mut rng, 48, 24, 2, 400), sync: true });
+    // Range deletes: their records in the log, their move into the manifest at flushes (with
+    // tables they cover whole removed in the same edit), compactions dropping what they cover
+    // and the edit that retires them.
+    let mut range_deletes = Vec::new();
+    for step in 0..60 {
+        let mut write = random_write(&mut rng, step, 60, 3, 120);
+        if rng.gen_bool(0.2) {
+            let start = rng.gen_range(0..60);
+            let longest = if rng.gen_bool(0.2) { 60 } else { 12 };
+            let end = start + rng.gen_range(1..longest);
+            write.push(Operation { family: 0, key: key(start), value: None, range_end: Some(key(end)) });
+        }
+        range_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
+        if step % 15 == 14 {
+            range_deletes.push(Step::Flush);
+        }
+        if step == 44 {
+            range_deletes.push(Step::CompactAll);
+        }
+    }
+    range_deletes.push(Step::CompactAll);
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -431,6 +456,11 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
                 ..small_options()
             },
             steps: blob_files,
+        },
+        Workload {
+            name: "range-deletes",
+            options: Options { memtable_size_bytes: 4096, ..small_options() },
+            steps: range_deletes,
         },
     ]
 }

@@ -41,6 +41,7 @@ use crate::compaction::picker::{self, CompactionPlan, CompactionReason, PickerOp
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::merge::MergingIterator;
+use crate::iterator::single_delete::SingleDeletePairs;
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, lookup_key, parse_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::options::ColumnFamilyOptions;
@@ -188,7 +189,7 @@ impl VersionFilter {
             // and the readers after it need, not every version written since it began).
             true
         } else {
-            (parsed.kind == ValueKind::Delete && parsed.sequence <= self.smallest_snapshot && self.bottommost)
+            (parsed.kind.is_deletion() && parsed.sequence <= self.smallest_snapshot && self.bottommost)
                 || self.covered_for_every_reader(parsed.user_key, parsed.sequence)
         };
         self.last_sequence_for_key = parsed.sequence;
@@ -642,7 +643,8 @@ fn merge_into_outputs(
         let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
         children.push(Box::new(table.iter(read_options)));
     }
-    let mut merged = MergingIterator::new(children, comparator.clone());
+    // Single deletes meet their puts here (`iterator/single_delete.rs`).
+    let mut merged = SingleDeletePairs::new(MergingIterator::new(children, comparator.clone()), read_points.clone());
     match lower {
         Some(lower) => merged.seek(&lookup_key(lower, MAX_SEQUENCE_NUMBER)),
         None => merged.seek_to_first(),
@@ -663,6 +665,11 @@ fn merge_into_outputs(
     let mut splitter = OutputSplitter::new(&plan.grandparent_starts, comparator, lower, target_file_size_bytes);
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
+        for (dropped_key, reference) in merged.take_dropped_blob_references() {
+            if let Some(parsed) = parse_internal_key(&dropped_key) {
+                blobs.dropped(&parsed, &reference)?;
+            }
+        }
         steps += 1;
         if steps.is_multiple_of(1024) {
             if let Some(error) = interruption(inner, job) {
@@ -735,6 +742,11 @@ fn merge_into_outputs(
         merged.next();
     }
     merged.status()?;
+    for (dropped_key, reference) in merged.take_dropped_blob_references() {
+        if let Some(parsed) = parse_internal_key(&dropped_key) {
+            blobs.dropped(&parsed, &reference)?;
+        }
+    }
     if let Some((number, finished)) = builder.take() {
         if finished.num_entries() > 0 {
             let properties = finished.finish()?;

@@ -26,7 +26,7 @@ use super::{DbInner, DbState};
 use crate::blob::{BlobFileBuilder, BlobFileMetadata};
 use crate::error::Result;
 use crate::fs::FileSystem;
-use crate::iterator::InternalIterator;
+use crate::iterator::single_delete::SingleDeletePairs;
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memory_charge::MemoryCharge;
 use crate::memtable::MemTable;
@@ -71,7 +71,8 @@ pub(crate) fn write_level0_table(
     }
     let min_blob_size_bytes = blob.and(options.min_blob_size_bytes);
     let mut blob_builder: Option<BlobFileBuilder> = None;
-    let mut iterator = memtable.iter();
+    // A single delete and the put it meets in the memtable both go (`iterator/single_delete.rs`).
+    let mut iterator = SingleDeletePairs::new(memtable.iter(), read_points.clone());
     iterator.seek_to_first();
     // I39: entries the memtable's own range tombstones cover for every reader go now; older
     // tombstones (in the version) are older than every entry here and cover none of them.

@@ -335,6 +335,23 @@ impl Db {
         self.write_opt(batch, &WriteOptions::default())
     }
 
+    /// Deletes `key`, which must have been written at most once since it was last deleted:
+    /// flush and compaction drop the single delete together with the put it meets instead of
+    /// carrying a tombstone to the last level (see [`WriteBatch::single_delete`] for the
+    /// contract). Durable like any write under the default options.
+    pub fn single_delete(&self, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.single_delete(key);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Single-deletes `key` from `column_family` (see [`Db::single_delete`]).
+    pub fn single_delete_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.single_delete_cf(column_family, key);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
     /// Deletes every key from `start` (inclusive) to `end` (exclusive) with one range tombstone:
     /// the call writes one record whatever the number of keys, and reads after it cost what
     /// they cost before (see `docs/range_deletes.md`). A range whose start is not below its end

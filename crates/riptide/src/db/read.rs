@@ -171,7 +171,7 @@ fn table_get(
     Ok(table.get_value(lookup, options)?.map(|(kind, sequence, value)| {
         let answer = match kind {
             ValueKind::Put => TableAnswer::Value(value),
-            ValueKind::Delete => TableAnswer::Deleted,
+            ValueKind::Delete | ValueKind::SingleDelete => TableAnswer::Deleted,
             ValueKind::BlobIndex => TableAnswer::InBlob(value),
         };
         (answer, sequence)
@@ -417,7 +417,7 @@ pub(crate) fn key_versions_in_view(
             versions.push(StoredVersion {
                 source: source.clone(),
                 sequence: parsed.sequence,
-                is_delete: parsed.kind == ValueKind::Delete,
+                is_delete: parsed.kind.is_deletion(),
                 value: iterator.value().to_vec(),
             });
             iterator.next();

@@ -45,6 +45,8 @@ pub enum EntryKind {
     Delete,
     /// A put whose value is in a blob file; the entry's value is the reference.
     BlobIndex,
+    /// A single delete: the key, written once, is deleted (see `WriteBatch::single_delete`).
+    SingleDelete,
     /// A range delete (log records only): every key from the key (inclusive) to the value
     /// (exclusive) is deleted.
     DeleteRange,
@@ -56,6 +58,7 @@ impl EntryKind {
             ValueKind::Put => EntryKind::Put,
             ValueKind::Delete => EntryKind::Delete,
             ValueKind::BlobIndex => EntryKind::BlobIndex,
+            ValueKind::SingleDelete => EntryKind::SingleDelete,
         }
     }
 
@@ -66,6 +69,7 @@ impl EntryKind {
             EntryKind::Delete => "delete",
             EntryKind::BlobIndex => "blob-index",
             EntryKind::DeleteRange => "delete-range",
+            EntryKind::SingleDelete => "single-delete",
         }
     }
 }

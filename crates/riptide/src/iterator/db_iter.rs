@@ -408,7 +408,7 @@ impl UserIterator {
                     }
                 }
                 match parsed.kind {
-                    ValueKind::Delete => {
+                    ValueKind::Delete | ValueKind::SingleDelete => {
                         // The tombstone is the newest visible version: skip the key's older ones.
                         if !hidden {
                             self.saved_key.clear();
@@ -462,7 +462,7 @@ impl UserIterator {
                 }
                 let covered = self.covering(parsed.user_key, parsed.sequence).is_some();
                 match parsed.kind {
-                    ValueKind::Delete => found = false,
+                    ValueKind::Delete | ValueKind::SingleDelete => found = false,
                     // A version covered by a range tombstone reads as deleted (I38).
                     ValueKind::Put | ValueKind::BlobIndex if covered => found = false,
                     ValueKind::Put | ValueKind::BlobIndex => {

@@ -192,7 +192,7 @@ impl MemTable {
             ValueKind::Put | ValueKind::BlobIndex => {
                 Some((MemTableLookup::Value(node.value().to_vec()), found.sequence))
             }
-            ValueKind::Delete => Some((MemTableLookup::Deleted, found.sequence)),
+            ValueKind::Delete | ValueKind::SingleDelete => Some((MemTableLookup::Deleted, found.sequence)),
         }
     }
 
@@ -500,7 +500,7 @@ mod tests {
             let kind = if rng.gen_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
             let value: Vec<u8> = match kind {
                 ValueKind::Put | ValueKind::BlobIndex => (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect(),
-                ValueKind::Delete => Vec::new(),
+                ValueKind::Delete | ValueKind::SingleDelete => Vec::new(),
             };
             memtable.insert(&user_key, sequence, kind, &value);
             model.insert((user_key, Reverse(key::pack_trailer(sequence, kind))), value);

@@ -141,7 +141,7 @@ impl TableBuilder {
             self.properties.smallest_key = internal_key.to_vec();
         }
         self.properties.num_entries += 1;
-        if parsed.kind == ValueKind::Delete {
+        if parsed.kind.is_deletion() {
             self.properties.num_deletions += 1;
         }
         self.properties.raw_key_bytes += internal_key.len() as u64;

@@ -19,7 +19,7 @@ use crate::comparator::KeyComparator;
 use crate::error::Result;
 use crate::iterator::merge::MergingIterator;
 use crate::iterator::InternalIterator;
-use crate::key::{lookup_key, parse_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
+use crate::key::{lookup_key, parse_internal_key, user_key, MAX_SEQUENCE_NUMBER};
 
 /// See the module documentation.
 pub(crate) struct OwnCursor {
@@ -202,7 +202,7 @@ impl OwnCursor {
 /// The write an entry of a layer stands for.
 fn entry_written(internal_key: &[u8], value: &[u8]) -> Written {
     match parse_internal_key(internal_key).map(|parsed| parsed.kind) {
-        Some(ValueKind::Delete) => None,
+        Some(kind) if kind.is_deletion() => None,
         // Layers are written by this process from well-formed keys; a run whose key does not
         // parse fails its checksum first.
         _ => Some(value.to_vec()),
@@ -213,7 +213,7 @@ fn entry_written(internal_key: &[u8], value: &[u8]) -> Written {
 mod tests {
     use super::*;
     use crate::iterator::VecIterator;
-    use crate::key::make_internal_key;
+    use crate::key::{make_internal_key, ValueKind};
 
     fn layer(id: u64, entries: &[(&str, Option<&str>)]) -> Box<dyn InternalIterator> {
         let entries = entries

@@ -174,7 +174,7 @@ impl WriteSet {
                     let options = BlockReadOptions { verify_checksums: true, fill_cache: false };
                     let Some((kind, _, value)) = run.table.get_value(lookup, options)? else { continue };
                     return Ok(Some(match kind {
-                        ValueKind::Delete => None,
+                        ValueKind::Delete | ValueKind::SingleDelete => None,
                         // A spilled run holds the transaction's own puts and deletes; its
                         // writer never separates values into blob files.
                         ValueKind::Put | ValueKind::BlobIndex => Some(value),

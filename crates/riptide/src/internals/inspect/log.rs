@@ -159,6 +159,7 @@ pub fn decode_batch(payload: &[u8], path: &Path, offset: u64) -> Result<DecodedB
             kind: match entry.kind() {
                 BatchOp::Put => EntryKind::Put,
                 BatchOp::DeleteRange => EntryKind::DeleteRange,
+                BatchOp::SingleDelete => EntryKind::SingleDelete,
                 _ => EntryKind::Delete,
             },
             sequence,
