@@ -1,4 +1,5 @@
-//! Metamorphic tests: the same random operation sequence under every option set of
+//! Metamorphic tests: the same random operation sequence (range deletes and single deletes
+//! included) under every option set of
 //! `riptide_stress::metamorphic::option_sets` must show exactly what a `BTreeMap` shows, across
 //! column families that are dropped and created again as the sequence goes.
 
@@ -11,4 +12,13 @@ fn one_sequence_many_option_sets_same_answers() {
             panic!("{failure}");
         }
     }
+}
+
+#[test]
+fn sequences_delete_ranges_and_single_delete_within_the_contract() {
+    let sequence = metamorphic::generate(3, 3000);
+    let count =
+        |matches: fn(&metamorphic::Operation) -> bool| sequence.operations.iter().filter(|op| matches(op)).count();
+    assert!(count(|op| matches!(op, metamorphic::Operation::DeleteRange(..))) > 20);
+    assert!(count(|op| matches!(op, metamorphic::Operation::SingleDelete(..))) > 20);
 }

@@ -75,6 +75,10 @@ pub fn run_engine(sequence: &Sequence, options: &Options) -> Result<Vec<Observat
                 db.delete_cf(handle(&handles, *family)?, &key(*k)).map_err(fail)?;
                 Observation::Done
             }
+            Operation::SingleDelete(family, k) => {
+                db.single_delete_cf(handle(&handles, *family)?, &key(*k)).map_err(fail)?;
+                Observation::Done
+            }
             Operation::DeleteRange(family, start, end) => {
                 db.delete_range_cf(handle(&handles, *family)?, &key(*start), &key(*end)).map_err(fail)?;
                 Observation::Done

@@ -58,6 +58,9 @@ pub enum Operation {
     /// Range delete in family: every key from the first key (inclusive) to the second
     /// (exclusive), bytewise.
     DeleteRange(usize, usize, usize),
+    /// Single delete family, key: generated only where its contract holds (the key put at
+    /// most once since its last single delete, never deleted with a plain delete).
+    SingleDelete(usize, usize),
     /// An atomic batch, possibly across families: (family, key, Some(value)) puts,
     /// (family, key, None) deletes.
     Batch(Vec<(usize, usize, Option<usize>)>),
@@ -182,12 +185,23 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
     // One other family from the start, so that batches span families early.
     let mut operations = vec![Operation::CreateFamily(1)];
     live[1] = true;
+    // Per (family, key): puts since the last single delete, and whether a plain delete touched
+    // it; a single delete is generated only where the contract holds.
+    let mut single_delete_state: std::collections::HashMap<(usize, usize), (u32, bool)> =
+        std::collections::HashMap::new();
     for _ in 1..steps {
         let snapshot = if rng.gen_bool(0.25) { Some(rng.gen_range(0..SNAPSHOT_SLOTS)) } else { None };
         let family = random_family(&mut rng, &live);
         let operation = match rng.gen_range(0..1000) {
             0..=329 => Operation::Put(family, rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
-            330..=404 => Operation::Delete(family, rng.gen_range(0..key_count)),
+            330..=379 => Operation::Delete(family, rng.gen_range(0..key_count)),
+            380..=404 => {
+                let key = rng.gen_range(0..key_count);
+                match single_delete_state.get(&(family, key)) {
+                    Some(&(puts, plainly_deleted)) if puts > 1 || plainly_deleted => Operation::Delete(family, key),
+                    _ => Operation::SingleDelete(family, key),
+                }
+            }
             405..=419 => Operation::DeleteRange(family, rng.gen_range(0..key_count), rng.gen_range(0..key_count)),
             420..=499 => Operation::Batch(
                 (0..rng.gen_range(1..16))
@@ -232,9 +246,34 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
             }
             _ => Operation::Reopen,
         };
+        track_single_delete_contract(&mut single_delete_state, &operation);
         operations.push(operation);
     }
     Sequence { keys, values, operations }
+}
+
+/// Updates the per-(family, key) state that decides where a single delete keeps its contract.
+fn track_single_delete_contract(
+    state: &mut std::collections::HashMap<(usize, usize), (u32, bool)>,
+    operation: &Operation,
+) {
+    match operation {
+        Operation::Put(family, key, _) => state.entry((*family, *key)).or_default().0 += 1,
+        Operation::Delete(family, key) => state.entry((*family, *key)).or_default().1 = true,
+        Operation::SingleDelete(family, key) => state.entry((*family, *key)).or_default().0 = 0,
+        Operation::Batch(writes) => {
+            for (family, key, value) in writes {
+                let entry = state.entry((*family, *key)).or_default();
+                match value {
+                    Some(_) => entry.0 += 1,
+                    None => entry.1 = true,
+                }
+            }
+        }
+        // A dropped family's keys start afresh in the family created in its slot.
+        Operation::DropFamily(slot) => state.retain(|(family, _), _| family != slot),
+        _ => {}
+    }
 }
 
 /// The option sets every sequence runs under, by name.

@@ -66,6 +66,10 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
                 contents_mut(&mut families, *family).remove(&key(*k));
                 Observation::Done
             }
+            Operation::SingleDelete(family, k) => {
+                contents_mut(&mut families, *family).remove(&key(*k));
+                Observation::Done
+            }
             Operation::DeleteRange(family, start, end) => {
                 let (start, end) = (key(*start), key(*end));
                 contents_mut(&mut families, *family).retain(|k, _| !(*k >= start && *k < end));
