@@ -308,20 +308,27 @@ pub(crate) fn new_iterator(
     let read_options = block_options(options);
     let comparator = &view.version.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    // The largest sequence each child can hold, so that a scan over a range tombstone lets the
-    // older ones jump past it. The active memtable still takes writes: it never jumps.
+    let tombstones = view_range_tombstones(&view, sequence);
+    // With range tombstones visible: the largest sequence each child can hold, so that a scan
+    // over a tombstone lets the older ones jump past it (the active memtable still takes
+    // writes: it never jumps). Without, nothing is collected: iterators are created per query.
     let mut max_sequences: Vec<u64> = Vec::new();
+    let mut note_max_sequence = |max_sequence: u64| {
+        if tombstones.is_some() {
+            max_sequences.push(max_sequence);
+        }
+    };
     children.push(Box::new(view.memtable.iter()));
-    max_sequences.push(u64::MAX);
+    note_max_sequence(u64::MAX);
     for immutable in &view.immutables {
         children.push(Box::new(immutable.iter()));
-        max_sequences.push(immutable.largest_sequence());
+        note_max_sequence(immutable.largest_sequence());
     }
     for file in &view.version.levels[0] {
         if file_in_bounds(file, lower, upper, comparator) {
             let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
             children.push(Box::new(table.iter(read_options)));
-            max_sequences.push(file.meta.largest_sequence);
+            note_max_sequence(file.meta.largest_sequence);
         }
     }
     for level in 1..view.version.levels.len() {
@@ -340,10 +347,14 @@ pub(crate) fn new_iterator(
         });
         let ranges = Arc::clone(&view.version.level_ranges[level]);
         children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone())));
-        max_sequences.push(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
+        if tombstones.is_some() {
+            note_max_sequence(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
+        }
     }
-    let tombstones = view_range_tombstones(&view, sequence);
-    let merged = MergingIterator::new(children, comparator.clone()).with_child_max_sequences(max_sequences);
+    let mut merged = MergingIterator::new(children, comparator.clone());
+    if tombstones.is_some() {
+        merged = merged.with_child_max_sequences(max_sequences);
+    }
     let user = UserIterator::new(
         Box::new(merged),
         comparator.clone(),

@@ -111,10 +111,15 @@ impl<I: InternalIterator> SingleDeletePairs<I> {
     /// return.
     fn settle(&mut self) {
         while self.inner.valid() {
-            let Some(single_delete) = parse_internal_key(self.inner.key()) else { return };
-            if single_delete.kind != ValueKind::SingleDelete {
+            // The kind is the trailer's low byte (the last 8 bytes, little-endian): checked first,
+            // so that the common entry costs one comparison here.
+            let key = self.inner.key();
+            if key.len() < crate::key::TRAILER_SIZE_BYTES
+                || key[key.len() - crate::key::TRAILER_SIZE_BYTES] != ValueKind::SingleDelete as u8
+            {
                 return;
             }
+            let Some(single_delete) = parse_internal_key(self.inner.key()) else { return };
             let sequence = single_delete.sequence;
             self.held_key.clear();
             self.held_key.extend_from_slice(self.inner.key());
