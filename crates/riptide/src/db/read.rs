@@ -111,35 +111,18 @@ pub(crate) fn covering_sequence(view: &super::ReadView, key: &[u8], sequence: u6
     covering
 }
 
-/// Every range tombstone of the view visible at `sequence`, fragmented; `None` when there is
-/// none.
-pub(crate) fn view_range_tombstones(
-    view: &super::ReadView,
-    sequence: u64,
-) -> Option<Arc<crate::range_tombstone::FragmentedTombstones>> {
-    let mut lists: Vec<Vec<crate::range_tombstone::RangeTombstone>> = Vec::new();
+/// The range tombstone sets of the view (each memtable's and the version's, fragmented; empty
+/// when there are none). They may hold tombstones newer than a reader's sequence: lookups take
+/// the newest one at or below it.
+pub(crate) fn view_range_tombstones(view: &super::ReadView) -> Vec<Arc<crate::range_tombstone::FragmentedTombstones>> {
+    let mut sets = Vec::new();
     for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
-        let list = memtable.range_tombstones();
-        if !list.is_empty() {
-            lists.push(list);
-        }
+        sets.extend(memtable.fragmented_range_tombstones());
     }
-    let version_list = view.version.range_tombstones.list();
-    if lists.is_empty() {
-        if version_list.is_empty() {
-            return None;
-        }
-        if version_list.iter().all(|tombstone| tombstone.sequence <= sequence) {
-            return Some(Arc::clone(view.version.range_tombstones.fragmented()));
-        }
+    if !view.version.range_tombstones.is_empty() {
+        sets.push(Arc::clone(view.version.range_tombstones.fragmented()));
     }
-    let visible: Vec<&crate::range_tombstone::RangeTombstone> =
-        lists.iter().flatten().chain(version_list.iter()).filter(|tombstone| tombstone.sequence <= sequence).collect();
-    if visible.is_empty() {
-        return None;
-    }
-    let fragmented = crate::range_tombstone::FragmentedTombstones::new(visible, view.version.comparator.clone());
-    (!fragmented.is_empty()).then(|| Arc::new(fragmented))
+    sets
 }
 
 /// What one table says about a key.
@@ -308,13 +291,13 @@ pub(crate) fn new_iterator(
     let read_options = block_options(options);
     let comparator = &view.version.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    let tombstones = view_range_tombstones(&view, sequence);
+    let tombstones = view_range_tombstones(&view);
     // With range tombstones visible: the largest sequence each child can hold, so that a scan
     // over a tombstone lets the older ones jump past it (the active memtable still takes
     // writes: it never jumps). Without, nothing is collected: iterators are created per query.
     let mut max_sequences: Vec<u64> = Vec::new();
     let mut note_max_sequence = |max_sequence: u64| {
-        if tombstones.is_some() {
+        if !tombstones.is_empty() {
             max_sequences.push(max_sequence);
         }
     };
@@ -347,12 +330,12 @@ pub(crate) fn new_iterator(
         });
         let ranges = Arc::clone(&view.version.level_ranges[level]);
         children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone())));
-        if tombstones.is_some() {
+        if !tombstones.is_empty() {
             note_max_sequence(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
         }
     }
     let mut merged = MergingIterator::new(children, comparator.clone());
-    if tombstones.is_some() {
+    if !tombstones.is_empty() {
         merged = merged.with_child_max_sequences(max_sequences);
     }
     let user = UserIterator::new(

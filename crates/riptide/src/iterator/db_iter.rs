@@ -57,18 +57,25 @@ pub(crate) struct BlobSource {
     pub(crate) fill_cache: bool,
 }
 
-/// The sequence of the newest tombstone of `tombstones` visible at `snapshot` that covers the
-/// entry (`user_key`, `sequence`), with the end of the fragment holding it; `None` when no
-/// tombstone covers the entry.
+/// The sequence of the newest tombstone of the sets `tombstones` visible at `snapshot` that
+/// covers the entry (`user_key`, `sequence`), with the end of the fragment holding it in its set;
+/// `None` when no tombstone covers the entry.
 fn covering_tombstone<'a>(
-    tombstones: Option<&'a FragmentedTombstones>,
+    tombstones: &'a [Arc<FragmentedTombstones>],
     snapshot: u64,
     user_key: &[u8],
     sequence: u64,
 ) -> Option<(u64, &'a [u8])> {
-    let fragment = tombstones?.fragment_at(user_key)?;
-    let covering = fragment.covering_sequence(snapshot);
-    (sequence < covering).then_some((covering, fragment.end.as_slice()))
+    let mut newest: Option<(u64, &'a [u8])> = None;
+    for set in tombstones {
+        if let Some(fragment) = set.fragment_at(user_key) {
+            let covering = fragment.covering_sequence(snapshot);
+            if covering > sequence && newest.is_none_or(|(best, _)| covering > best) {
+                newest = Some((covering, fragment.end.as_slice()));
+            }
+        }
+    }
+    newest
 }
 
 /// The user-visible view of an internal stream at one snapshot; see the module documentation.
@@ -98,8 +105,8 @@ pub(crate) struct UserIterator {
     blob_value: Vec<u8>,
     /// Whether the current value is `blob_value`.
     value_in_blob: bool,
-    /// The range tombstones visible at `sequence` (I38), if any.
-    tombstones: Option<Arc<FragmentedTombstones>>,
+    /// The range tombstone sets of the sources (I38); empty when there are none.
+    tombstones: Vec<Arc<FragmentedTombstones>>,
 }
 
 impl UserIterator {
@@ -130,13 +137,13 @@ impl UserIterator {
             blobs: None,
             blob_value: Vec::new(),
             value_in_blob: false,
-            tombstones: None,
+            tombstones: Vec::new(),
         }
     }
 
-    /// Hides entries covered by `tombstones` (which must hold only tombstones visible at the
-    /// iterator's sequence).
-    pub(crate) fn with_range_tombstones(mut self, tombstones: Option<Arc<FragmentedTombstones>>) -> UserIterator {
+    /// Hides entries covered by a tombstone of the sets `tombstones` visible at the iterator's
+    /// sequence.
+    pub(crate) fn with_range_tombstones(mut self, tombstones: Vec<Arc<FragmentedTombstones>>) -> UserIterator {
         self.tombstones = tombstones;
         self
     }
@@ -144,7 +151,7 @@ impl UserIterator {
     /// The sequence of the newest range tombstone that covers the entry (`user_key`,
     /// `sequence`), or 0 when none does; with the end of the fragment that holds it.
     fn covering(&self, user_key: &[u8], sequence: u64) -> Option<(u64, &[u8])> {
-        covering_tombstone(self.tombstones.as_deref(), self.sequence, user_key, sequence)
+        covering_tombstone(&self.tombstones, self.sequence, user_key, sequence)
     }
 
     /// Resolves blob references through `blobs` (a stream over tables needs it; without it a
@@ -390,7 +397,7 @@ impl UserIterator {
                 // same key".
                 let hidden = skipping && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_le();
                 if !hidden {
-                    let tombstones = self.tombstones.as_deref();
+                    let tombstones = &self.tombstones;
                     if let Some((covering, fragment_end)) =
                         covering_tombstone(tombstones, self.sequence, parsed.user_key, parsed.sequence)
                     {

@@ -73,13 +73,14 @@ pub(crate) struct MemTable {
     range_tombstones: RangeTombstoneList,
 }
 
-/// A memtable's range tombstones and their fragmented form, rebuilt on each insert (inserts
-/// are rare; reads take the fragmented form with one lock and an `Arc` clone, and skip even
-/// that while `present` is false).
+/// A memtable's range tombstones and their fragmented form. An insert only appends (the write
+/// leader does it, so it must stay cheap) and forgets the fragments; the first read after it
+/// rebuilds them, and later reads share them with one lock and an `Arc` clone. Reads skip even
+/// that while `present` is false.
 #[derive(Debug)]
 struct RangeTombstoneList {
     present: std::sync::atomic::AtomicBool,
-    state: parking_lot::RwLock<(Vec<RangeTombstone>, Arc<FragmentedTombstones>)>,
+    state: parking_lot::RwLock<(Vec<RangeTombstone>, Option<Arc<FragmentedTombstones>>)>,
     memory_bytes: AtomicUsize,
 }
 
@@ -88,17 +89,13 @@ impl MemTable {
     /// `capacity_hint_bytes` (the flush threshold); the hint only sizes arena chunks and is not
     /// a limit.
     pub(crate) fn new(capacity_hint_bytes: usize, comparator: KeyComparator) -> MemTable {
-        let comparator_for_tombstones = comparator.clone();
         MemTable {
             list: SkipList::new(capacity_hint_bytes, comparator),
             filter: KeyFilter::new(capacity_hint_bytes),
             counters: InsertCounters::default(),
             range_tombstones: RangeTombstoneList {
                 present: std::sync::atomic::AtomicBool::new(false),
-                state: parking_lot::RwLock::new((
-                    Vec::new(),
-                    Arc::new(FragmentedTombstones::empty(comparator_for_tombstones)),
-                )),
+                state: parking_lot::RwLock::new((Vec::new(), None)),
                 memory_bytes: AtomicUsize::new(0),
             },
         }
@@ -116,7 +113,7 @@ impl MemTable {
         let mut state = self.range_tombstones.state.write();
         self.range_tombstones.memory_bytes.fetch_add(tombstone.memory_bytes(), Ordering::Relaxed);
         state.0.push(tombstone);
-        state.1 = Arc::new(FragmentedTombstones::new(&state.0, self.comparator().clone()));
+        state.1 = None;
         self.range_tombstones.present.store(true, Ordering::Release);
     }
 
@@ -133,7 +130,14 @@ impl MemTable {
         if !self.range_tombstones.present.load(Ordering::Acquire) {
             return None;
         }
-        Some(Arc::clone(&self.range_tombstones.state.read().1))
+        if let Some(fragmented) = &self.range_tombstones.state.read().1 {
+            return Some(Arc::clone(fragmented));
+        }
+        let mut state = self.range_tombstones.state.write();
+        let (list, fragmented) = &mut *state;
+        let fragmented = fragmented
+            .get_or_insert_with(|| Arc::new(FragmentedTombstones::new(list.iter(), self.comparator().clone())));
+        Some(Arc::clone(fragmented))
     }
 
     /// Adds an entry. Safe to call from many threads at once. `value` should be empty for
@@ -435,6 +439,32 @@ mod tests {
 
     fn user_key_for(number: u64) -> Vec<u8> {
         format!("key{number:010}").into_bytes()
+    }
+
+    #[test]
+    fn range_tombstones_are_fragmented_again_after_each_insert() {
+        let memtable = MemTable::new(64 << 10, KeyComparator::Bytewise);
+        assert!(memtable.fragmented_range_tombstones().is_none());
+        memtable.insert_range_tombstone(b"b", b"d", 5);
+        memtable.insert_range_tombstone(b"x", b"a", 6); // inverted: deletes nothing, kept nowhere
+        let first = memtable.fragmented_range_tombstones().expect("one tombstone");
+        assert_eq!(first.covering_sequence(b"c", 10), 5);
+        assert_eq!(first.covering_sequence(b"e", 10), 0);
+        assert!(Arc::ptr_eq(&first, &memtable.fragmented_range_tombstones().unwrap()), "shared until an insert");
+        memtable.insert_range_tombstone(b"c", b"f", 7);
+        let second = memtable.fragmented_range_tombstones().unwrap();
+        assert_eq!(second.covering_sequence(b"c", 10), 7);
+        assert_eq!(second.covering_sequence(b"e", 10), 7);
+        assert_eq!(second.covering_sequence(b"e", 6), 0, "a reader below the new tombstone does not see it");
+        assert_eq!(memtable.range_tombstones().len(), 2);
+        // Thousands of inserts stay cheap: fragments are built once, by the next read.
+        for number in 0..5_000u32 {
+            let start = format!("k{number:05}");
+            let end = format!("k{number:05}~");
+            memtable.insert_range_tombstone(start.as_bytes(), end.as_bytes(), 100 + u64::from(number));
+        }
+        let many = memtable.fragmented_range_tombstones().unwrap();
+        assert_eq!(many.covering_sequence(b"k04999", u64::MAX), 5_099);
     }
 
     #[test]
