@@ -188,6 +188,35 @@ fn a_scan_over_a_deleted_range_skips_the_deleted_blocks() {
 }
 
 #[test]
+fn a_backward_scan_over_a_deleted_range_skips_the_deleted_blocks() {
+    let memory = MemFileSystem::new();
+    let options = Options { block_cache_size_bytes: 0, ..small_options(Arc::new(memory.clone())) };
+    let db = Db::open("/db", options).unwrap();
+    write_keys(&db, 0..20_000, 1);
+    db.compact_all().unwrap();
+    let _snapshot = db.snapshot();
+    db.delete_range(&key(10), &key(19_990)).unwrap();
+    // A key written after the delete, inside the range, is found on the way down.
+    db.put(&key(5_000), b"after").unwrap();
+    let misses_before = db.stats().block_cache_misses;
+    let mut iterator = db.iter(&ReadOptions::default()).unwrap();
+    iterator.seek_to_last();
+    let mut keys = Vec::new();
+    while iterator.valid() {
+        keys.push(iterator.key().to_vec());
+        iterator.prev();
+    }
+    iterator.status().unwrap();
+    let mut expected: Vec<Vec<u8>> = (0..10).chain(std::iter::once(5_000)).chain(19_990..20_000).map(key).collect();
+    expected.sort();
+    expected.reverse();
+    assert_eq!(keys, expected);
+    let blocks_read = db.stats().block_cache_misses - misses_before;
+    let tables: usize = db.stats().levels.iter().map(|level| level.files).sum();
+    assert!(blocks_read < 3 * tables as u64 + 20, "{blocks_read} blocks read for {tables} tables");
+}
+
+#[test]
 fn batches_mix_range_deletes_with_puts_in_order() {
     let memory = MemFileSystem::new();
     let db = Db::open("/db", small_options(Arc::new(memory.clone()))).unwrap();

@@ -21,7 +21,8 @@
 //!
 //! A version covered by a visible range tombstone (I38) reads as deleted. Moving forward, the
 //! iterator then lets sources older than the tombstone jump to the end of its fragment
-//! ([`InternalIterator::skip_older_forward`]), so a scan over a deleted range does not step
+//! ([`InternalIterator::skip_older_forward`]), and moving backward below its start
+//! ([`InternalIterator::skip_older_backward`]), so a scan over a deleted range does not step
 //! through every deleted entry of the older tables.
 //!
 //! An entry of kind `BlobIndex` holds a reference to a value in a blob file; the iterator reads
@@ -40,7 +41,7 @@ use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER, TRAILER_SIZE_BYTES};
-use crate::range_tombstone::FragmentedTombstones;
+use crate::range_tombstone::{Fragment, FragmentedTombstones};
 
 /// The direction of the last movement, which decides where the inner iterator sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -58,20 +59,20 @@ pub(crate) struct BlobSource {
 }
 
 /// The sequence of the newest tombstone of the sets `tombstones` visible at `snapshot` that
-/// covers the entry (`user_key`, `sequence`), with the end of the fragment holding it in its set;
-/// `None` when no tombstone covers the entry.
+/// covers the entry (`user_key`, `sequence`), with the fragment holding it in its set; `None`
+/// when no tombstone covers the entry.
 fn covering_tombstone<'a>(
     tombstones: &'a [Arc<FragmentedTombstones>],
     snapshot: u64,
     user_key: &[u8],
     sequence: u64,
-) -> Option<(u64, &'a [u8])> {
-    let mut newest: Option<(u64, &'a [u8])> = None;
+) -> Option<(u64, &'a Fragment)> {
+    let mut newest: Option<(u64, &'a Fragment)> = None;
     for set in tombstones {
         if let Some(fragment) = set.fragment_at(user_key) {
             let covering = fragment.covering_sequence(snapshot);
             if covering > sequence && newest.is_none_or(|(best, _)| covering > best) {
-                newest = Some((covering, fragment.end.as_slice()));
+                newest = Some((covering, fragment));
             }
         }
     }
@@ -107,6 +108,8 @@ pub(crate) struct UserIterator {
     value_in_blob: bool,
     /// The range tombstone sets of the sources (I38); empty when there are none.
     tombstones: Vec<Arc<FragmentedTombstones>>,
+    /// Scratch space: the internal key a backward jump over a tombstone started from.
+    skip_probe: Vec<u8>,
 }
 
 impl UserIterator {
@@ -138,6 +141,7 @@ impl UserIterator {
             blob_value: Vec::new(),
             value_in_blob: false,
             tombstones: Vec::new(),
+            skip_probe: Vec::new(),
         }
     }
 
@@ -146,12 +150,6 @@ impl UserIterator {
     pub(crate) fn with_range_tombstones(mut self, tombstones: Vec<Arc<FragmentedTombstones>>) -> UserIterator {
         self.tombstones = tombstones;
         self
-    }
-
-    /// The sequence of the newest range tombstone that covers the entry (`user_key`,
-    /// `sequence`), or 0 when none does; with the end of the fragment that holds it.
-    fn covering(&self, user_key: &[u8], sequence: u64) -> Option<(u64, &[u8])> {
-        covering_tombstone(&self.tombstones, self.sequence, user_key, sequence)
     }
 
     /// Resolves blob references through `blobs` (a stream over tables needs it; without it a
@@ -398,9 +396,10 @@ impl UserIterator {
                 let hidden = skipping && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_le();
                 if !hidden {
                     let tombstones = &self.tombstones;
-                    if let Some((covering, fragment_end)) =
+                    if let Some((covering, fragment)) =
                         covering_tombstone(tombstones, self.sequence, parsed.user_key, parsed.sequence)
                     {
+                        let fragment_end = fragment.end.as_slice();
                         // The newest visible version is covered by a range tombstone: the key
                         // is deleted. Sources older than the tombstone hold nothing visible
                         // up to the fragment's end, so they jump there.
@@ -467,11 +466,31 @@ impl UserIterator {
                     // Every version of the saved key has been read, and it is live.
                     break;
                 }
-                let covered = self.covering(parsed.user_key, parsed.sequence).is_some();
+                let covered = covering_tombstone(&self.tombstones, self.sequence, parsed.user_key, parsed.sequence);
                 match parsed.kind {
                     ValueKind::Delete | ValueKind::SingleDelete => found = false,
-                    // A version covered by a range tombstone reads as deleted (I38).
-                    ValueKind::Put | ValueKind::BlobIndex if covered => found = false,
+                    // A version covered by a range tombstone reads as deleted (I38). Sources
+                    // older than the tombstone hold nothing visible down to the fragment's
+                    // start, so they jump below it; newer ones are read on.
+                    ValueKind::Put | ValueKind::BlobIndex if covered.is_some() => {
+                        found = false;
+                        if let Some((covering, fragment)) = covered {
+                            self.seek_key.clear();
+                            append_internal_key(
+                                &mut self.seek_key,
+                                &fragment.start,
+                                MAX_SEQUENCE_NUMBER,
+                                ValueKind::FOR_SEEK,
+                            );
+                            self.skip_probe.clear();
+                            self.skip_probe.extend_from_slice(self.inner.key());
+                            self.inner.skip_older_backward(covering, &self.seek_key);
+                            if !(self.inner.valid() && self.inner.key() == self.skip_probe.as_slice()) {
+                                // The current entry's source moved: look at the new one.
+                                continue;
+                            }
+                        }
+                    }
                     ValueKind::Put | ValueKind::BlobIndex => {
                         found = true;
                         found_in_blob = parsed.kind == ValueKind::BlobIndex;

@@ -327,6 +327,33 @@ impl InternalIterator for MergingIterator {
         }
     }
 
+    fn skip_older_backward(&mut self, older_than: u64, target: &[u8]) {
+        if self.error.is_some() || self.direction != Direction::Backward || self.child_max_sequences.is_empty() {
+            return;
+        }
+        let mut moved = false;
+        for position in 0..self.heap.len() {
+            let child = self.heap[position];
+            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
+            if older && self.comparator.compare_internal_keys(self.children[child].key(), target).is_ge() {
+                // The last entry before `target`: a seek lands on the first at or after it.
+                let iterator = &mut self.children[child];
+                iterator.seek(target);
+                if iterator.valid() {
+                    iterator.prev();
+                } else if iterator.status().is_ok() {
+                    iterator.seek_to_last();
+                }
+                moved = true;
+            }
+        }
+        if moved {
+            // Every valid child still sits at or before the entry the caller stood on (a child
+            // only moves down), so a backward heap over them keeps the invariants.
+            self.rebuild_heap(Direction::Backward);
+        }
+    }
+
     fn status(&self) -> Result<()> {
         match &self.error {
             Some(error) => Err(error.duplicate()),

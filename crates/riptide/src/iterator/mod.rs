@@ -46,6 +46,9 @@ pub(crate) trait InternalIterator: Send {
     /// tombstone of sequence `older_than`. Iterators that cannot tell the age of their entries
     /// ignore it (the default); the stream stays correct either way, only slower.
     fn skip_older_forward(&mut self, _older_than: u64, _target: &[u8]) {}
+    /// The same hint while moving backward: sources whose every entry is older than
+    /// `older_than` may move straight to their last entry before the internal key `target`.
+    fn skip_older_backward(&mut self, _older_than: u64, _target: &[u8]) {}
 }
 
 /// An iterator over an in-memory sorted vector of entries; used by tests across the crate and
