@@ -45,6 +45,10 @@ fn a_checkpoint_opens_with_the_contents_at_its_point_and_the_source_goes_on() {
     for number in 2_000..2_100 {
         db.delete(&key(number)).unwrap();
     }
+    // A range tombstone in the manifest (flushed) and one only in the log.
+    db.delete_range(&key(2_200), &key(2_300)).unwrap();
+    db.flush().unwrap();
+    db.delete_range_cf(&family, &key(100), &key(150)).unwrap();
     let expected_default = dump(&db, &ReadOptions::default());
     let expected_second = dump_cf(&db, &family, &ReadOptions::default());
     assert!(db.stats().levels.iter().any(|level| level.files > 0), "tables exist");
