@@ -26,7 +26,8 @@ pub(crate) enum ValueKind {
     /// (`blob/format.rs`). Only tables hold entries of this kind, never memtables or logs.
     BlobIndex = 2,
     /// A single delete: a tombstone for a key written once, which flush and compaction drop
-    /// together with the put it meets (`iterator/single_delete.rs`). Reads treat it as a delete.
+    /// together with the put it meets (`iterator/single_delete.rs`, I41). Reads treat it as a
+    /// delete.
     SingleDelete = 3,
 }
 

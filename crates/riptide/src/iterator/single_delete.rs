@@ -18,7 +18,7 @@
 //!
 //! Invariants: when valid, the current entry is the inner iterator's current one, or the held
 //! single delete (then the inner iterator sits on the entry after it); the entries dropped in
-//! pairs are exactly those the module documentation describes.
+//! pairs are exactly those the module documentation describes (I41 in `docs/invariants.md`).
 
 use crate::error::Result;
 use crate::iterator::InternalIterator;
