@@ -25,7 +25,7 @@ use crate::db::with_db;
 use crate::error::{call, CapiError};
 use crate::handle::{self, Kind};
 use crate::memory::{out, path};
-use crate::stats::copy_prefix;
+use crate::stats::{check_array, deliver_array};
 use crate::{from_handle, riptide_backup_engine_t, riptide_code_t, riptide_db_t, riptide_error_t, to_handle};
 
 /// What a backup holds, as `riptide_backup_engine_list_backups` reports it. Made of 64-bit
@@ -137,15 +137,10 @@ pub unsafe extern "C" fn riptide_backup_engine_list_backups(
     call(err, || {
         // SAFETY: by the function's contract.
         let count_slot = unsafe { out(out_count, "out_count") }?;
-        if capacity > 0 && (backups.is_null() || element_size == 0) {
-            return Err(CapiError::misuse("backups is NULL or element_size is 0 with a non-zero capacity"));
-        }
+        check_array(backups, capacity, element_size, "backups")?;
         let all = engine_of(engine)?.0.read().list_backups()?;
-        for (index, info) in all.iter().take(capacity).enumerate() {
-            let flat = riptide_backup_info_t::of(info);
-            // SAFETY: element `index` < `capacity` lies within the caller's array.
-            unsafe { copy_prefix(&flat, backups.cast::<u8>().add(index * element_size), element_size) };
-        }
+        // SAFETY: checked above, and by the function's contract.
+        unsafe { deliver_array(&all, riptide_backup_info_t::of, backups, capacity, element_size) };
         *count_slot = all.len();
         Ok(())
     })

@@ -254,6 +254,34 @@ pub(crate) unsafe fn copy_prefix<T: Copy>(value: &T, target: *mut u8, size: usiz
     count
 }
 
+/// Checks the arguments of a caller-owned output array named `what`: with a non-zero
+/// `capacity` it must be non-NULL and its elements non-empty.
+pub(crate) fn check_array<T>(array: *mut T, capacity: usize, element_size: usize, what: &str) -> Result<(), CapiError> {
+    if capacity > 0 && (array.is_null() || element_size == 0) {
+        return Err(CapiError::misuse(format!("{what} is NULL or element_size is 0 with a non-zero capacity")));
+    }
+    Ok(())
+}
+
+/// Writes the first `capacity` of `items`, each flattened by `flatten`, into the caller's array
+/// of `element_size`-byte elements (each truncated to its element, as `copy_prefix` does).
+///
+/// # Safety
+/// `array` must be valid for `capacity * element_size` bytes of writes (checked with
+/// `check_array`); `T` must have no padding.
+pub(crate) unsafe fn deliver_array<S, T: Copy>(
+    items: &[S],
+    flatten: impl Fn(&S) -> T,
+    array: *mut T,
+    capacity: usize,
+    element_size: usize,
+) {
+    for (index, item) in items.iter().take(capacity).enumerate() {
+        // SAFETY: element `index` < `capacity` lies within the caller's array.
+        unsafe { copy_prefix(&flatten(item), array.cast::<u8>().add(index * element_size), element_size) };
+    }
+}
+
 /// Reads the caller's `struct_size` and copies `value` into `*target` up to it.
 ///
 /// # Safety
@@ -453,9 +481,7 @@ pub unsafe extern "C" fn riptide_get_level_stats(
     call(err, || {
         // SAFETY: by the function's contract.
         let count_slot = unsafe { out(out_count, "out_count") }?;
-        if capacity > 0 && (levels.is_null() || element_size == 0) {
-            return Err(CapiError::misuse("levels is NULL or element_size is 0 with a non-zero capacity"));
-        }
+        check_array(levels, capacity, element_size, "levels")?;
         let all = with_db(db, |object, database| {
             let stats = database.stats();
             if cf.is_null() {
@@ -469,10 +495,8 @@ pub unsafe extern "C" fn riptide_get_level_stats(
                 .map(|family| family.levels)
                 .ok_or_else(|| CapiError::invalid(format!("column family {id} was dropped")))
         })?;
-        for (index, level) in all.iter().take(capacity).enumerate() {
-            // SAFETY: element `index` < `capacity` lies within the caller's array.
-            unsafe { copy_prefix(&flatten_level(level), levels.cast::<u8>().add(index * element_size), element_size) };
-        }
+        // SAFETY: checked above, and by the function's contract.
+        unsafe { deliver_array(&all, flatten_level, levels, capacity, element_size) };
         *count_slot = all.len();
         Ok(())
     })
