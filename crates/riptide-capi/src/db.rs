@@ -244,20 +244,27 @@ unsafe fn write_one(
     let key = unsafe { bytes(key.0, key.1, "key") }?;
     // SAFETY: forwarded contract.
     let value = value.map(|(pointer, len)| unsafe { bytes(pointer, len, "value") }).transpose()?;
+    write_built(db, options, cf, |batch, family| match (family, value) {
+        (None, Some(value)) => batch.put(key, value),
+        (None, None) => batch.delete(key),
+        (Some(family), Some(value)) => batch.put_cf(family, key, value),
+        (Some(family), None) => batch.delete_cf(family, key),
+    })
+}
+
+/// Writes the batch `build` fills with `options`, handing it the column family `cf` names
+/// (`None`: the default one): the common body of the one-record writes.
+fn write_built(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    cf: Option<*const riptide_cf_t>,
+    build: impl FnOnce(&mut WriteBatch, Option<&riptide_engine::ColumnFamily>),
+) -> Result<(), CapiError> {
     let options = write_options(options)?;
     with_db(db, |object, database| {
+        let family = cf.map(|cf| family_of(object.id, cf)).transpose()?;
         let mut batch = WriteBatch::new();
-        match (cf, value) {
-            (None, Some(value)) => batch.put(key, value),
-            (None, None) => batch.delete(key),
-            (Some(cf), value) => {
-                let family = family_of(object.id, cf)?;
-                match value {
-                    Some(value) => batch.put_cf(&family.cf, key, value),
-                    None => batch.delete_cf(&family.cf, key),
-                }
-            }
-        }
+        build(&mut batch, family.as_ref().map(|family| &family.cf));
         Ok(database.write_opt(batch, &options)?)
     })
 }
@@ -352,15 +359,9 @@ pub unsafe extern "C" fn riptide_single_delete(
     call(err, || {
         // SAFETY: by the function's contract.
         let key = unsafe { bytes(key, key_len, "key") }?;
-        let options = write_options(options)?;
-        with_db(db, |object, database| {
-            let mut batch = WriteBatch::new();
-            if cf.is_null() {
-                batch.single_delete(key);
-            } else {
-                batch.single_delete_cf(&family_of(object.id, cf)?.cf, key);
-            }
-            Ok(database.write_opt(batch, &options)?)
+        write_built(db, options, (!cf.is_null()).then_some(cf), |batch, family| match family {
+            None => batch.single_delete(key),
+            Some(family) => batch.single_delete_cf(family, key),
         })
     })
 }
@@ -418,14 +419,9 @@ unsafe fn delete_range(
 ) -> Result<(), CapiError> {
     // SAFETY: forwarded contract.
     let (start, end) = unsafe { (bytes(start.0, start.1, "start")?, bytes(end.0, end.1, "end")?) };
-    let options = write_options(options)?;
-    with_db(db, |object, database| {
-        let mut batch = WriteBatch::new();
-        match cf {
-            None => batch.delete_range(start, end),
-            Some(cf) => batch.delete_range_cf(&family_of(object.id, cf)?.cf, start, end),
-        }
-        Ok(database.write_opt(batch, &options)?)
+    write_built(db, options, cf, |batch, family| match family {
+        None => batch.delete_range(start, end),
+        Some(family) => batch.delete_range_cf(family, start, end),
     })
 }
 
