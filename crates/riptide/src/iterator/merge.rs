@@ -121,6 +121,45 @@ impl MergingIterator {
         }
     }
 
+    /// `skip_older_forward` and `skip_older_backward`: while moving in `direction`, every child
+    /// whose entries are all older than `older_than` and that has not yet passed `target` moves
+    /// to its first entry at or after `target` (forward) or its last entry before it
+    /// (backward). Every valid child then still sits on the caller's side of the entry it stood
+    /// on (children only move further in `direction`), so a heap rebuilt for `direction` keeps
+    /// the invariants.
+    fn skip_older(&mut self, direction: Direction, older_than: u64, target: &[u8]) {
+        if self.error.is_some() || self.direction != direction || self.child_max_sequences.is_empty() {
+            return;
+        }
+        let mut moved = false;
+        for position in 0..self.heap.len() {
+            let child = self.heap[position];
+            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
+            if !older {
+                continue;
+            }
+            let order = self.comparator.compare_internal_keys(self.children[child].key(), target);
+            let iterator = &mut self.children[child];
+            match direction {
+                Direction::Forward if order.is_lt() => iterator.seek(target),
+                Direction::Backward if order.is_ge() => {
+                    // The last entry before `target`: a seek lands on the first at or after it.
+                    iterator.seek(target);
+                    if iterator.valid() {
+                        iterator.prev();
+                    } else if iterator.status().is_ok() {
+                        iterator.seek_to_last();
+                    }
+                }
+                _ => continue,
+            }
+            moved = true;
+        }
+        if moved {
+            self.rebuild_heap(direction);
+        }
+    }
+
     /// Copies the current key into `saved_key` so children can be repositioned around it.
     fn save_current_key(&mut self, current: usize) {
         self.saved_key.clear();
@@ -308,50 +347,11 @@ impl InternalIterator for MergingIterator {
     }
 
     fn skip_older_forward(&mut self, older_than: u64, target: &[u8]) {
-        if self.error.is_some() || self.direction != Direction::Forward || self.child_max_sequences.is_empty() {
-            return;
-        }
-        let mut moved = false;
-        for position in 0..self.heap.len() {
-            let child = self.heap[position];
-            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
-            if older && self.comparator.compare_internal_keys(self.children[child].key(), target).is_lt() {
-                self.children[child].seek(target);
-                moved = true;
-            }
-        }
-        if moved {
-            // Every valid child still sits at or after the entry the caller stood on, so a
-            // forward heap over them keeps the invariants.
-            self.rebuild_heap(Direction::Forward);
-        }
+        self.skip_older(Direction::Forward, older_than, target);
     }
 
     fn skip_older_backward(&mut self, older_than: u64, target: &[u8]) {
-        if self.error.is_some() || self.direction != Direction::Backward || self.child_max_sequences.is_empty() {
-            return;
-        }
-        let mut moved = false;
-        for position in 0..self.heap.len() {
-            let child = self.heap[position];
-            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
-            if older && self.comparator.compare_internal_keys(self.children[child].key(), target).is_ge() {
-                // The last entry before `target`: a seek lands on the first at or after it.
-                let iterator = &mut self.children[child];
-                iterator.seek(target);
-                if iterator.valid() {
-                    iterator.prev();
-                } else if iterator.status().is_ok() {
-                    iterator.seek_to_last();
-                }
-                moved = true;
-            }
-        }
-        if moved {
-            // Every valid child still sits at or before the entry the caller stood on (a child
-            // only moves down), so a backward heap over them keeps the invariants.
-            self.rebuild_heap(Direction::Backward);
-        }
+        self.skip_older(Direction::Backward, older_than, target);
     }
 
     fn status(&self) -> Result<()> {
