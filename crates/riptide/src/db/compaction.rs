@@ -117,6 +117,11 @@ pub(crate) struct VersionFilter {
     last_sequence_for_key: u64,
     /// Range tombstones that may cover the input's entries (I39), if any.
     tombstones: Option<Arc<FragmentedTombstones>>,
+    /// The oldest tombstone covering the last entry `should_drop` kept, if one does.
+    last_kept_covering: Option<u64>,
+    /// The oldest tombstone covering an entry noted with `note_kept` since the last
+    /// `take_applied_through` (I40).
+    oldest_kept_covering: Option<u64>,
 }
 
 impl VersionFilter {
@@ -129,6 +134,8 @@ impl VersionFilter {
             has_current_user_key: false,
             last_sequence_for_key: u64::MAX,
             tombstones: None,
+            last_kept_covering: None,
+            oldest_kept_covering: None,
         }
     }
 
@@ -144,32 +151,31 @@ impl VersionFilter {
         self.tombstones.as_ref().is_some_and(|tombstones| tombstones.fragment_at(user_key).is_some())
     }
 
-    /// For a kept entry: the oldest range tombstone that covers it, if one does (a reader
-    /// between the two keeps it, I39).
-    pub(crate) fn kept_covered_by(&self, user_key: &[u8], sequence: u64) -> Option<u64> {
-        self.tombstones.as_ref()?.fragment_at(user_key)?.oldest_covering_above(sequence)
+    /// Counts the entry `should_drop` last kept as written into the output table being built:
+    /// a covered one lowers the table's mark (I40). Called once the entry's table is known
+    /// (after a compaction's split decision), so that the mark of each table counts its own
+    /// entries.
+    pub(crate) fn note_kept(&mut self) {
+        if let Some(covering) = self.last_kept_covering.take() {
+            self.oldest_kept_covering = Some(self.oldest_kept_covering.map_or(covering, |oldest| oldest.min(covering)));
+        }
     }
 
-    /// The mark of an output table (`FileMetadata::range_tombstones_applied_through`, I40):
-    /// the filter's tombstones were applied to its entries, except that entries kept though
-    /// covered make it claim nothing from the oldest tombstone covering one of them on.
-    pub(crate) fn applied_through(&self, oldest_kept_covering: Option<u64>) -> u64 {
+    /// The mark of the output table whose entries were noted since the last call
+    /// (`FileMetadata::range_tombstones_applied_through`, I40): the filter's tombstones were
+    /// applied to its entries, except that entries kept though covered (for a reader between,
+    /// I39) make it claim nothing from the oldest tombstone covering one of them on.
+    pub(crate) fn take_applied_through(&mut self) -> u64 {
         let applied = self.tombstones.as_ref().map_or(0, |tombstones| tombstones.max_sequence());
-        match oldest_kept_covering {
+        match self.oldest_kept_covering.take() {
             Some(covering) => applied.min(covering - 1),
             None => applied,
         }
     }
 
-    /// I39: an entry covered by a range tombstone goes when no reader reads between the two:
-    /// every reader at or above the entry then also sees the tombstone.
-    fn covered_for_every_reader(&self, user_key: &[u8], sequence: u64) -> bool {
-        let Some(fragment) = self.tombstones.as_ref().and_then(|tombstones| tombstones.fragment_at(user_key)) else {
-            return false;
-        };
-        fragment
-            .oldest_covering_above(sequence)
-            .is_some_and(|covering| !self.read_points.any_between(sequence, covering))
+    /// The oldest range tombstone that covers the entry (`user_key`, `sequence`), if any.
+    fn oldest_covering(&self, user_key: &[u8], sequence: u64) -> Option<u64> {
+        self.tombstones.as_ref()?.fragment_at(user_key)?.oldest_covering_above(sequence)
     }
 
     /// True when the entry with `internal_key` can be dropped.
@@ -183,15 +189,19 @@ impl VersionFilter {
             self.last_sequence_for_key = u64::MAX;
         }
         let newer = self.last_sequence_for_key;
+        let covering = self.oldest_covering(parsed.user_key, parsed.sequence);
         let drop = if newer != u64::MAX && !self.read_points.any_between(parsed.sequence, newer) {
             // Every reader reads below this version or at or above the next newer one, so none
             // sees this one (a long-running transaction's snapshot keeps only the versions it
             // and the readers after it need, not every version written since it began).
             true
         } else {
+            // I39: a covered entry goes when no reader reads between it and the tombstone:
+            // every reader at or above the entry then also sees the tombstone.
             (parsed.kind.is_deletion() && parsed.sequence <= self.smallest_snapshot && self.bottommost)
-                || self.covered_for_every_reader(parsed.user_key, parsed.sequence)
+                || covering.is_some_and(|covering| !self.read_points.any_between(parsed.sequence, covering))
         };
+        self.last_kept_covering = if drop { None } else { covering };
         self.last_sequence_for_key = parsed.sequence;
         Ok(drop)
     }
@@ -659,17 +669,11 @@ fn merge_into_outputs(
     let mut rewritten_value: Vec<u8> = Vec::new();
     // The blob files the table being written references.
     let mut references = std::collections::BTreeSet::new();
-    // The oldest range tombstone covering an entry the table being written keeps (I40).
-    let mut oldest_kept_covering: Option<u64> = None;
     let mut steps: u64 = 0;
     let mut splitter = OutputSplitter::new(&plan.grandparent_starts, comparator, lower, target_file_size_bytes);
     let input_path = inner.dir.join("<compaction input>");
     while merged.valid() {
-        for (dropped_key, reference) in merged.take_dropped_blob_references() {
-            if let Some(parsed) = parse_internal_key(&dropped_key) {
-                blobs.dropped(&parsed, &reference)?;
-            }
-        }
+        note_dropped_pairs(&mut merged, blobs)?;
         steps += 1;
         if steps.is_multiple_of(1024) {
             if let Some(error) = interruption(inner, job) {
@@ -698,7 +702,7 @@ fn merge_into_outputs(
                 let properties = finished.finish()?;
                 let mut meta = meta_from_properties(number, &properties);
                 meta.blob_references = std::mem::take(&mut references).into_iter().collect();
-                meta.range_tombstones_applied_through = filter.applied_through(oldest_kept_covering.take());
+                meta.range_tombstones_applied_through = filter.take_applied_through();
                 outputs.push(meta);
             }
         }
@@ -710,9 +714,7 @@ fn merge_into_outputs(
                 TableBuilder::new(file, path, table_options.clone()).with_memory_charge(inner.memory.builder_charge());
             builder = Some((number, new_builder));
         }
-        if let Some(covering) = filter.kept_covered_by(current_user_key, parsed.sequence) {
-            oldest_kept_covering = Some(oldest_kept_covering.map_or(covering, |oldest: u64| oldest.min(covering)));
-        }
+        filter.note_kept();
         if let Some((_, active)) = builder.as_mut() {
             let kept = blobs.kept(&parsed, merged.value(), &mut rewritten_value)?;
             note_reference(&mut references, &kept);
@@ -742,21 +744,28 @@ fn merge_into_outputs(
         merged.next();
     }
     merged.status()?;
-    for (dropped_key, reference) in merged.take_dropped_blob_references() {
-        if let Some(parsed) = parse_internal_key(&dropped_key) {
-            blobs.dropped(&parsed, &reference)?;
-        }
-    }
+    note_dropped_pairs(&mut merged, blobs)?;
     if let Some((number, finished)) = builder.take() {
         if finished.num_entries() > 0 {
             let properties = finished.finish()?;
             let mut meta = meta_from_properties(number, &properties);
             meta.blob_references = references.into_iter().collect();
-            meta.range_tombstones_applied_through = filter.applied_through(oldest_kept_covering);
+            meta.range_tombstones_applied_through = filter.take_applied_through();
             outputs.push(meta);
         } else {
             drop(finished);
             let _ = inner.file_system.remove(&table_path(&inner.dir, number));
+        }
+    }
+    Ok(())
+}
+
+/// Counts the blob references of the puts the single-delete pairing dropped since the last call
+/// as garbage of their blob files.
+fn note_dropped_pairs(merged: &mut SingleDeletePairs<MergingIterator>, blobs: &mut BlobRelocation<'_>) -> Result<()> {
+    for (dropped_key, reference) in merged.take_dropped_blob_references() {
+        if let Some(parsed) = parse_internal_key(&dropped_key) {
+            blobs.dropped(&parsed, &reference)?;
         }
     }
     Ok(())

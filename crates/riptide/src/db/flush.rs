@@ -78,18 +78,12 @@ pub(crate) fn write_level0_table(
     // tombstones (in the version) are older than every entry here and cover none of them.
     let mut filter =
         VersionFilter::new(read_points, false).with_range_tombstones(memtable.fragmented_range_tombstones());
-    let mut oldest_kept_covering: Option<u64> = None;
     let mut separated_key = Vec::new();
     let mut reference = Vec::new();
     let result = (|| {
         while iterator.valid() {
             if !filter.should_drop(iterator.key(), &path)? {
-                if let Some(parsed) = parse_internal_key(iterator.key()) {
-                    if let Some(covering) = filter.kept_covered_by(parsed.user_key, parsed.sequence) {
-                        oldest_kept_covering =
-                            Some(oldest_kept_covering.map_or(covering, |oldest: u64| oldest.min(covering)));
-                    }
-                }
+                filter.note_kept();
                 let value = iterator.value();
                 match (min_blob_size_bytes, blob) {
                     (Some(threshold), Some(target)) if value.len() >= threshold => {
@@ -138,7 +132,7 @@ pub(crate) fn write_level0_table(
         };
         let properties = builder.finish()?;
         let mut table = meta_from_properties(number, &properties);
-        table.range_tombstones_applied_through = filter.applied_through(oldest_kept_covering);
+        table.range_tombstones_applied_through = filter.take_applied_through();
         if let Some(blob_meta) = &blob_meta {
             table.blob_references = vec![blob_meta.number];
         }
