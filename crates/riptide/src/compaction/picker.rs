@@ -510,7 +510,7 @@ pub(crate) fn pending_compaction_bytes(version: &Version, options: &PickerOption
 }
 
 /// The running jobs of one column family, with their files in a set for quick lookups.
-pub(super) struct RunningJobs<'a> {
+pub(crate) struct RunningJobs<'a> {
     jobs: &'a [RunningCompaction],
     busy_file_numbers: HashSet<u64>,
     /// The column family's order, in which the jobs' key ranges are compared.
@@ -518,12 +518,12 @@ pub(super) struct RunningJobs<'a> {
 }
 
 impl<'a> RunningJobs<'a> {
-    pub(super) fn new(jobs: &'a [RunningCompaction], comparator: &'a KeyComparator) -> RunningJobs<'a> {
+    pub(crate) fn new(jobs: &'a [RunningCompaction], comparator: &'a KeyComparator) -> RunningJobs<'a> {
         let busy_file_numbers = jobs.iter().flat_map(|job| job.file_numbers.iter().copied()).collect();
         RunningJobs { jobs, busy_file_numbers, comparator }
     }
 
-    pub(super) fn is_busy(&self, file: &TableFile) -> bool {
+    pub(crate) fn is_busy(&self, file: &TableFile) -> bool {
         self.busy_file_numbers.contains(&file.number())
     }
 

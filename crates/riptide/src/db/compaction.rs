@@ -276,7 +276,8 @@ fn job_tombstones(version: &Version) -> Option<Arc<FragmentedTombstones>> {
     (!version.range_tombstones.is_empty()).then(|| Arc::clone(version.range_tombstones.fragmented()))
 }
 
-fn running_of(state: &DbState, column_family: u32) -> Vec<RunningCompaction> {
+/// The running compactions of `column_family`, as the picker sees them.
+pub(crate) fn running_of(state: &DbState, column_family: u32) -> Vec<RunningCompaction> {
     state
         .running_compactions
         .iter()

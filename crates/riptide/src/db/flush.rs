@@ -290,16 +290,12 @@ fn drop_covered_tables(inner: &DbInner, state: &DbState, id: u32, edit: &mut Ver
     }
     let version = state.versions.current(id);
     let read_points = inner.snapshots.read_points(&inner.visible_sequence);
-    let busy: std::collections::HashSet<u64> = state
-        .running_compactions
-        .iter()
-        .filter(|running| running.column_family == id)
-        .flat_map(|running| running.job.file_numbers.iter().copied())
-        .collect();
+    let running = super::compaction::running_of(state, id);
+    let running = crate::compaction::picker::RunningJobs::new(&running, &version.comparator);
     let mut dropped = 0;
     for (level, files) in version.levels.iter().enumerate() {
         for file in files {
-            if busy.contains(&file.number()) {
+            if running.is_busy(file) {
                 continue;
             }
             let covered = edit.new_range_tombstones.iter().any(|tombstone| {
