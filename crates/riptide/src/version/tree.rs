@@ -167,6 +167,10 @@ impl Version {
     /// memtable, after every older memtable of the column family, and later memtables hold only
     /// newer entries.
     pub(crate) fn obsolete_range_tombstones(&self) -> Vec<u64> {
+        // Every manifest edit asks; without tombstones there is nothing to walk the files for.
+        if self.range_tombstones.is_empty() {
+            return Vec::new();
+        }
         let mut hiding: std::collections::HashSet<u64> = std::collections::HashSet::new();
         for file in self.levels.iter().flatten() {
             hiding.extend(self.range_tombstones_hiding_data_in(file).map(|tombstone| tombstone.sequence));
