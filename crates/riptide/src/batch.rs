@@ -54,6 +54,12 @@ const RECORD_COLUMN_FAMILY_RANGE_DELETE: u8 = 5;
 const RECORD_SINGLE_DELETE: u8 = 6;
 /// Record kind: a single delete in the column family whose id follows as a varint.
 const RECORD_COLUMN_FAMILY_SINGLE_DELETE: u8 = 7;
+/// Record kind: a put with an expiry in the default column family: the layout of a put, whose
+/// value is the expiry (8 bytes, little endian, microseconds since the Unix epoch) followed by
+/// the user's value (`ttl.rs`). Format version 4.
+const RECORD_PUT_WITH_EXPIRY: u8 = 8;
+/// Record kind: a put with an expiry in the column family whose id follows as a varint.
+const RECORD_COLUMN_FAMILY_PUT_WITH_EXPIRY: u8 = 9;
 
 /// The id of the default column family, which always exists.
 pub(crate) const DEFAULT_COLUMN_FAMILY_ID: u32 = 0;
@@ -94,6 +100,9 @@ pub enum BatchOp {
     DeleteRange,
     /// Removes a key written once (see [`WriteBatch::single_delete`]).
     SingleDelete,
+    /// Sets the key to the value until an expiry time (see [`WriteBatch::put_with_expiry`] and
+    /// [`BatchEntry::expires_at_us`]).
+    PutWithExpiry,
 }
 
 /// One record of a [`WriteBatch`], borrowed from the batch.
@@ -123,7 +132,19 @@ impl<'a> BatchEntry<'a> {
 
     /// The value of a put, the end key (exclusive) of a range delete; empty for a delete.
     pub fn value(&self) -> &'a [u8] {
-        self.value
+        match self.kind {
+            BatchOp::PutWithExpiry => crate::ttl::split_expiring(self.value).map_or(&[], |(_, value)| value),
+            _ => self.value,
+        }
+    }
+
+    /// The expiry of a put with an expiry, in microseconds since the Unix epoch; `None` for
+    /// every other record.
+    pub fn expires_at_us(&self) -> Option<u64> {
+        match self.kind {
+            BatchOp::PutWithExpiry => crate::ttl::split_expiring(self.value).map(|(expiry, _)| expiry),
+            _ => None,
+        }
     }
 }
 
@@ -145,6 +166,7 @@ impl<'a> Iterator for BatchIter<'a> {
             ValueKind::Put | ValueKind::BlobIndex => BatchOp::Put,
             ValueKind::Delete => BatchOp::Delete,
             ValueKind::SingleDelete => BatchOp::SingleDelete,
+            ValueKind::PutWithExpiry => BatchOp::PutWithExpiry,
         };
         Some(BatchEntry { column_family_id: entry.column_family_id, kind, key: entry.key, value: entry.value })
     }
@@ -244,6 +266,8 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
         RECORD_SINGLE_DELETE => (ValueKind::SingleDelete, false),
         RECORD_COLUMN_FAMILY_SINGLE_DELETE => (ValueKind::SingleDelete, true),
         RECORD_COLUMN_FAMILY_PUT => (ValueKind::Put, true),
+        RECORD_PUT_WITH_EXPIRY => (ValueKind::PutWithExpiry, false),
+        RECORD_COLUMN_FAMILY_PUT_WITH_EXPIRY => (ValueKind::PutWithExpiry, true),
         _ => return Err((0, format!("unknown record kind {kind_byte}"))),
     };
     let mut length_bytes = 1;
@@ -270,13 +294,16 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
     }
     length_bytes += key_length_bytes;
     let mut value: &[u8] = &[];
-    if kind == ValueKind::Put || range_delete {
+    if matches!(kind, ValueKind::Put | ValueKind::PutWithExpiry) || range_delete {
         let after_key = input.get(length_bytes..).unwrap_or_default();
         let Some((decoded_value, value_length_bytes)) = get_length_prefixed(after_key) else {
             return Err((length_bytes, "value length is malformed or runs past the end of the batch".to_string()));
         };
         if !is_minimal_prefix(decoded_value, value_length_bytes) {
             return Err((length_bytes, "value length is not minimally encoded".to_string()));
+        }
+        if kind == ValueKind::PutWithExpiry && decoded_value.len() < crate::ttl::EXPIRY_PREFIX_BYTES {
+            return Err((length_bytes, format!("a put with an expiry has a {}-byte value", decoded_value.len())));
         }
         value = decoded_value;
         length_bytes += value_length_bytes;
@@ -354,6 +381,39 @@ impl WriteBatch {
     /// Adds a single delete of `key` in `column_family` (see [`WriteBatch::single_delete`]).
     pub fn single_delete_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8]) {
         self.single_delete_in(column_family.id(), key);
+    }
+
+    /// Adds a record that sets `key` to `value` in the default column family until
+    /// `expires_at_us` (microseconds since the Unix epoch, as the database's
+    /// [`crate::Clock`] counts them). From that time on, reads see the key as deleted, and
+    /// compaction drops the value (I42). The expiry is stored as given, so a batch written twice
+    /// expires at the same time both times; [`crate::Db::put_with_ttl`] computes it from a
+    /// duration.
+    pub fn put_with_expiry(&mut self, key: &[u8], value: &[u8], expires_at_us: u64) {
+        self.put_with_expiry_in(DEFAULT_COLUMN_FAMILY_ID, key, value, expires_at_us);
+    }
+
+    /// Adds a put with an expiry of `key` in `column_family` (see
+    /// [`WriteBatch::put_with_expiry`]).
+    pub fn put_with_expiry_cf(
+        &mut self,
+        column_family: &crate::ColumnFamily,
+        key: &[u8],
+        value: &[u8],
+        expires_at_us: u64,
+    ) {
+        self.put_with_expiry_in(column_family.id(), key, value, expires_at_us);
+    }
+
+    pub(crate) fn put_with_expiry_in(&mut self, column_family_id: u32, key: &[u8], value: &[u8], expires_at_us: u64) {
+        self.push_kind(column_family_id, RECORD_PUT_WITH_EXPIRY, RECORD_COLUMN_FAMILY_PUT_WITH_EXPIRY);
+        put_length_prefixed(&mut self.rep, key);
+        crate::coding::put_varint64(&mut self.rep, (value.len() + crate::ttl::EXPIRY_PREFIX_BYTES) as u64);
+        self.rep.extend_from_slice(&expires_at_us.to_le_bytes());
+        self.rep.extend_from_slice(value);
+        self.max_key_bytes = self.max_key_bytes.max(key.len());
+        self.max_value_bytes = self.max_value_bytes.max(value.len());
+        self.add_to_count(1);
     }
 
     pub(crate) fn single_delete_in(&mut self, column_family_id: u32, key: &[u8]) {
@@ -494,6 +554,8 @@ impl WriteBatch {
             if record.range_delete {
                 // A range delete's second string is its end key.
                 max_key_bytes = max_key_bytes.max(record.value.len());
+            } else if record.kind == ValueKind::PutWithExpiry {
+                max_value_bytes = max_value_bytes.max(record.value.len() - crate::ttl::EXPIRY_PREFIX_BYTES);
             } else {
                 max_value_bytes = max_value_bytes.max(record.value.len());
             }
@@ -798,6 +860,33 @@ mod tests {
     }
 
     #[test]
+    fn puts_with_an_expiry_round_trip_in_both_column_family_forms() {
+        let mut batch = WriteBatch::new();
+        batch.put_with_expiry(b"session", b"alice", 1_790_000_000_000_000);
+        batch.put_with_expiry_in(7, b"token", b"", u64::MAX);
+        batch.put(b"plain", b"value");
+        let decoded = WriteBatch::from_data(batch.data().to_vec(), &path(), 0).unwrap();
+        type Record<'a> = (u32, BatchOp, &'a [u8], &'a [u8], Option<u64>);
+        let records: Vec<Record<'_>> = decoded
+            .iter()
+            .map(|entry| (entry.column_family_id(), entry.kind(), entry.key(), entry.value(), entry.expires_at_us()))
+            .collect();
+        assert_eq!(
+            records,
+            vec![
+                (0, BatchOp::PutWithExpiry, b"session".as_slice(), b"alice".as_slice(), Some(1_790_000_000_000_000)),
+                (7, BatchOp::PutWithExpiry, b"token", b"", Some(u64::MAX)),
+                (0, BatchOp::Put, b"plain", b"value", None),
+            ]
+        );
+        assert_eq!(decoded.max_value_bytes(), 5, "the limit counts the user's value, not the expiry");
+        // The memtable receives the stored form: the expiry, then the value.
+        let stored: Vec<Vec<u8>> = decoded.entries().map(|record| record.value.to_vec()).collect();
+        assert_eq!(stored[0][..8], 1_790_000_000_000_000u64.to_le_bytes());
+        assert_eq!(&stored[0][8..], b"alice");
+    }
+
+    #[test]
     fn every_truncation_is_corruption() {
         let mut batch = WriteBatch::new();
         batch.put(b"apple", b"red");
@@ -818,7 +907,7 @@ mod tests {
         let good = batch.data().to_vec();
 
         let mut unknown_kind = good.clone();
-        unknown_kind[12 + 5] = 9;
+        unknown_kind[12 + 5] = 10;
         assert_eq!(expect_corruption(WriteBatch::from_data(unknown_kind, &path(), 100)), 117);
 
         let mut count_too_high = good.clone();
@@ -859,7 +948,11 @@ mod tests {
             } else {
                 let length = if rng.gen_bool(0.1) { rng.gen_range(128..400) } else { rng.gen_range(0..20) };
                 let value: Vec<u8> = (0..length).map(|_| rng.gen()).collect();
-                batch.put(&key, &value);
+                if rng.gen_bool(0.2) {
+                    batch.put_with_expiry_in(rng.gen_range(0..3), &key, &value, rng.gen());
+                } else {
+                    batch.put(&key, &value);
+                }
             }
         }
         batch.set_sequence(rng.gen_range(0..1_000_000));
@@ -912,6 +1005,10 @@ mod tests {
                         }
                         ValueKind::Delete => rebuilt.delete_in(record.column_family_id, record.key),
                         ValueKind::SingleDelete => rebuilt.single_delete_in(record.column_family_id, record.key),
+                        ValueKind::PutWithExpiry => {
+                            let (expires_at_us, value) = crate::ttl::split_expiring(record.value).unwrap();
+                            rebuilt.put_with_expiry_in(record.column_family_id, record.key, value, expires_at_us)
+                        }
                     }
                 }
                 rebuilt.set_sequence(decoded.sequence());

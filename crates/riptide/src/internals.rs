@@ -510,6 +510,7 @@ pub mod encode {
                     num_deletions: 0,
                     blob_references: Vec::new(),
                     range_tombstones_applied_through: 0,
+                    expiry: Default::default(),
                 },
             ));
         }

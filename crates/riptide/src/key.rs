@@ -29,12 +29,16 @@ pub(crate) enum ValueKind {
     /// together with the put it meets (`iterator/single_delete.rs`, I41). Reads treat it as a
     /// delete.
     SingleDelete = 3,
+    /// A value with an expiry: the entry's value is the expiry (8 bytes, little endian,
+    /// microseconds since the Unix epoch) followed by the user's value (`ttl.rs`). Once expired
+    /// it reads as a delete (I42). Format version 4 of the write batch and of tables.
+    PutWithExpiry = 4,
 }
 
 impl ValueKind {
     /// The kind with the highest code, used in lookup keys so that a seek lands on the newest
     /// entry whose sequence number is at most the snapshot.
-    pub(crate) const FOR_SEEK: ValueKind = ValueKind::SingleDelete;
+    pub(crate) const FOR_SEEK: ValueKind = ValueKind::PutWithExpiry;
 
     /// True for the kinds that delete their key (`Delete`, `SingleDelete`).
     pub(crate) fn is_deletion(self) -> bool {
@@ -48,6 +52,7 @@ impl ValueKind {
             1 => Some(ValueKind::Put),
             2 => Some(ValueKind::BlobIndex),
             3 => Some(ValueKind::SingleDelete),
+            4 => Some(ValueKind::PutWithExpiry),
             _ => None,
         }
     }
@@ -169,6 +174,8 @@ mod tests {
         key[last] = 3;
         assert_eq!(parse_internal_key(&key).map(|parsed| parsed.kind), Some(ValueKind::SingleDelete));
         key[last] = 4;
+        assert_eq!(parse_internal_key(&key).map(|parsed| parsed.kind), Some(ValueKind::PutWithExpiry));
+        key[last] = 5;
         assert!(parse_internal_key(&key).is_none());
         let good = make_internal_key(b"key", 42, ValueKind::Put);
         let parsed = parse_internal_key(&good).expect("well formed");

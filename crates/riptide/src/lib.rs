@@ -43,6 +43,7 @@ mod range_tombstone;
 mod snapshot;
 mod sstable;
 mod sync;
+mod ttl;
 mod txn;
 mod version;
 mod wal;
@@ -62,4 +63,5 @@ pub use options::{
     ColumnFamilyOptions, CompactionPriority, Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions,
 };
 pub use snapshot::Snapshot;
+pub use ttl::{Clock, ManualClock, SystemClock};
 pub use txn::{ConcurrencyMode, IsolationLevel, Transaction, TransactionIterator, TransactionOptions};

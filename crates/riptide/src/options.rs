@@ -176,6 +176,14 @@ pub struct Options {
     /// The size at which a compaction starts a new blob file for the values it moves. Default
     /// 256 MiB.
     pub blob_file_size_bytes: u64,
+    /// Time to live of the default column family's puts: a put written without an expiry of
+    /// its own ([`crate::WriteBatch::put_with_expiry`]) expires this long after it is written,
+    /// by [`Options::clock`]. Expired entries read as deleted and compaction drops them. `None`
+    /// (the default): puts never expire. Changing it affects puts written afterwards only.
+    pub ttl: Option<std::time::Duration>,
+    /// The clock that decides when entries expire (see [`Options::ttl`]). Default: the
+    /// system's wall clock; tests use a [`crate::ManualClock`].
+    pub clock: Arc<dyn crate::ttl::Clock>,
     /// Background threads that flush memtables. Default 1.
     pub max_background_flushes: usize,
     /// Background threads that run compactions; jobs on disjoint key ranges run in parallel.
@@ -245,6 +253,8 @@ impl Default for Options {
             blob_garbage_collection_ratio: 0.5,
             blob_garbage_collection_age_cutoff: 0.0,
             blob_file_size_bytes: 256 << 20,
+            ttl: None,
+            clock: Arc::new(crate::ttl::SystemClock),
             max_background_flushes: 1,
             max_background_compactions: 0,
             max_subcompactions: 0,
@@ -288,6 +298,8 @@ impl std::fmt::Debug for Options {
             .field("blob_garbage_collection_ratio", &self.blob_garbage_collection_ratio)
             .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
             .field("blob_file_size_bytes", &self.blob_file_size_bytes)
+            .field("ttl", &self.ttl)
+            .field("clock", &self.clock)
             .field("max_background_flushes", &self.max_background_flushes)
             .field("max_background_compactions", &self.max_background_compactions)
             .field("max_subcompactions", &self.max_subcompactions)
@@ -360,6 +372,7 @@ impl Options {
             blob_garbage_collection_ratio: self.blob_garbage_collection_ratio,
             blob_garbage_collection_age_cutoff: self.blob_garbage_collection_age_cutoff,
             blob_file_size_bytes: self.blob_file_size_bytes,
+            ttl: self.ttl,
         }
     }
 
@@ -473,6 +486,8 @@ pub struct ColumnFamilyOptions {
     /// The size at which a compaction starts a new blob file for the values it moves. Default
     /// 256 MiB.
     pub blob_file_size_bytes: u64,
+    /// See [`Options::ttl`].
+    pub ttl: Option<std::time::Duration>,
 }
 
 impl Default for ColumnFamilyOptions {
@@ -506,6 +521,7 @@ impl std::fmt::Debug for ColumnFamilyOptions {
             .field("blob_garbage_collection_ratio", &self.blob_garbage_collection_ratio)
             .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
             .field("blob_file_size_bytes", &self.blob_file_size_bytes)
+            .field("ttl", &self.ttl)
             .finish()
     }
 }
@@ -536,6 +552,7 @@ impl PartialEq for ColumnFamilyOptions {
             blob_garbage_collection_ratio,
             blob_garbage_collection_age_cutoff,
             blob_file_size_bytes,
+            ttl,
         } = self;
         comparator.name() == other.comparator.name()
             && *memtable_size_bytes == other.memtable_size_bytes
@@ -559,6 +576,7 @@ impl PartialEq for ColumnFamilyOptions {
             && *blob_garbage_collection_ratio == other.blob_garbage_collection_ratio
             && *blob_garbage_collection_age_cutoff == other.blob_garbage_collection_age_cutoff
             && *blob_file_size_bytes == other.blob_file_size_bytes
+            && *ttl == other.ttl
     }
 }
 
@@ -602,6 +620,7 @@ impl ColumnFamilyOptions {
             "blob_garbage_collection_age_cutoff must be between 0 and 1",
         )?;
         check(self.blob_file_size_bytes >= 4096, "blob_file_size_bytes must be at least 4096")?;
+        check(self.ttl.is_none_or(|ttl| !ttl.is_zero()), "ttl must be longer than zero (None for no expiry)")?;
         Ok(())
     }
 

@@ -2,7 +2,8 @@
 //!
 //! A [`Snapshot`] is a cheap handle (an `Arc`). While any clone of it lives, its sequence number
 //! stays registered with the database so that compaction keeps every version a read at that
-//! sequence could need (invariant I6 in `docs/invariants.md`).
+//! sequence could need (invariant I6 in `docs/invariants.md`), and every entry that had not
+//! expired at its read time, the time it was taken (I42).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::{AtomicU64, Ordering};
@@ -10,22 +11,60 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-/// The set of live snapshot sequence numbers, with a count for each.
-#[derive(Debug, Default)]
+use crate::ttl::MonotonicClock;
+
+/// The set of live snapshot sequence numbers, with a count and the earliest read time of each.
+#[derive(Debug)]
 pub(crate) struct SnapshotList {
-    live: Mutex<BTreeMap<u64, usize>>,
+    live: Mutex<BTreeMap<u64, LiveSnapshots>>,
+    clock: Arc<MonotonicClock>,
+}
+
+/// The snapshots at one sequence number.
+#[derive(Debug)]
+struct LiveSnapshots {
+    count: usize,
+    /// The read time of the first of them, the earliest: later ones were taken later.
+    read_time_us: u64,
+}
+
+impl Default for SnapshotList {
+    fn default() -> SnapshotList {
+        SnapshotList::new(Arc::new(MonotonicClock::new(Arc::new(crate::ttl::SystemClock))))
+    }
 }
 
 impl SnapshotList {
     /// Registers a snapshot at the current visible sequence. The sequence is read while the
     /// list is locked so that [`SnapshotList::smallest_snapshot`] can never miss a snapshot that
     /// is being taken.
+    ///
+    /// The read time is read under the lock too, so that read times ascend with sequence
+    /// numbers and the oldest snapshot has the earliest one.
     pub(crate) fn acquire_current(self: &Arc<Self>, visible_sequence: &AtomicU64) -> Snapshot {
         let mut live = self.live.lock();
         let sequence = visible_sequence.load(Ordering::Acquire);
-        *live.entry(sequence).or_insert(0) += 1;
+        let read_time_us = self.clock.now_us();
+        live.entry(sequence).or_insert(LiveSnapshots { count: 0, read_time_us }).count += 1;
         drop(live);
-        Snapshot { inner: Arc::new(SnapshotInner { sequence, list: Arc::clone(self) }) }
+        Snapshot { inner: Arc::new(SnapshotInner { sequence, read_time_us, list: Arc::clone(self) }) }
+    }
+
+    /// A list whose snapshots take their read times from `clock`.
+    pub(crate) fn new(clock: Arc<MonotonicClock>) -> SnapshotList {
+        SnapshotList { live: Mutex::new(BTreeMap::new()), clock }
+    }
+
+    /// The database's clock.
+    pub(crate) fn clock(&self) -> &Arc<MonotonicClock> {
+        &self.clock
+    }
+
+    /// The expiry horizon (see [`ReadPoints::expiry_horizon_us`]), for the picker.
+    pub(crate) fn expiry_horizon_us(&self) -> u64 {
+        let live = self.live.lock();
+        let now = self.clock.now_us();
+        live.values().next().map_or(now, |oldest| oldest.read_time_us.min(now))
     }
 
     /// The oldest sequence any reader may read at: the oldest live snapshot, or the visible
@@ -44,14 +83,16 @@ impl SnapshotList {
         let visible = visible_sequence.load(Ordering::Acquire);
         let mut points: Vec<u64> = live.keys().copied().filter(|&sequence| sequence < visible).collect();
         points.push(visible);
-        ReadPoints { points: points.into() }
+        let now = self.clock.now_us();
+        let expiry_horizon_us = live.values().next().map_or(now, |oldest| oldest.read_time_us.min(now));
+        ReadPoints { points: points.into(), expiry_horizon_us }
     }
 
     fn release(&self, sequence: u64) {
         let mut live = self.live.lock();
-        if let Some(count) = live.get_mut(&sequence) {
-            *count -= 1;
-            if *count == 0 {
+        if let Some(snapshots) = live.get_mut(&sequence) {
+            snapshots.count -= 1;
+            if snapshots.count == 0 {
                 live.remove(&sequence);
             }
         }
@@ -62,19 +103,29 @@ impl SnapshotList {
 #[derive(Clone, Debug)]
 pub(crate) struct ReadPoints {
     points: Arc<[u64]>,
+    /// The time up to which entries have expired for every reader (I42): the read time of the
+    /// oldest live snapshot, or the clock's time when there is none. Reads without a snapshot
+    /// read the clock later, iterators read the tables their version pins, and snapshots taken
+    /// later read at a later time. 0 (nothing expired) for read points made by hand.
+    expiry_horizon_us: u64,
 }
 
 impl ReadPoints {
     /// A single read point: every version at or below `sequence` but the newest is invisible.
     pub(crate) fn single(sequence: u64) -> ReadPoints {
-        ReadPoints { points: Arc::from([sequence]) }
+        ReadPoints { points: Arc::from([sequence]), expiry_horizon_us: 0 }
     }
 
     /// Read points at `points` (ascending), for tests.
     #[cfg(test)]
     pub(crate) fn from_points(points: &[u64]) -> ReadPoints {
         debug_assert!(points.windows(2).all(|pair| pair[0] <= pair[1]));
-        ReadPoints { points: Arc::from(points) }
+        ReadPoints { points: Arc::from(points), expiry_horizon_us: 0 }
+    }
+
+    /// See the field.
+    pub(crate) fn expiry_horizon_us(&self) -> u64 {
+        self.expiry_horizon_us
     }
 
     /// The oldest read point.
@@ -93,6 +144,7 @@ impl ReadPoints {
 #[derive(Debug)]
 struct SnapshotInner {
     sequence: u64,
+    read_time_us: u64,
     list: Arc<SnapshotList>,
 }
 
@@ -113,6 +165,13 @@ impl Snapshot {
     /// up to and including this one.
     pub fn sequence(&self) -> u64 {
         self.inner.sequence
+    }
+
+    /// The time this snapshot reads at, in microseconds since the Unix epoch by the
+    /// database's [`crate::Clock`]: entries that expire at or before it are deleted for it, and
+    /// every other entry it sees stays visible while it lives, whatever the clock says later.
+    pub fn read_time_us(&self) -> u64 {
+        self.inner.read_time_us
     }
 }
 

@@ -1,7 +1,7 @@
-//! Model test: random puts, deletes, single deletes (where their contract holds), range
-//! deletes, batches, gets, iterations and snapshots
-//! against a `BTreeMap`, with flushes, compactions and reopens mixed in. Every answer is
-//! compared.
+//! Model test: random puts, puts with a time to live, deletes, single deletes (where their
+//! contract holds), range deletes, batches, gets, iterations and snapshots against a
+//! `BTreeMap`, with flushes, compactions, reopens and a moving clock mixed in. Every answer is
+//! compared with the model as of the reader's read time.
 
 mod common;
 
@@ -12,11 +12,27 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use riptide::fs::MemFileSystem;
-use riptide::{Compression, Db, Options, ReadOptions, Snapshot, WriteBatch};
+use riptide::{Clock, Compression, Db, ManualClock, Options, ReadOptions, Snapshot, WriteBatch};
 
 use common::{dump, key, small_options, value};
 
+/// The live keys as of one read time.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+
+/// Every key's newest value with its expiry, if it has one.
+type Stored = BTreeMap<Vec<u8>, (Vec<u8>, Option<u64>)>;
+
+/// What a reader at `read_time_us` sees: the values that have not expired by then (I42).
+fn view(stored: &Stored, read_time_us: u64) -> Model {
+    stored
+        .iter()
+        .filter(|(_, (_, expiry))| expiry.is_none_or(|expiry| expiry > read_time_us))
+        .map(|(k, (v, _))| (k.clone(), v.clone()))
+        .collect()
+}
+
+/// The clock the model runs on, from an arbitrary time in 2026.
+const START_US: u64 = 1_790_000_000_000_000;
 
 fn check_iteration(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut SmallRng) {
     let lower = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..400)));
@@ -72,8 +88,10 @@ fn run(seed: u64, steps: usize, mut options: Options) {
     let path = Path::new("/model");
     let file_system = MemFileSystem::new();
     options.file_system = Arc::new(file_system.clone());
+    let clock = Arc::new(ManualClock::new(START_US));
+    options.clock = clock.clone();
     let mut db = Db::open(path, options.clone()).expect("open");
-    let mut model = Model::new();
+    let mut model = Stored::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
     let mut version = 0u64;
     // A single delete keeps its contract (as RocksDB's) only for a key put at most once since
@@ -95,8 +113,15 @@ fn run(seed: u64, steps: usize, mut options: Options) {
             3..=39 => {
                 let n = rng.gen_range(0..400);
                 let v = value(n, version, rng.gen_range(0..120));
-                db.put(&key(n), &v).expect("put");
-                model.insert(key(n), v);
+                if rng.gen_bool(0.2) {
+                    // Expires within a few of the clock's steps.
+                    let ttl_us = rng.gen_range(1..4_000_000);
+                    db.put_with_ttl(&key(n), &v, std::time::Duration::from_micros(ttl_us)).expect("put_with_ttl");
+                    model.insert(key(n), (v, Some(clock.now_us() + ttl_us)));
+                } else {
+                    db.put(&key(n), &v).expect("put");
+                    model.insert(key(n), (v, None));
+                }
                 *puts_since_single_delete.entry(key(n)).or_default() += 1;
             }
             40..=51 => {
@@ -119,8 +144,15 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                     let n = rng.gen_range(0..400);
                     if rng.gen_bool(0.7) {
                         let v = value(n, version, rng.gen_range(0..60));
-                        batch.put(&key(n), &v);
-                        model.insert(key(n), v);
+                        if rng.gen_bool(0.2) {
+                            // An explicit expiry, possibly already past.
+                            let expiry = clock.now_us() + rng.gen_range(0..4_000_000) - 500_000;
+                            batch.put_with_expiry(&key(n), &v, expiry);
+                            model.insert(key(n), (v, Some(expiry)));
+                        } else {
+                            batch.put(&key(n), &v);
+                            model.insert(key(n), (v, None));
+                        }
                         *puts_since_single_delete.entry(key(n)).or_default() += 1;
                     } else if rng.gen_bool(0.1) {
                         let (start_key, end_key) = (key(n), key(n + rng.gen_range(0..20)));
@@ -136,16 +168,20 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                 }
                 db.write(batch).expect("write");
             }
-            62..=76 => {
+            62..=74 => {
                 let n = rng.gen_range(0..400);
-                assert_eq!(db.get(&key(n)).expect("get"), model.get(&key(n)).cloned(), "seed {seed} key {n}");
+                let now = view(&model, clock.now_us());
+                assert_eq!(db.get(&key(n)).expect("get"), now.get(&key(n)).cloned(), "seed {seed} key {n}");
             }
-            77..=81 => check_iteration(&db, &model, None, &mut rng),
+            75..=76 => clock.advance(std::time::Duration::from_micros(rng.gen_range(0..1_500_000))),
+            77..=81 => check_iteration(&db, &view(&model, clock.now_us()), None, &mut rng),
             82..=84 => {
                 if snapshots.len() >= 3 {
                     snapshots.remove(0);
                 }
-                snapshots.push((db.snapshot(), model.clone()));
+                let snapshot = db.snapshot();
+                let seen = view(&model, snapshot.read_time_us());
+                snapshots.push((snapshot, seen));
             }
             85..=89 => {
                 if let Some((snapshot, snapshot_model)) = snapshots.get(rng.gen_range(0..snapshots.len().max(1))) {
@@ -165,11 +201,11 @@ fn run(seed: u64, steps: usize, mut options: Options) {
             _ => db.wait_for_background_work().expect("wait"),
         }
     }
-    assert_eq!(dump(&db, &ReadOptions::default()), model, "final state, seed {seed}");
+    assert_eq!(dump(&db, &ReadOptions::default()), view(&model, clock.now_us()), "final state, seed {seed}");
     snapshots.clear();
     db.close().expect("close");
     let db = Db::open(path, options).expect("final reopen");
-    assert_eq!(dump(&db, &ReadOptions::default()), model, "after reopen, seed {seed}");
+    assert_eq!(dump(&db, &ReadOptions::default()), view(&model, clock.now_us()), "after reopen, seed {seed}");
 }
 
 #[test]

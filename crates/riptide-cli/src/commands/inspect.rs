@@ -80,17 +80,7 @@ fn inspect_wal(file: &Path, entries: bool, style: Style, output: &mut Output) ->
                 output.line(&format!("{header}, batch of {} at sequence {}", batch.records.len(), batch.sequence))?;
                 if entries {
                     for entry in &batch.records {
-                        let value = match entry.kind {
-                            riptide::internals::inspect::EntryKind::Put => format!(" = {}", style.encode(&entry.value)),
-                            riptide::internals::inspect::EntryKind::Delete
-                            | riptide::internals::inspect::EntryKind::SingleDelete => String::new(),
-                            riptide::internals::inspect::EntryKind::BlobIndex => {
-                                format!(" -> blob reference {}", style.encode(&entry.value))
-                            }
-                            riptide::internals::inspect::EntryKind::DeleteRange => {
-                                format!(" .. {}", style.encode(&entry.value))
-                            }
-                        };
+                        let value = entry_value_text(&style, entry.kind, &entry.value);
                         output.line(&format!(
                             "    {} {} cf {} {}{value}",
                             entry.sequence,
@@ -276,17 +266,7 @@ fn inspect_sst(file: &Path, entries: bool, style: Style, output: &mut Output) ->
         output.line(&line)?;
         if entries {
             for entry in report.entries.iter().filter(|entry| entry.block_offset == block.offset) {
-                let value = match entry.key.kind {
-                    riptide::internals::inspect::EntryKind::Put => format!(" = {}", style.encode(&entry.value)),
-                    riptide::internals::inspect::EntryKind::Delete
-                    | riptide::internals::inspect::EntryKind::SingleDelete => String::new(),
-                    riptide::internals::inspect::EntryKind::BlobIndex => {
-                        format!(" -> blob reference {}", style.encode(&entry.value))
-                    }
-                    riptide::internals::inspect::EntryKind::DeleteRange => {
-                        format!(" .. {}", style.encode(&entry.value))
-                    }
-                };
+                let value = entry_value_text(&style, entry.key.kind, &entry.value);
                 output.line(&format!(
                     "    {} @ {} {}{value}",
                     style.encode(&entry.key.user_key),
@@ -298,4 +278,22 @@ fn inspect_sst(file: &Path, entries: bool, style: Style, output: &mut Output) ->
     }
     print_damage(output, &report.damage)?;
     Ok(!report.damage.is_empty())
+}
+
+/// What `inspect` prints after an entry's key: the value of a put (with its expiry, for a put
+/// with one), the reference of a blob index, the end of a range delete; nothing for a delete.
+fn entry_value_text(style: &Style, kind: riptide::internals::inspect::EntryKind, value: &[u8]) -> String {
+    use riptide::internals::inspect::EntryKind;
+    match kind {
+        EntryKind::Put => format!(" = {}", style.encode(value)),
+        EntryKind::PutWithExpiry => match value.split_first_chunk::<8>() {
+            Some((expiry, rest)) => {
+                format!(" = {} (expires at {} us)", style.encode(rest), u64::from_le_bytes(*expiry))
+            }
+            None => format!(" = {} (malformed expiry)", style.encode(value)),
+        },
+        EntryKind::BlobIndex => format!(" -> blob reference {}", style.encode(value)),
+        EntryKind::DeleteRange => format!(" .. {}", style.encode(value)),
+        _ => String::new(),
+    }
 }

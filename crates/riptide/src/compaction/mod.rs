@@ -16,5 +16,6 @@
 //! [`Version`]: crate::version::tree::Version
 
 pub(crate) mod blob_gc;
+pub(crate) mod expiry;
 pub(crate) mod picker;
 pub(crate) mod range_delete;

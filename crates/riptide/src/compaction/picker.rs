@@ -110,6 +110,8 @@ pub(crate) enum CompactionReason {
     /// A file holds entries a range tombstone covers; rewriting it drops them
     /// (`compaction/range_delete.rs`).
     RangeDelete,
+    /// Most of a file's entries have expired; rewriting it drops them (`compaction/expiry.rs`).
+    Expiry,
 }
 
 /// One compaction job: which files to merge, and where the result goes.
@@ -155,6 +157,7 @@ impl CompactionPlan {
                     | CompactionReason::TombstoneDensity
                     | CompactionReason::BlobGarbage
                     | CompactionReason::RangeDelete
+                    | CompactionReason::Expiry
             )
         {
             return false;
@@ -943,6 +946,7 @@ mod tests {
                 num_deletions,
                 blob_references: Vec::new(),
                 range_tombstones_applied_through: 0,
+                expiry: Default::default(),
             };
             self.levels[level].push(Arc::new(TableFile::new(meta, std::sync::Arc::clone(&self.janitor))));
             number

@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use parking_lot::RwLock;
@@ -71,6 +71,9 @@ pub(crate) struct ColumnFamilyShared {
     /// changes (`set_column_family_options` refuses to).
     pub(crate) comparator: KeyComparator,
     pub(crate) options: RwLock<Arc<ColumnFamilyOptions>>,
+    /// The options' `ttl` in microseconds, 0 for none: the write path reads it for every batch,
+    /// without the options' lock.
+    ttl_us: AtomicU64,
     /// The memtables and version readers use, replaced (under the database mutex) whenever
     /// they change.
     pub(crate) read_view: RwLock<Arc<ReadView>>,
@@ -83,6 +86,7 @@ impl ColumnFamilyShared {
             name: RwLock::new(name),
             dropped: AtomicBool::new(false),
             comparator: KeyComparator::new(&options.comparator),
+            ttl_us: AtomicU64::new(ttl_micros(&options)),
             options: RwLock::new(Arc::new(options)),
             read_view: RwLock::new(Arc::new(view)),
         }
@@ -90,6 +94,18 @@ impl ColumnFamilyShared {
 
     pub(crate) fn options(&self) -> Arc<ColumnFamilyOptions> {
         Arc::clone(&self.options.read())
+    }
+
+    /// Replaces the options.
+    pub(crate) fn set_options(&self, options: ColumnFamilyOptions) {
+        self.ttl_us.store(ttl_micros(&options), Ordering::Release);
+        *self.options.write() = Arc::new(options);
+    }
+
+    /// The time to live of puts without an expiry of their own, in microseconds; `None` when
+    /// they do not expire.
+    pub(crate) fn ttl_us(&self) -> Option<u64> {
+        Some(self.ttl_us.load(Ordering::Acquire)).filter(|&ttl| ttl > 0)
     }
 
     /// A new, empty memtable for this column family.
@@ -160,4 +176,9 @@ impl ColumnFamilyState {
         self.memtable.approximate_memory_bytes()
             + self.immutables.iter().map(|imm| imm.memtable.approximate_memory_bytes()).sum::<usize>()
     }
+}
+
+/// The options' `ttl` in microseconds (at least 1), 0 for none.
+fn ttl_micros(options: &ColumnFamilyOptions) -> u64 {
+    options.ttl.map_or(0, |ttl| u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX).max(1))
 }

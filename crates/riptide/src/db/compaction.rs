@@ -64,6 +64,7 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
         num_deletions: properties.num_deletions,
         blob_references: Vec::new(),
         range_tombstones_applied_through: 0,
+        expiry: properties.expiry,
     }
 }
 
@@ -75,7 +76,7 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
 fn zero_sequence_at_bottom(internal_key: &[u8], bottommost: bool, smallest_snapshot: u64) -> bool {
     bottommost
         && parse_internal_key(internal_key).is_some_and(|parsed| {
-            matches!(parsed.kind, ValueKind::Put | ValueKind::BlobIndex)
+            matches!(parsed.kind, ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry)
                 && parsed.sequence <= smallest_snapshot
                 && parsed.sequence > 0
         })
@@ -122,12 +123,16 @@ pub(crate) struct VersionFilter {
     /// The oldest tombstone covering an entry noted with `note_kept` since the last
     /// `take_applied_through` (I40).
     oldest_kept_covering: Option<u64>,
+    /// Entries expiring at or before this time have expired for every reader (I42); 0 when
+    /// nothing is taken as expired.
+    expiry_horizon_us: u64,
 }
 
 impl VersionFilter {
     pub(crate) fn new(read_points: ReadPoints, bottommost: bool) -> VersionFilter {
         VersionFilter {
             smallest_snapshot: read_points.smallest(),
+            expiry_horizon_us: read_points.expiry_horizon_us(),
             read_points,
             bottommost,
             current_user_key: Vec::new(),
@@ -137,6 +142,14 @@ impl VersionFilter {
             last_kept_covering: None,
             oldest_kept_covering: None,
         }
+    }
+
+    /// True when the entry of `kind` with `value` has an expiry at or before the horizon: it
+    /// is written out as a delete at its sequence number, which every reader sees it as.
+    pub(crate) fn has_expired(&self, kind: ValueKind, value: &[u8]) -> bool {
+        kind == ValueKind::PutWithExpiry
+            && crate::ttl::split_expiring(value)
+                .is_some_and(|(expires_at_us, _)| crate::ttl::is_expired(expires_at_us, self.expiry_horizon_us))
     }
 
     /// Also drops entries these range tombstones cover for every reader.
@@ -179,7 +192,8 @@ impl VersionFilter {
     }
 
     /// True when the entry with `internal_key` can be dropped.
-    pub(crate) fn should_drop(&mut self, internal_key: &[u8], file: &Path) -> Result<bool> {
+    /// `value` is the entry's value (for its expiry).
+    pub(crate) fn should_drop(&mut self, internal_key: &[u8], value: &[u8], file: &Path) -> Result<bool> {
         let parsed = parse_internal_key(internal_key)
             .ok_or_else(|| Error::corruption(file, 0, "malformed internal key in compaction input"))?;
         if !self.has_current_user_key || parsed.user_key != self.current_user_key.as_slice() {
@@ -198,7 +212,8 @@ impl VersionFilter {
         } else {
             // I39: a covered entry goes when no reader reads between it and the tombstone:
             // every reader at or above the entry then also sees the tombstone.
-            (parsed.kind.is_deletion() && parsed.sequence <= self.smallest_snapshot && self.bottommost)
+            let deletes = parsed.kind.is_deletion() || self.has_expired(parsed.kind, value);
+            (deletes && parsed.sequence <= self.smallest_snapshot && self.bottommost)
                 || covering.is_some_and(|covering| !self.read_points.any_between(parsed.sequence, covering))
         };
         self.last_kept_covering = if drop { None } else { covering };
@@ -301,8 +316,11 @@ fn unregister(state: &mut DbState, column_family: u32, plan: &CompactionPlan) {
     }
 }
 
+/// How often an idle compaction thread looks for tables whose entries have expired since.
+const EXPIRY_RECHECK_INTERVAL: Duration = Duration::from_secs(1);
+
 /// The most urgent automatic job of any column family, or `None`.
-fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
+fn pick_job(state: &DbState, smallest_snapshot: u64, expiry_horizon_us: u64) -> Option<Job> {
     // Every column family proposes the job it would start now, with the score of the level it
     // is for (counting only files no running job holds); the highest score goes first, the
     // lower id on a tie.
@@ -322,6 +340,10 @@ fn pick_job(state: &DbState, smallest_snapshot: u64) -> Option<Job> {
                 // Nor blob garbage: drop what range deletes cover.
                 crate::compaction::range_delete::pick_range_deleted(&version, &running, smallest_snapshot)
                     .map(|plan| (0.0, plan))
+            })
+            .or_else(|| {
+                // Nor range deletes: drop what has expired.
+                crate::compaction::expiry::pick_expired(&version, &running, expiry_horizon_us).map(|plan| (0.0, plan))
             });
         let Some((score, plan)) = picked else {
             continue;
@@ -356,12 +378,14 @@ pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
                 }
                 if state.background_error.is_none() {
                     let smallest_snapshot = inner.snapshots.smallest_snapshot(&inner.visible_sequence);
-                    if let Some(job) = pick_job(&state, smallest_snapshot) {
+                    let expiry_horizon_us = inner.snapshots.expiry_horizon_us();
+                    if let Some(job) = pick_job(&state, smallest_snapshot, expiry_horizon_us) {
                         register(&mut state, job.column_family, &job.plan);
                         break job;
                     }
                 }
-                inner.work_available.wait(&mut state);
+                // Entries expire with time, not with an event: look again now and then.
+                inner.work_available.wait_for(&mut state, EXPIRY_RECHECK_INTERVAL);
             }
         };
         let result = run_job(&inner, &job);
@@ -467,6 +491,7 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
     match plan.reason {
         CompactionReason::TombstoneDensity => stats.tombstone_compactions += 1,
         CompactionReason::RangeDelete => stats.range_delete_compactions += 1,
+        CompactionReason::Expiry => stats.expiry_compactions += 1,
         CompactionReason::Manual => stats.manual_compactions += 1,
         _ => {}
     }
@@ -691,7 +716,7 @@ fn merge_into_outputs(
         }
         let parsed = parse_internal_key(key)
             .ok_or_else(|| Error::corruption(&input_path, 0, "malformed internal key in compaction input"))?;
-        if filter.should_drop(key, &input_path)? {
+        if filter.should_drop(key, merged.value(), &input_path)? {
             blobs.dropped(&parsed, merged.value())?;
             merged.next();
             continue;
@@ -720,12 +745,17 @@ fn merge_into_outputs(
             let kept = blobs.kept(&parsed, merged.value(), &mut rewritten_value)?;
             note_reference(&mut references, &kept);
             let (kind, value) = match kept {
+                // I42: an entry expired for every reader is written as the delete it reads as.
+                KeptEntry::Unchanged { .. } if filter.has_expired(parsed.kind, merged.value()) => {
+                    (ValueKind::Delete, &[][..])
+                }
                 KeptEntry::Unchanged { .. } => (parsed.kind, merged.value()),
                 KeptEntry::Rewritten { kind, .. } => (kind, rewritten_value.as_slice()),
             };
             // A key under a range tombstone keeps its sequence number: it decides whether the
             // tombstone covers it (I38).
-            let zeroed = zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot)
+            let zeroed = kind != ValueKind::Delete
+                && zero_sequence_at_bottom(key, plan.bottommost, smallest_snapshot)
                 && !filter.under_range_tombstone(current_user_key);
             if zeroed || kind != parsed.kind {
                 // Zeroed: every reader sees this version and nothing older of the key
@@ -779,7 +809,12 @@ pub(crate) fn wait_until_idle(inner: &Arc<DbInner>) -> Result<()> {
         inner.check_not_stopped(&state)?;
         let idle = state.column_families.values().all(|family| family.immutables.is_empty() && !family.flush_running)
             && state.running_compactions.is_empty()
-            && pick_job(&state, inner.snapshots.smallest_snapshot(&inner.visible_sequence)).is_none();
+            && pick_job(
+                &state,
+                inner.snapshots.smallest_snapshot(&inner.visible_sequence),
+                inner.snapshots.expiry_horizon_us(),
+            )
+            .is_none();
         if idle {
             return Ok(());
         }
@@ -828,7 +863,9 @@ pub(crate) fn compact_range(
                     let options = family.shared.options();
                     let version = state.versions.current(id);
                     let from = from.as_ref().map(Vec::as_slice);
-                    if level == NUM_LEVELS - 1 && !has_deletions_in_range(&version, level, from, end) {
+                    if level == NUM_LEVELS - 1
+                        && !has_deletions_in_range(&version, level, from, end, inner.snapshots.expiry_horizon_us())
+                    {
                         break None;
                     }
                     let running = running_of(&state, id);
@@ -871,9 +908,19 @@ pub(crate) fn compact_range(
     Ok(())
 }
 
-fn has_deletions_in_range(version: &Version, level: usize, start: Bound<&[u8]>, end: Option<&[u8]>) -> bool {
+/// True when a table of `level` in the range holds deletes, entries a range tombstone covers,
+/// or entries expired at `expiry_horizon_us`: rewriting it in place drops something.
+fn has_deletions_in_range(
+    version: &Version,
+    level: usize,
+    start: Bound<&[u8]>,
+    end: Option<&[u8]>,
+    expiry_horizon_us: u64,
+) -> bool {
     version.levels[level].iter().any(|file| {
-        (file.meta.num_deletions > 0 || version.range_tombstones_hiding_data_in(file).next().is_some())
+        (file.meta.num_deletions > 0
+            || version.range_tombstones_hiding_data_in(file).next().is_some()
+            || file.meta.expiry.estimated_expired(expiry_horizon_us) > 0)
             && picker::file_in_manual_range(file, start, end, &version.comparator)
     })
 }

@@ -82,13 +82,28 @@ pub(crate) fn write_level0_table(
     let mut reference = Vec::new();
     let result = (|| {
         while iterator.valid() {
-            if !filter.should_drop(iterator.key(), &path)? {
+            if !filter.should_drop(iterator.key(), iterator.value(), &path)? {
                 filter.note_kept();
                 let value = iterator.value();
+                let parsed = parse_internal_key(iterator.key())
+                    .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;
+                if filter.has_expired(parsed.kind, value) {
+                    // I42: expired for every reader: written as the delete it reads as.
+                    separated_key.clear();
+                    crate::key::append_internal_key(
+                        &mut separated_key,
+                        parsed.user_key,
+                        parsed.sequence,
+                        ValueKind::Delete,
+                    );
+                    builder.add(&separated_key, &[])?;
+                    iterator.next();
+                    continue;
+                }
                 match (min_blob_size_bytes, blob) {
                     (Some(threshold), Some(target)) if value.len() >= threshold => {
-                        let parsed = parse_internal_key(iterator.key())
-                            .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;
+                        // Values with an expiry stay in the table: its expiry must be read
+                        // with the entry (docs/architecture.md, "Time to live").
                         if parsed.kind != ValueKind::Put {
                             builder.add(iterator.key(), value)?;
                         } else {

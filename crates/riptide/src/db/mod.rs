@@ -116,6 +116,8 @@ pub(crate) struct BackgroundStats {
     pub(crate) range_delete_dropped_files: u64,
     /// Compactions started to drop entries range tombstones cover.
     pub(crate) range_delete_compactions: u64,
+    /// Compactions that dropped expired entries (`compaction/expiry.rs`).
+    pub(crate) expiry_compactions: u64,
     pub(crate) manual_compactions: u64,
     pub(crate) subcompactions: u64,
     pub(crate) memory_flushes: u64,
@@ -314,6 +316,46 @@ impl Db {
         let mut batch = WriteBatch::new();
         batch.put_cf(column_family, key, value);
         self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Stores `value` under `key` until `ttl` from now by the database's clock
+    /// ([`Options::clock`]): from then on reads see the key as deleted and compaction drops the
+    /// value. The expiry is fixed when the call is made and survives a crash and reopen as
+    /// written. A zero `ttl` is [`Error::InvalidArgument`].
+    pub fn put_with_ttl(&self, key: &[u8], value: &[u8], ttl: std::time::Duration) -> Result<()> {
+        let expires_at_us = self.expiry_after(ttl)?;
+        let mut batch = WriteBatch::new();
+        batch.put_with_expiry(key, value, expires_at_us);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Stores `value` under `key` in `column_family` until `ttl` from now (see
+    /// [`Db::put_with_ttl`]).
+    pub fn put_with_ttl_cf(
+        &self,
+        column_family: &ColumnFamily,
+        key: &[u8],
+        value: &[u8],
+        ttl: std::time::Duration,
+    ) -> Result<()> {
+        let expires_at_us = self.expiry_after(ttl)?;
+        let mut batch = WriteBatch::new();
+        batch.put_with_expiry_cf(column_family, key, value, expires_at_us);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// The current time by the database's clock, in microseconds since the Unix epoch: the
+    /// time expiries ([`WriteBatch::put_with_expiry`]) are compared with. It never goes
+    /// backwards, even when the clock does.
+    pub fn now_us(&self) -> u64 {
+        self.inner.snapshots.clock().now_us()
+    }
+
+    fn expiry_after(&self, ttl: std::time::Duration) -> Result<u64> {
+        if ttl.is_zero() {
+            return Err(Error::invalid("a time to live must be longer than zero"));
+        }
+        Ok(self.now_us().saturating_add(u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX)))
     }
 
     /// Deletes `key` (a no-op if it is absent).
@@ -562,7 +604,7 @@ impl Db {
             )));
         }
         options.comparator = Arc::clone(&current.comparator);
-        *shared.options.write() = Arc::new(options);
+        shared.set_options(options);
         self.inner.work_available.notify_all();
         self.inner.background_done.notify_all();
         Ok(())

@@ -326,7 +326,7 @@ pub(crate) fn open_with_column_families(
         column_family_handles: RwLock::new(handles),
         manual_compactions: Mutex::new(ManualCompactions::default()),
         memory,
-        snapshots: Arc::new(SnapshotList::default()),
+        snapshots: Arc::new(SnapshotList::new(Arc::new(crate::ttl::MonotonicClock::new(Arc::clone(&options.clock))))),
         transactions: crate::txn::TransactionShared::default(),
         table_cache,
         block_cache,

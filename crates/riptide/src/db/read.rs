@@ -45,12 +45,18 @@ pub(crate) fn get(
     // The newest entry found decides, so one comparison with the newest covering tombstone is
     // enough (older sources hold only older versions of the key).
     let covering = covering_sequence(&view, key, sequence);
+    // I42: an expired entry reads as deleted. The clock is read only when an entry with an
+    // expiry decides the read; a snapshot brings its own read time.
+    let read_time_us = || match &options.snapshot {
+        Some(snapshot) => snapshot.read_time_us(),
+        None => inner.snapshots.clock().now_us(),
+    };
     for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
         if let Some((found, found_sequence)) = memtable.get_with_sequence(key, sequence) {
             if found_sequence < covering {
                 return Ok(None);
             }
-            return Ok(memtable_answer(found));
+            return Ok(memtable_answer(found, read_time_us));
         }
     }
     let lookup = lookup_key(key, sequence);
@@ -79,6 +85,22 @@ pub(crate) fn get(
         Some((_, (_, found_sequence))) if found_sequence < covering => Ok(None),
         Some((_, (TableAnswer::Value(value), _))) => Ok(Some(value)),
         Some((_, (TableAnswer::Deleted, _))) => Ok(None),
+        Some((file, (TableAnswer::Expiring(stored), _))) => {
+            let Some((expires_at_us, _)) = crate::ttl::split_expiring(&stored) else {
+                let table = crate::db::filename::table_path(&inner.dir, file.number());
+                return Err(crate::error::Error::corruption(
+                    table,
+                    0,
+                    format!("an entry with an expiry has a {}-byte value", stored.len()),
+                ));
+            };
+            if crate::ttl::is_expired(expires_at_us, read_time_us()) {
+                return Ok(None);
+            }
+            let mut value = stored;
+            value.drain(..crate::ttl::EXPIRY_PREFIX_BYTES);
+            Ok(Some(value))
+        }
         Some((file, (TableAnswer::InBlob(reference), _))) => {
             // I36: the value comes from the version's blob files, checked, or not at all.
             let table = crate::db::filename::table_path(&inner.dir, file.number());
@@ -131,12 +153,17 @@ enum TableAnswer {
     Deleted,
     /// The value is in a blob file; this is its encoded reference.
     InBlob(Vec<u8>),
+    /// A value with an expiry, as stored: the expiry, then the value.
+    Expiring(Vec<u8>),
 }
 
-fn memtable_answer(found: MemTableLookup) -> Option<Vec<u8>> {
+fn memtable_answer(found: MemTableLookup, read_time_us: impl FnOnce() -> u64) -> Option<Vec<u8>> {
     match found {
         MemTableLookup::Value(value) => Some(value),
         MemTableLookup::Deleted => None,
+        MemTableLookup::Expiring { expires_at_us, value } => {
+            (!crate::ttl::is_expired(expires_at_us, read_time_us())).then_some(value)
+        }
     }
 }
 
@@ -156,6 +183,7 @@ fn table_get(
             ValueKind::Put => TableAnswer::Value(value),
             ValueKind::Delete | ValueKind::SingleDelete => TableAnswer::Deleted,
             ValueKind::BlobIndex => TableAnswer::InBlob(value),
+            ValueKind::PutWithExpiry => TableAnswer::Expiring(value),
         };
         (answer, sequence)
     }))
@@ -346,6 +374,11 @@ pub(crate) fn new_iterator(
         options.upper_bound.clone(),
     )
     .with_range_tombstones(tombstones)
+    // I42: the iterator reads entries with an expiry as of one time, its snapshot's or now.
+    .with_read_time(match &options.snapshot {
+        Some(snapshot) => snapshot.read_time_us(),
+        None => inner.snapshots.clock().now_us(),
+    })
     .with_blob_source(BlobSource {
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),

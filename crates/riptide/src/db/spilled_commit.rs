@@ -38,7 +38,7 @@ use super::write::{
 use super::DbInner;
 use crate::batch::WriteBatch;
 use crate::error::{Error, Result};
-use crate::key::{append_internal_key, user_key, MAX_SEQUENCE_NUMBER};
+use crate::key::{append_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::sstable::{TableBuilder, TableOptions};
 use crate::txn::history::Validation;
 use crate::txn::own_cursor::OwnCursor;
@@ -136,12 +136,28 @@ fn write_table(
         let mut builder = TableBuilder::new(file, path.clone(), TableOptions::for_level(&options, 0, false))
             .with_memory_charge(inner.memory.builder_charge());
         let mut internal_key = Vec::new();
+        // I42: puts into a column family with a `ttl` expire that long after the commit, as
+        // they would in a committed batch.
+        let expires_at_us = options.ttl.map(|ttl| {
+            inner.snapshots.clock().now_us().saturating_add(u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX))
+        });
+        let mut stored = Vec::new();
         cursor.seek_to_first();
         while let Some((key, written)) = cursor.current() {
             inner.transactions.history.lock().validate_written_key(validation, id, key, &order_of)?;
             internal_key.clear();
-            append_internal_key(&mut internal_key, key, sequence, kind_of(written));
-            builder.add(&internal_key, written.as_deref().unwrap_or_default())?;
+            match (written, expires_at_us) {
+                (Some(value), Some(expires_at_us)) => {
+                    append_internal_key(&mut internal_key, key, sequence, ValueKind::PutWithExpiry);
+                    stored.clear();
+                    crate::ttl::encode_expiring(&mut stored, expires_at_us, value);
+                    builder.add(&internal_key, &stored)?;
+                }
+                _ => {
+                    append_internal_key(&mut internal_key, key, sequence, kind_of(written));
+                    builder.add(&internal_key, written.as_deref().unwrap_or_default())?;
+                }
+            }
             cursor.next();
         }
         cursor.status()?;

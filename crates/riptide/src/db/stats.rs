@@ -159,6 +159,8 @@ pub struct Stats {
     pub range_delete_dropped_files: u64,
     /// Compactions started to drop entries that range deletes cover.
     pub range_delete_compactions: u64,
+    /// Compactions started because most of a table's entries had expired.
+    pub expiry_compactions: u64,
     /// Range tombstones the column families' versions hold (flushed range deletes that may
     /// still hide data in tables).
     pub range_tombstones: usize,
@@ -418,7 +420,7 @@ impl fmt::Display for Stats {
         writeln!(
             f,
             "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
-             {} subcompactions, {} tombstone, {} manual; range tombstones {}, {} tables dropped by them, {} compactions for them",
+             {} subcompactions, {} tombstone, {} manual; range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions",
             self.write_stall_count,
             self.write_stall_micros as f64 / 1e6,
             self.write_stalls_in_progress,
@@ -431,7 +433,8 @@ impl fmt::Display for Stats {
             self.manual_compactions,
             self.range_tombstones,
             self.range_delete_dropped_files,
-            self.range_delete_compactions
+            self.range_delete_compactions,
+            self.expiry_compactions
         )?;
         writeln!(
             f,
@@ -524,6 +527,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         tombstone_compactions: background.tombstone_compactions,
         range_delete_dropped_files: background.range_delete_dropped_files,
         range_delete_compactions: background.range_delete_compactions,
+        expiry_compactions: background.expiry_compactions,
         range_tombstones: state
             .versions
             .column_families()

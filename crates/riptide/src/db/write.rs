@@ -254,6 +254,7 @@ fn write_pending(
     }
     let column_family_ids = referenced_column_families(&batch);
     check_column_families_live(inner, &column_family_ids)?;
+    let batch = with_column_family_ttls(inner, batch, &column_family_ids);
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
     let size_bytes = batch.size_bytes();
     let write = PendingWrite { batch: Mutex::new(batch), column_family_ids, sync, commit };
@@ -266,6 +267,48 @@ fn write_pending(
         |write| check_column_families_live(inner, &write.column_family_ids),
         |group| write_group(inner, group),
     )
+}
+
+/// `batch` with every plain put into a column family with a `ttl` turned into a put that
+/// expires `ttl` from now (I42). The expiry is fixed here, before the batch is logged, so that
+/// recovery replays the very same expiries. Batches that write no such column family pass
+/// through untouched; the check costs one atomic load per column family written.
+fn with_column_family_ttls(inner: &DbInner, batch: WriteBatch, column_family_ids: &[u32]) -> WriteBatch {
+    let ttl_of = |id: u32| -> Option<u64> {
+        if id == DEFAULT_COLUMN_FAMILY_ID {
+            inner.default_column_family.ttl_us()
+        } else {
+            inner.column_family_handles.read().get(&id).and_then(|shared| shared.ttl_us())
+        }
+    };
+    let mut ttls: Vec<(u32, u64)> = Vec::new();
+    for id in std::iter::once(DEFAULT_COLUMN_FAMILY_ID).chain(column_family_ids.iter().copied()) {
+        if let Some(ttl) = ttl_of(id) {
+            ttls.push((id, ttl));
+        }
+    }
+    if ttls.is_empty() {
+        return batch;
+    }
+    let now = inner.snapshots.clock().now_us();
+    let mut stamped = WriteBatch::new();
+    for record in batch.entries() {
+        let ttl = ttls.iter().find(|(id, _)| *id == record.column_family_id).map(|(_, ttl)| *ttl);
+        match (record.kind, ttl) {
+            _ if record.range_delete => stamped.delete_range_in(record.column_family_id, record.key, record.value),
+            (ValueKind::Put, Some(ttl)) => {
+                stamped.put_with_expiry_in(record.column_family_id, record.key, record.value, now.saturating_add(ttl))
+            }
+            (ValueKind::Put, None) => stamped.put_in(record.column_family_id, record.key, record.value),
+            (ValueKind::PutWithExpiry, _) => {
+                let (expires_at_us, value) = crate::ttl::split_expiring(record.value).unwrap_or((0, &[]));
+                stamped.put_with_expiry_in(record.column_family_id, record.key, value, expires_at_us)
+            }
+            (ValueKind::SingleDelete, _) => stamped.single_delete_in(record.column_family_id, record.key),
+            (ValueKind::Delete | ValueKind::BlobIndex, _) => stamped.delete_in(record.column_family_id, record.key),
+        }
+    }
+    stamped
 }
 
 /// Runs one group for its leader: makes room in the memtables, assigns the sequence numbers,
@@ -471,7 +514,7 @@ pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> 
             memtable.insert_range_tombstone(record.key, record.value, sequence);
             return;
         }
-        let value = if record.kind == ValueKind::Put { record.value } else { &[] };
+        let value = if matches!(record.kind, ValueKind::Put | ValueKind::PutWithExpiry) { record.value } else { &[] };
         memtable.insert_uncounted(record.key, sequence, record.kind, value);
     };
     if !batch.has_column_family_records() {

@@ -47,6 +47,9 @@ pub enum EntryKind {
     BlobIndex,
     /// A single delete: the key, written once, is deleted (see `WriteBatch::single_delete`).
     SingleDelete,
+    /// A put with an expiry: the entry's value starts with the expiry (8 bytes, little endian,
+    /// microseconds since the Unix epoch), then the user's value.
+    PutWithExpiry,
     /// A range delete (log records only): every key from the key (inclusive) to the value
     /// (exclusive) is deleted.
     DeleteRange,
@@ -59,6 +62,7 @@ impl EntryKind {
             ValueKind::Delete => EntryKind::Delete,
             ValueKind::BlobIndex => EntryKind::BlobIndex,
             ValueKind::SingleDelete => EntryKind::SingleDelete,
+            ValueKind::PutWithExpiry => EntryKind::PutWithExpiry,
         }
     }
 
@@ -70,6 +74,7 @@ impl EntryKind {
             EntryKind::BlobIndex => "blob-index",
             EntryKind::DeleteRange => "delete-range",
             EntryKind::SingleDelete => "single-delete",
+            EntryKind::PutWithExpiry => "put-with-expiry",
         }
     }
 }

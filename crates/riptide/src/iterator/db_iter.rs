@@ -110,6 +110,11 @@ pub(crate) struct UserIterator {
     tombstones: Vec<Arc<FragmentedTombstones>>,
     /// Scratch space: the internal key a backward jump over a tombstone started from.
     skip_probe: Vec<u8>,
+    /// The read time: entries expiring at or before it read as deleted (I42). 0 (nothing
+    /// expires) unless set.
+    read_time_us: u64,
+    /// Forward: where the user's value starts in the inner value (after an expiry).
+    value_offset: usize,
 }
 
 impl UserIterator {
@@ -142,7 +147,15 @@ impl UserIterator {
             value_in_blob: false,
             tombstones: Vec::new(),
             skip_probe: Vec::new(),
+            read_time_us: 0,
+            value_offset: 0,
         }
+    }
+
+    /// Reads entries with an expiry as of `read_time_us` (I42).
+    pub(crate) fn with_read_time(mut self, read_time_us: u64) -> UserIterator {
+        self.read_time_us = read_time_us;
+        self
     }
 
     /// Hides entries covered by a tombstone of the sets `tombstones` visible at the iterator's
@@ -224,7 +237,7 @@ impl UserIterator {
             return &self.blob_value;
         }
         match self.direction {
-            Direction::Forward => self.inner.value(),
+            Direction::Forward => self.inner.value().get(self.value_offset..).unwrap_or_default(),
             Direction::Reverse => &self.saved_value,
         }
     }
@@ -426,10 +439,30 @@ impl UserIterator {
                         if !hidden {
                             self.valid = true;
                             self.value_in_blob = false;
+                            self.value_offset = 0;
                             if parsed.kind == ValueKind::BlobIndex {
                                 self.load_blob_value(false);
                             }
                             return;
+                        }
+                    }
+                    ValueKind::PutWithExpiry => {
+                        if !hidden {
+                            let Some((expires_at_us, _)) = crate::ttl::split_expiring(self.inner.value()) else {
+                                self.fail_short_expiring();
+                                return;
+                            };
+                            if crate::ttl::is_expired(expires_at_us, self.read_time_us) {
+                                // I42: expired, the key reads as deleted at this version.
+                                self.saved_key.clear();
+                                self.saved_key.extend_from_slice(parsed.user_key);
+                                skipping = true;
+                            } else {
+                                self.valid = true;
+                                self.value_in_blob = false;
+                                self.value_offset = crate::ttl::EXPIRY_PREFIX_BYTES;
+                                return;
+                            }
                         }
                     }
                 }
@@ -472,7 +505,7 @@ impl UserIterator {
                     // A version covered by a range tombstone reads as deleted (I38). Sources
                     // older than the tombstone hold nothing visible down to the fragment's
                     // start, so they jump below it; newer ones are read on.
-                    ValueKind::Put | ValueKind::BlobIndex if covered.is_some() => {
+                    ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry if covered.is_some() => {
                         found = false;
                         if let Some((covering, fragment)) = covered {
                             self.seek_key.clear();
@@ -489,6 +522,21 @@ impl UserIterator {
                                 // The current entry's source moved: look at the new one.
                                 continue;
                             }
+                        }
+                    }
+                    ValueKind::PutWithExpiry => {
+                        let Some((expires_at_us, value)) = crate::ttl::split_expiring(self.inner.value()) else {
+                            self.fail_short_expiring();
+                            return;
+                        };
+                        // I42: an expired version reads as a delete.
+                        found = !crate::ttl::is_expired(expires_at_us, self.read_time_us);
+                        if found {
+                            found_in_blob = false;
+                            self.saved_key.clear();
+                            self.saved_key.extend_from_slice(parsed.user_key);
+                            self.saved_value.clear();
+                            self.saved_value.extend_from_slice(value);
                         }
                     }
                     ValueKind::Put | ValueKind::BlobIndex => {
@@ -519,6 +567,14 @@ impl UserIterator {
             self.error = Some(error);
             self.valid = false;
         }
+    }
+
+    /// Records an entry with an expiry too short to hold it as corruption and invalidates.
+    fn fail_short_expiring(&mut self) {
+        let length = self.inner.value().len();
+        self.error =
+            Some(Error::corruption("<iterator>", 0, format!("an entry with an expiry has a {length}-byte value")));
+        self.valid = false;
     }
 
     /// Records a malformed internal key as corruption and invalidates.

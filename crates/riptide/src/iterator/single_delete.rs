@@ -128,7 +128,7 @@ impl<I: InternalIterator> SingleDeletePairs<I> {
                 && parse_internal_key(self.inner.key()).is_some_and(|older| {
                     // Keys that compare equal are byte-identical (the comparator's contract).
                     older.user_key == crate::key::user_key(&self.held_key)
-                        && matches!(older.kind, ValueKind::Put | ValueKind::BlobIndex)
+                        && matches!(older.kind, ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry)
                         && !self.read_points.any_between(older.sequence, sequence)
                 });
             if !paired {

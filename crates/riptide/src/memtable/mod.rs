@@ -48,6 +48,8 @@ pub(crate) enum MemTableLookup {
     Value(Vec<u8>),
     /// The newest visible entry is a tombstone.
     Deleted,
+    /// The newest visible entry is a put with this value until `expires_at_us` (I42).
+    Expiring { expires_at_us: u64, value: Vec<u8> },
 }
 
 /// Counters every insert updates, kept on their own cache line so their write traffic does not
@@ -197,6 +199,12 @@ impl MemTable {
                 Some((MemTableLookup::Value(node.value().to_vec()), found.sequence))
             }
             ValueKind::Delete | ValueKind::SingleDelete => Some((MemTableLookup::Deleted, found.sequence)),
+            // Write batches check that an expiring put's value holds its expiry; were it ever
+            // short, the entry reads as expired long ago rather than as a wrong value.
+            ValueKind::PutWithExpiry => {
+                let (expires_at_us, value) = crate::ttl::split_expiring(node.value()).unwrap_or((0, &[]));
+                Some((MemTableLookup::Expiring { expires_at_us, value: value.to_vec() }, found.sequence))
+            }
         }
     }
 
@@ -332,7 +340,7 @@ pub mod bench_support {
         /// newest such entry is a tombstone or there is none.
         pub fn get(&self, user_key: &[u8], sequence: u64) -> Option<Vec<u8>> {
             match self.inner.get(user_key, sequence)? {
-                super::MemTableLookup::Value(value) => Some(value),
+                super::MemTableLookup::Value(value) | super::MemTableLookup::Expiring { value, .. } => Some(value),
                 super::MemTableLookup::Deleted => None,
             }
         }
@@ -529,7 +537,9 @@ mod tests {
             let user_key = user_keys.choose(&mut rng).unwrap().clone();
             let kind = if rng.gen_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
             let value: Vec<u8> = match kind {
-                ValueKind::Put | ValueKind::BlobIndex => (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect(),
+                ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry => {
+                    (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect()
+                }
                 ValueKind::Delete | ValueKind::SingleDelete => Vec::new(),
             };
             memtable.insert(&user_key, sequence, kind, &value);

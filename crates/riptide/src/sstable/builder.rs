@@ -143,6 +143,10 @@ impl TableBuilder {
         self.properties.num_entries += 1;
         if parsed.kind.is_deletion() {
             self.properties.num_deletions += 1;
+        } else if parsed.kind == key::ValueKind::PutWithExpiry {
+            if let Some((expires_at_us, _)) = crate::ttl::split_expiring(value) {
+                self.properties.expiry.add(expires_at_us);
+            }
         }
         self.properties.raw_key_bytes += internal_key.len() as u64;
         self.properties.raw_value_bytes += value.len() as u64;

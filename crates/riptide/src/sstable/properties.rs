@@ -22,6 +22,7 @@ use crate::error::{Error, Result};
 use crate::key::TRAILER_SIZE_BYTES;
 use crate::options::Compression;
 use crate::sstable::format::{compression_code, compression_from_code};
+use crate::ttl::TableExpiry;
 
 const TAG_NUM_ENTRIES: u64 = 1;
 const TAG_NUM_DELETIONS: u64 = 2;
@@ -38,12 +39,17 @@ const TAG_LARGEST_SEQUENCE: u64 = 12;
 const TAG_COMPRESSION: u64 = 13;
 const TAG_FORMAT_VERSION: u64 = 14;
 const TAG_COMPARATOR_NAME: u64 = 15;
+/// Optional, all three or none: the entries with an expiry and their earliest and latest
+/// expiry (`ttl.rs`).
+const TAG_EXPIRING_ENTRIES: u64 = 16;
+const TAG_EARLIEST_EXPIRY: u64 = 17;
+const TAG_LATEST_EXPIRY: u64 = 18;
 
 /// Every tag from 1 to this one is required.
 const LAST_REQUIRED_TAG: u64 = TAG_FORMAT_VERSION;
 
 /// The highest tag this version knows; tags above it are skipped.
-const LAST_KNOWN_TAG: u64 = TAG_COMPARATOR_NAME;
+const LAST_KNOWN_TAG: u64 = TAG_LATEST_EXPIRY;
 
 /// Statistics and key range of one table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -82,6 +88,8 @@ pub(crate) struct TableProperties {
     /// The name of the comparator the keys are ordered by; the bytewise comparator's name when
     /// the table does not record one (it was written before names were recorded).
     pub(crate) comparator_name: String,
+    /// The expiries of the entries that have one (none when `expiry.entries` is 0).
+    pub(crate) expiry: TableExpiry,
 }
 
 fn put_number(out: &mut Vec<u8>, tag: u64, value: u64) {
@@ -117,6 +125,7 @@ impl TableProperties {
             compression,
             format_version,
             comparator_name: BYTEWISE_COMPARATOR_NAME.to_string(),
+            expiry: TableExpiry::default(),
         }
     }
 
@@ -137,6 +146,11 @@ impl TableProperties {
         put_number(out, TAG_COMPRESSION, u64::from(compression_code(self.compression)));
         put_number(out, TAG_FORMAT_VERSION, u64::from(self.format_version));
         put_bytes(out, TAG_COMPARATOR_NAME, self.comparator_name.as_bytes());
+        if self.expiry.entries > 0 {
+            put_number(out, TAG_EXPIRING_ENTRIES, self.expiry.entries);
+            put_number(out, TAG_EARLIEST_EXPIRY, self.expiry.earliest_us);
+            put_number(out, TAG_LATEST_EXPIRY, self.expiry.latest_us);
+        }
     }
 
     /// Decodes the properties block stored at `block_offset` in `path`.
@@ -198,12 +212,21 @@ impl TableProperties {
                         .map_err(|_| corruption("comparator name is not UTF-8".to_string()))?
                         .to_string();
                 }
+                TAG_EXPIRING_ENTRIES => properties.expiry.entries = number()?,
+                TAG_EARLIEST_EXPIRY => properties.expiry.earliest_us = number()?,
+                TAG_LATEST_EXPIRY => properties.expiry.latest_us = number()?,
                 _ => {}
             }
         }
         let required: u64 = ((1 << (LAST_REQUIRED_TAG + 1)) - 1) & !1;
         if seen_tags & required != required {
             return Err(corruption(format!("missing records (present bitmap {seen_tags:#x})")));
+        }
+        let expiry_tags = (1 << TAG_EXPIRING_ENTRIES) | (1 << TAG_EARLIEST_EXPIRY) | (1 << TAG_LATEST_EXPIRY);
+        let expiry = seen_tags & expiry_tags;
+        let consistent = properties.expiry.entries > 0 && properties.expiry.earliest_us <= properties.expiry.latest_us;
+        if expiry != 0 && (expiry != expiry_tags || !consistent) {
+            return Err(corruption("expiry records are incomplete or inconsistent".to_string()));
         }
         Ok(properties)
     }
@@ -233,6 +256,7 @@ mod tests {
             compression: Compression::Zstd,
             format_version: 1,
             comparator_name: "riptide.reverse_bytewise".to_string(),
+            expiry: TableExpiry::default(),
         }
     }
 
@@ -245,6 +269,32 @@ mod tests {
         assert_eq!(TableProperties::decode(&path, 0, &encoded).unwrap(), properties);
         put_bytes(&mut encoded, 99, b"from the future");
         assert_eq!(TableProperties::decode(&path, 0, &encoded).unwrap(), properties);
+    }
+
+    #[test]
+    fn expiries_round_trip_and_must_come_whole_and_ordered() {
+        let path = PathBuf::from("t.sst");
+        let with_expiry = TableProperties {
+            expiry: TableExpiry { entries: 3, earliest_us: 1_000, latest_us: 9_000_000 },
+            ..sample()
+        };
+        let mut encoded = Vec::new();
+        with_expiry.encode(&mut encoded);
+        assert_eq!(TableProperties::decode(&path, 0, &encoded).unwrap(), with_expiry);
+        let mut without_latest = Vec::new();
+        sample().encode(&mut without_latest);
+        put_number(&mut without_latest, TAG_EXPIRING_ENTRIES, 3);
+        put_number(&mut without_latest, TAG_EARLIEST_EXPIRY, 1_000);
+        assert!(TableProperties::decode(&path, 0, &without_latest).unwrap_err().is_corruption());
+        let mut reversed = without_latest.clone();
+        put_number(&mut reversed, TAG_LATEST_EXPIRY, 999);
+        assert!(TableProperties::decode(&path, 0, &reversed).unwrap_err().is_corruption());
+        let mut none_counted = Vec::new();
+        sample().encode(&mut none_counted);
+        put_number(&mut none_counted, TAG_EXPIRING_ENTRIES, 0);
+        put_number(&mut none_counted, TAG_EARLIEST_EXPIRY, 1);
+        put_number(&mut none_counted, TAG_LATEST_EXPIRY, 2);
+        assert!(TableProperties::decode(&path, 0, &none_counted).unwrap_err().is_corruption());
     }
 
     #[test]

@@ -178,6 +178,15 @@ impl WriteSet {
                         // A spilled run holds the transaction's own puts and deletes; its
                         // writer never separates values into blob files.
                         ValueKind::Put | ValueKind::BlobIndex => Some(value),
+                        // Transactions write no expiring puts (a column family's `ttl` is
+                        // added when the commit is written), so this is damage.
+                        ValueKind::PutWithExpiry => {
+                            return Err(crate::error::Error::corruption(
+                                "<transaction spill>",
+                                0,
+                                "a put with an expiry in a transaction's spilled writes",
+                            ))
+                        }
                     }));
                 }
             }

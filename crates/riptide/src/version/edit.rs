@@ -104,6 +104,11 @@ const TAG_RANGE_TOMBSTONE_DROPPED: u32 = 19;
 /// Format version 7. Without it a table counts as possibly holding covered entries, which only
 /// keeps range tombstones longer.
 const TAG_TABLE_RANGE_TOMBSTONES_APPLIED: u32 = 20;
+/// Tag: the expiries of a table added by the same edit (length-prefixed body: varint64 table
+/// number, entries with an expiry, earliest and latest expiry in microseconds); it follows the
+/// table's tag 6. Format version 8. It only drives the expiry compaction trigger, so it has the
+/// safe-to-ignore bit.
+const TAG_TABLE_EXPIRY: u32 = 21 | SAFE_TO_IGNORE_TAG_BIT;
 
 /// Bytes of a blob file besides its records: header and footer (`blob/format.rs`).
 const BLOB_FILE_FRAME_BYTES: u64 =
@@ -142,6 +147,9 @@ pub(crate) struct FileMetadata {
     /// (I40); 0 when nothing is known. Written by the flush or compaction that filtered the
     /// table's entries through the tombstones.
     pub range_tombstones_applied_through: u64,
+    /// The expiries of the table's entries that have one, for the expiry compaction trigger
+    /// (none when `expiry.entries` is 0).
+    pub expiry: crate::ttl::TableExpiry,
 }
 
 /// One change to the version, as logged in the manifest. Absent fields are left unchanged.
@@ -248,6 +256,15 @@ impl VersionEdit {
             put_varint64(out, file.largest_sequence);
             put_varint64(out, file.num_entries);
             put_varint64(out, file.num_deletions);
+            if file.expiry.entries > 0 {
+                put_varint32(out, TAG_TABLE_EXPIRY);
+                let mut body = Vec::new();
+                put_varint64(&mut body, file.number);
+                put_varint64(&mut body, file.expiry.entries);
+                put_varint64(&mut body, file.expiry.earliest_us);
+                put_varint64(&mut body, file.expiry.latest_us);
+                put_length_prefixed(out, &body);
+            }
             if file.range_tombstones_applied_through > 0 {
                 put_varint32(out, TAG_TABLE_RANGE_TOMBSTONES_APPLIED);
                 put_varint64(out, file.number);
@@ -457,6 +474,28 @@ impl VersionEdit {
                     }
                     file.range_tombstones_applied_through = sequence;
                 }
+                Ok(TAG_TABLE_EXPIRY) => {
+                    let body = decoder.bytes("table expiry")?;
+                    let mut fields = [0u64; 4];
+                    let mut position = 0;
+                    for field in &mut fields {
+                        let (value, length) = get_varint64(body.get(position..).unwrap_or_default())
+                            .ok_or_else(|| decoder.corruption(tag_start, "table expiry is truncated or malformed"))?;
+                        *field = value;
+                        position += length;
+                    }
+                    let [table, entries, earliest_us, latest_us] = fields;
+                    if position != body.len() || entries == 0 || earliest_us > latest_us {
+                        return Err(decoder.corruption(tag_start, format!("table {table}: bad expiry")));
+                    }
+                    let Some((_, file)) = edit.new_files.iter_mut().rev().find(|(_, file)| file.number == table) else {
+                        return Err(decoder.corruption(tag_start, format!("expiry of table {table}, not added")));
+                    };
+                    if file.expiry.entries != 0 {
+                        return Err(decoder.corruption(tag_start, format!("table {table}: expiry recorded twice")));
+                    }
+                    file.expiry = crate::ttl::TableExpiry { entries, earliest_us, latest_us };
+                }
                 Ok(TAG_RANGE_TOMBSTONE) => {
                     let start = decoder.bytes("range tombstone start key")?.to_vec();
                     let end = decoder.bytes("range tombstone end key")?.to_vec();
@@ -598,6 +637,7 @@ impl<'a> Decoder<'a> {
             num_deletions,
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
+            expiry: Default::default(),
         })
     }
 }
@@ -626,6 +666,7 @@ mod tests {
             num_deletions: 7,
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
+            expiry: Default::default(),
         }
     }
 
@@ -637,7 +678,14 @@ mod tests {
             last_sequence: Some(MAX_SEQUENCE_NUMBER),
             deleted_files: vec![(0, 5), (63, u64::MAX)],
             new_files: vec![
-                (1, FileMetadata { range_tombstones_applied_through: 41, ..file(17) }),
+                (
+                    1,
+                    FileMetadata {
+                        range_tombstones_applied_through: 41,
+                        expiry: crate::ttl::TableExpiry { entries: 12, earliest_us: 5, latest_us: 1 << 50 },
+                        ..file(17)
+                    },
+                ),
                 (6, FileMetadata { blob_references: vec![2, 9, u64::MAX], ..file(200) }),
             ],
             prepared_committed: vec![77, u64::MAX],
@@ -968,8 +1016,13 @@ mod tests {
             Box::new(|e| e.prepared_committed.push(full_edit().prepared_committed[1])),
             Box::new(|e| {
                 let (level, file) = full_edit().new_files[0].clone();
-                e.new_files.push((level, FileMetadata { range_tombstones_applied_through: 0, ..file }));
+                e.new_files.push((
+                    level,
+                    FileMetadata { range_tombstones_applied_through: 0, expiry: Default::default(), ..file },
+                ));
             }),
+            // A table's expiry is a field of its own (tag 21) after its tag 6.
+            Box::new(|e| e.new_files[0].1.expiry = full_edit().new_files[0].1.expiry),
             // A table's range tombstone mark is a field of its own (tag 20) after its tag 6.
             Box::new(|e| {
                 e.new_files[0].1.range_tombstones_applied_through =

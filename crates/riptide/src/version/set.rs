@@ -947,6 +947,7 @@ mod tests {
             num_deletions: 0,
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
+            expiry: Default::default(),
         }
     }
 

@@ -334,6 +334,7 @@ mod loom_models {
             num_deletions: 0,
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
+            expiry: Default::default(),
         }
     }
 

@@ -160,11 +160,20 @@ pub fn decode_batch(payload: &[u8], path: &Path, offset: u64) -> Result<DecodedB
                 BatchOp::Put => EntryKind::Put,
                 BatchOp::DeleteRange => EntryKind::DeleteRange,
                 BatchOp::SingleDelete => EntryKind::SingleDelete,
+                BatchOp::PutWithExpiry => EntryKind::PutWithExpiry,
                 _ => EntryKind::Delete,
             },
             sequence,
             key: entry.key().to_vec(),
-            value: entry.value().to_vec(),
+            // A put with an expiry shows its value as stored: the expiry, then the value.
+            value: match entry.expires_at_us() {
+                Some(expires_at_us) => {
+                    let mut stored = Vec::new();
+                    crate::ttl::encode_expiring(&mut stored, expires_at_us, entry.value());
+                    stored
+                }
+                None => entry.value().to_vec(),
+            },
         })
         .collect();
     Ok(DecodedBatch { sequence, records })
