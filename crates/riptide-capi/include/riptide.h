@@ -596,6 +596,21 @@ riptide_code_t riptide_batch_delete_cf(const riptide_batch_t *batch,
                                        size_t key_len,
                                        riptide_error_t **err);
 
+// Adds a put of `value` under `key` in the default column family (`cf` NULL) or in `cf`
+// that expires at `expires_at_us` (microseconds since the Unix epoch by the database's clock,
+// see `riptide_now_us`): from then on reads see the key as deleted.
+//
+// # Safety
+// As `riptide_batch_put`; `cf` NULL or a column family handle.
+riptide_code_t riptide_batch_put_with_expiry(const riptide_batch_t *batch,
+                                             const riptide_cf_t *cf,
+                                             const uint8_t *key,
+                                             size_t key_len,
+                                             const uint8_t *value,
+                                             size_t value_len,
+                                             uint64_t expires_at_us,
+                                             riptide_error_t **err);
+
 // Adds a single delete of `key` in the default column family (`cf` NULL) or in `cf` (see
 // `riptide_single_delete` for the contract).
 //
@@ -769,6 +784,30 @@ riptide_code_t riptide_single_delete(const riptide_db_t *db,
                                      const uint8_t *key,
                                      size_t key_len,
                                      riptide_error_t **err);
+
+// Stores `value` under `key` in the default column family (`cf` NULL) or in `cf` until
+// `ttl_us` microseconds from now by the database's clock: from then on reads see the key as
+// deleted and compaction drops the value. The expiry is fixed when the call is made and
+// survives a crash and reopen as written. `ttl_us` 0 is `RIPTIDE_INVALID_ARGUMENT`.
+//
+// # Safety
+// As `riptide_put`; `cf` NULL or a column family handle.
+riptide_code_t riptide_put_with_ttl(const riptide_db_t *db,
+                                    const riptide_writeoptions_t *options,
+                                    const riptide_cf_t *cf,
+                                    const uint8_t *key,
+                                    size_t key_len,
+                                    const uint8_t *value,
+                                    size_t value_len,
+                                    uint64_t ttl_us,
+                                    riptide_error_t **err);
+
+// The database's clock, in microseconds since the Unix epoch: the time expiries are compared
+// with (`riptide_put_with_ttl`, `riptide_batch_put_with_expiry`). It never goes backwards.
+//
+// # Safety
+// `out_now_us` must be valid for a write; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_now_us(const riptide_db_t *db, uint64_t *out_now_us, riptide_error_t **err);
 
 // Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
 // family with one range tombstone: one record whatever the number of keys, durable like any
@@ -1408,6 +1447,14 @@ riptide_code_t riptide_options_set_min_blob_size_bytes(riptide_options_t *option
                                                        size_t value,
                                                        riptide_error_t **err);
 
+// Time to live of the default column family's puts, in microseconds: a put written without
+// an expiry of its own expires this long after it is written. 0 (the default): puts never
+// expire.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_ttl_us(riptide_options_t *options, uint64_t value, riptide_error_t **err);
+
 // Share of a blob file's bytes that must be garbage before compactions move its live values
 // into a new blob file, between 0 and 1. Default 0.5.
 //
@@ -1580,6 +1627,15 @@ riptide_code_t riptide_cf_options_set_comparator(riptide_cf_options_t *options,
 riptide_code_t riptide_cf_options_set_min_blob_size_bytes(riptide_cf_options_t *options,
                                                           size_t value,
                                                           riptide_error_t **err);
+
+// Time to live of the column family's puts, in microseconds (see `riptide_options_set_ttl_us`);
+// 0 for none.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_ttl_us(riptide_cf_options_t *options,
+                                             uint64_t value,
+                                             riptide_error_t **err);
 
 // Share of a blob file's bytes that must be garbage before compactions move its live values
 // into a new blob file, between 0 and 1. Default 0.5.

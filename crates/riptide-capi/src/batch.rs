@@ -172,6 +172,38 @@ pub unsafe extern "C" fn riptide_batch_delete_cf(
     })
 }
 
+/// Adds a put of `value` under `key` in the default column family (`cf` NULL) or in `cf`
+/// that expires at `expires_at_us` (microseconds since the Unix epoch by the database's clock,
+/// see `riptide_now_us`): from then on reads see the key as deleted.
+///
+/// # Safety
+/// As `riptide_batch_put`; `cf` NULL or a column family handle.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_batch_put_with_expiry(
+    batch: *const riptide_batch_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    expires_at_us: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (key, value) = unsafe { (bytes(key, key_len, "key")?, bytes(value, value_len, "value")?) };
+        with_batch(batch, |state| {
+            if cf.is_null() {
+                state.batch.put_with_expiry(key, value, expires_at_us);
+            } else {
+                let family = bind(state, cf)?;
+                state.batch.put_with_expiry_cf(&family.cf, key, value, expires_at_us);
+            }
+            Ok(())
+        })
+    })
+}
+
 /// Adds a single delete of `key` in the default column family (`cf` NULL) or in `cf` (see
 /// `riptide_single_delete` for the contract).
 ///

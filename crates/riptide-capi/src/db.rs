@@ -366,6 +366,66 @@ pub unsafe extern "C" fn riptide_single_delete(
     })
 }
 
+/// Stores `value` under `key` in the default column family (`cf` NULL) or in `cf` until
+/// `ttl_us` microseconds from now by the database's clock: from then on reads see the key as
+/// deleted and compaction drops the value. The expiry is fixed when the call is made and
+/// survives a crash and reopen as written. `ttl_us` 0 is `RIPTIDE_INVALID_ARGUMENT`.
+///
+/// # Safety
+/// As `riptide_put`; `cf` NULL or a column family handle.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_put_with_ttl(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    value: *const u8,
+    value_len: usize,
+    ttl_us: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (key, value) = unsafe { (bytes(key, key_len, "key")?, bytes(value, value_len, "value")?) };
+        if ttl_us == 0 {
+            return Err(CapiError::invalid("ttl_us must be at least 1"));
+        }
+        let options = write_options(options)?;
+        with_db(db, |object, database| {
+            let family = (!cf.is_null()).then(|| family_of(object.id, cf)).transpose()?;
+            let expires_at_us = database.now_us().saturating_add(ttl_us);
+            let mut batch = WriteBatch::new();
+            match &family {
+                None => batch.put_with_expiry(key, value, expires_at_us),
+                Some(family) => batch.put_with_expiry_cf(&family.cf, key, value, expires_at_us),
+            }
+            Ok(database.write_opt(batch, &options)?)
+        })
+    })
+}
+
+/// The database's clock, in microseconds since the Unix epoch: the time expiries are compared
+/// with (`riptide_put_with_ttl`, `riptide_batch_put_with_expiry`). It never goes backwards.
+///
+/// # Safety
+/// `out_now_us` must be valid for a write; `err` NULL or a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_now_us(
+    db: *const riptide_db_t,
+    out_now_us: *mut u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let slot = unsafe { out(out_now_us, "out_now_us") }?;
+        with_db(db, |_, database| {
+            *slot = database.now_us();
+            Ok(())
+        })
+    })
+}
+
 /// Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
 /// family with one range tombstone: one record whatever the number of keys, durable like any
 /// write under `options`. A range whose start is not below its end deletes nothing.

@@ -58,6 +58,9 @@ pub enum Command {
         /// Create the database if the directory holds none.
         #[arg(long)]
         create: bool,
+        /// Expire the key this many seconds from now: from then on it reads as deleted.
+        #[arg(long, value_name = "SECONDS", value_parser = clap::value_parser!(u64).range(1..))]
+        ttl_secs: Option<u64>,
     },
     /// Delete a key (deleting a missing key succeeds).
     Delete {

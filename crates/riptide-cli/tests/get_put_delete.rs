@@ -1,6 +1,6 @@
 //! `get`, `put`, `delete` and `delete-range`: values round-trip through the escaped, hex and JSON forms, a
-//! missing key exits 1 with nothing on stdout, and `put` creates a database only with
-//! `--create`.
+//! missing key exits 1 with nothing on stdout, `put` creates a database only with
+//! `--create`, and `put --ttl-secs` writes a key that expires.
 
 mod common;
 
@@ -15,6 +15,25 @@ fn put_then_get_prints_the_value_and_delete_removes_it() {
     let missing = run_expect(&["get", &arg(&db), "user:1"], 1);
     assert_eq!(missing.stdout, "", "a missing key prints nothing");
     run_expect(&["delete", &arg(&db), "never-written"], 0);
+}
+
+#[test]
+fn put_with_a_ttl_expires_the_key_that_many_seconds_later() {
+    let (_dir, db) = scratch();
+    run_expect(&["put", "--create", &arg(&db), "session", "alice", "--ttl-secs", "3600"], 0);
+    assert_eq!(run_expect(&["get", &arg(&db), "session"], 0).stdout, "alice\n");
+    run_expect(&["put", &arg(&db), "session", "bob", "--ttl-secs", "0"], 2);
+    // Read with a clock moved almost an hour ahead, then an hour and a second: the key has
+    // expired only then.
+    let now_us = {
+        let database = riptide::Db::open(&db, riptide::Options::default()).expect("open");
+        database.now_us()
+    };
+    for (ahead_us, expected) in [(3_500_000_000, Some(&b"alice"[..])), (3_601_000_000, None)] {
+        let clock = std::sync::Arc::new(riptide::ManualClock::new(now_us + ahead_us));
+        let database = riptide::Db::open(&db, riptide::Options { clock, ..riptide::Options::default() }).expect("open");
+        assert_eq!(database.get(b"session").expect("get").as_deref(), expected, "{ahead_us} us ahead");
+    }
 }
 
 #[test]

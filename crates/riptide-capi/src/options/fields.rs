@@ -296,6 +296,24 @@ pub unsafe extern "C" fn riptide_options_set_min_blob_size_bytes(
     })
 }
 
+/// Time to live of the default column family's puts, in microseconds: a put written without
+/// an expiry of its own expires this long after it is written. 0 (the default): puts never
+/// expire.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_ttl_us(
+    options: *mut riptide_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.ttl = (value > 0).then(|| std::time::Duration::from_micros(value));
+        Ok(())
+    })
+}
+
 /// Share of a blob file's bytes that must be garbage before compactions move its live values
 /// into a new blob file, between 0 and 1. Default 0.5.
 ///
@@ -633,6 +651,23 @@ pub unsafe extern "C" fn riptide_cf_options_set_min_blob_size_bytes(
 ) -> riptide_code_t {
     set_cf(options, err, |options| {
         options.min_blob_size_bytes = (value > 0).then_some(value);
+        Ok(())
+    })
+}
+
+/// Time to live of the column family's puts, in microseconds (see `riptide_options_set_ttl_us`);
+/// 0 for none.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_ttl_us(
+    options: *mut riptide_cf_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.ttl = (value > 0).then(|| std::time::Duration::from_micros(value));
         Ok(())
     })
 }

@@ -166,6 +166,7 @@ static void test_options(void) {
     OK(riptide_options_set_max_batch_size_bytes(o, 16 << 20, NULL));
     OK(riptide_options_set_transaction_history_limit_bytes(o, 8 << 20, NULL));
     OK(riptide_options_set_min_blob_size_bytes(o, 2048, NULL));
+    OK(riptide_options_set_ttl_us(o, 60ull * 1000000ull, NULL));
     OK(riptide_options_set_blob_garbage_collection_ratio(o, 0.75, NULL));
     OK(riptide_options_set_blob_garbage_collection_age_cutoff(o, 0.25, NULL));
     OK(riptide_options_set_blob_file_size_bytes(o, 1 << 20, NULL));
@@ -174,6 +175,7 @@ static void test_options(void) {
     OK(riptide_options_describe(o, &text, NULL));
     CHECK(text && strstr(text, "memtable_size_bytes: 1048576") != NULL);
     CHECK(text && strstr(text, "min_blob_size_bytes: Some(2048)") != NULL);
+    CHECK(text && strstr(text, "ttl: Some(60s)") != NULL);
     CHECK(text && strstr(text, "blob_garbage_collection_ratio: 0.75") != NULL);
     CHECK(text && strstr(text, "blob_garbage_collection_age_cutoff: 0.25") != NULL);
     CHECK(text && strstr(text, "blob_file_size_bytes: 1048576") != NULL);
@@ -1098,6 +1100,50 @@ static void test_range_deletes(void) {
     EXPECT(RIPTIDE_MISUSE, riptide_delete_range(db, NULL, K("a"), K("b"), NULL));
 }
 
+static void test_time_to_live(void) {
+    char path[300];
+    new_path(path, sizeof path);
+    riptide_db_t *db = open_db(path);
+    riptide_cf_options_t *cf_options = NULL;
+    OK(riptide_cf_options_create(&cf_options, NULL));
+    OK(riptide_cf_options_set_ttl_us(cf_options, 3600ull * 1000000ull, NULL));
+    riptide_cf_t *cf = NULL;
+    OK(riptide_create_column_family(db, "sessions", cf_options, &cf, NULL));
+    OK(riptide_cf_options_destroy(cf_options));
+    uint64_t now_us = 0;
+    OK(riptide_now_us(db, &now_us, NULL));
+    CHECK(now_us > 1700000000ull * 1000000ull);
+    /* An hour to live: readable now. */
+    OK(riptide_put_with_ttl(db, NULL, NULL, K("hour"), K("v"), 3600ull * 1000000ull, NULL));
+    OK(riptide_put_with_ttl(db, NULL, cf, K("hour"), K("w"), 3600ull * 1000000ull, NULL));
+    OK(riptide_put_cf(db, NULL, cf, K("by-family-ttl"), K("x"), NULL));
+    expect_value(db, NULL, "hour", "v");
+    /* Explicit expiries in a batch: one already past, one in an hour. */
+    riptide_batch_t *batch = NULL;
+    OK(riptide_batch_create(&batch, NULL));
+    OK(riptide_batch_put_with_expiry(batch, NULL, K("past"), K("p"), now_us - 1, NULL));
+    OK(riptide_batch_put_with_expiry(batch, cf, K("future"), K("f"), now_us + 3600ull * 1000000ull, NULL));
+    OK(riptide_write(db, NULL, batch, NULL));
+    OK(riptide_batch_destroy(batch));
+    expect_value(db, NULL, "past", NULL);
+    uint8_t *value = NULL;
+    size_t len = 0;
+    OK(riptide_get_cf(db, NULL, cf, K("future"), &value, &len, NULL));
+    CHECK(value && len == 1 && value[0] == 'f');
+    riptide_free(value);
+    OK(riptide_get_cf(db, NULL, cf, K("by-family-ttl"), &value, &len, NULL));
+    CHECK(value && len == 1 && value[0] == 'x');
+    riptide_free(value);
+    OK(riptide_flush(db, NULL));
+    expect_value(db, NULL, "past", NULL);
+    expect_value(db, NULL, "hour", "v");
+    /* A zero time to live is refused. */
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_put_with_ttl(db, NULL, NULL, K("k"), K("v"), 0, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_now_us(db, NULL, NULL));
+    OK(riptide_cf_destroy(cf));
+    OK(riptide_close(db, NULL));
+}
+
 static void test_misuse(void) {
     char path[300], path2[300];
     new_path(path, sizeof path);
@@ -1333,6 +1379,7 @@ int main(void) {
         {"blob_files", test_blob_files},
         {"backups", test_backups},
         {"range_deletes", test_range_deletes},
+        {"time_to_live", test_time_to_live},
         {"misuse", test_misuse},
         {"threads", test_threads},
     };

@@ -37,14 +37,30 @@ pub fn get(database: &DatabaseArgs, key: &[u8], style: Style) -> CliResult {
 }
 
 /// `riptide put DB KEY VALUE`.
-pub fn put(database: &DatabaseArgs, key: &[u8], value: &[u8], sync: bool, create: bool) -> CliResult {
-    let db = open_database(&database.db, create)?;
+pub fn put(database: &DatabaseArgs, key: &[u8], value: &[u8], options: PutOptions) -> CliResult {
+    let db = open_database(&database.db, options.create)?;
     let family = column_family(&db, &database.cf)?;
     let mut batch = riptide::WriteBatch::new();
-    batch.put_cf(&family, key, value);
-    db.write_opt(batch, &WriteOptions { sync })?;
+    match options.ttl_secs {
+        Some(seconds) => {
+            let expires_at_us = db.now_us().saturating_add(seconds.saturating_mul(1_000_000));
+            batch.put_with_expiry_cf(&family, key, value, expires_at_us);
+        }
+        None => batch.put_cf(&family, key, value),
+    }
+    db.write_opt(batch, &WriteOptions { sync: options.sync })?;
     close(db)?;
     Ok(Outcome::Success)
+}
+
+/// How `riptide put` writes.
+pub struct PutOptions {
+    /// Sync the log before returning.
+    pub sync: bool,
+    /// Create the database if the directory holds none.
+    pub create: bool,
+    /// Expire the key this many seconds from now.
+    pub ttl_secs: Option<u64>,
 }
 
 /// `riptide delete DB KEY`.

@@ -23,8 +23,9 @@ pub fn run(cli: Cli) -> CliResult {
     let style = Style::from_flags(cli.hex, cli.json);
     match cli.command {
         Command::Get { database, key } => data::get(&database, &decode(&style, &key)?, style),
-        Command::Put { database, key, value, write, create } => {
-            data::put(&database, &decode(&style, &key)?, &decode(&style, &value)?, write.sync, create)
+        Command::Put { database, key, value, write, create, ttl_secs } => {
+            let (key, value) = (decode(&style, &key)?, decode(&style, &value)?);
+            data::put(&database, &key, &value, data::PutOptions { sync: write.sync, create, ttl_secs })
         }
         Command::Delete { database, key, write } => data::delete(&database, &decode(&style, &key)?, write.sync),
         Command::DeleteRange { database, start, end, write } => {
