@@ -97,8 +97,19 @@ pub fn wal_record(data: &[u8]) {
 /// column family ids included.
 pub fn write_batch(data: &[u8]) {
     let Ok(batch) = decode::write_batch(data) else { return };
-    let records: Vec<(u32, BatchOp, &[u8], &[u8])> =
-        batch.iter().map(|entry| (entry.column_family_id(), entry.kind(), entry.key(), entry.value())).collect();
+    // A put with an expiry is rebuilt from its stored form: the expiry, then the value.
+    let stored: Vec<Vec<u8>> = batch
+        .iter()
+        .map(|entry| match entry.expires_at_us() {
+            Some(expires_at_us) => [&expires_at_us.to_le_bytes()[..], entry.value()].concat(),
+            None => entry.value().to_vec(),
+        })
+        .collect();
+    let records: Vec<(u32, BatchOp, &[u8], &[u8])> = batch
+        .iter()
+        .zip(&stored)
+        .map(|(entry, value)| (entry.column_family_id(), entry.kind(), entry.key(), value.as_slice()))
+        .collect();
     assert_eq!(records.len(), batch.len(), "the entry count changed");
     let original = decode::write_batch_bytes(&batch);
     let again = encode::write_batch(&records);
@@ -228,6 +239,12 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
     // whose put is in a table puts kind 6 in the log and kind 3 in the next table.
     let _ = db.delete_range(b"key0010", b"key0030");
     let _ = db.single_delete(b"key0040");
+    // Puts with an expiry: kind 8 in the log; in the table, kind 4 for the live one (with
+    // properties tags 16 to 18 and manifest tag 85) and a delete for the expired one.
+    let _ = db.put_with_ttl(b"key0050", b"lives an hour", std::time::Duration::from_secs(3600));
+    let mut expiring = WriteBatch::new();
+    expiring.put_with_expiry(b"key0051", b"expired", 1);
+    let _ = db.write(expiring);
     let _ = db.flush();
     let mut batch = WriteBatch::new();
     batch.put(b"batch-a", b"1");
@@ -235,6 +252,8 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
     // Kinds 4 and 5 (range deletes) and 6 (a single delete) in the log's last batch.
     batch.delete_range(b"key0100", b"key0105");
     batch.single_delete(b"key0110");
+    // Kind 8 (a put with an expiry) in the log's last batch, and kind 9 below.
+    batch.put_with_expiry(b"key0120", b"expires", u64::MAX / 2);
     // Column families put kinds 2 and 3 in the log's batches and column family records in the
     // manifest: one that lives, with a batch across it and the default one, and one that is
     // renamed and dropped.
@@ -246,6 +265,7 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
         batch.put_cf(&events, b"event-batch", b"2");
         batch.delete_cf(&events, b"event001");
         batch.delete_range_cf(&events, b"event010", b"event015");
+        batch.put_with_expiry_cf(&events, b"event-expiring", b"4", u64::MAX / 2);
         let _ = db.flush();
     }
     if let Ok(scratch) = db.create_column_family("scratch", ColumnFamilyOptions::default()) {

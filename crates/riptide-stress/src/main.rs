@@ -59,7 +59,8 @@ enum Command {
         #[arg(long, default_value_t = KeySpace::default().column_families)]
         column_families: usize,
         /// Operation weights to override, as `name=weight,...` (put, delete, batch, group, get,
-        /// scan, snapshot, drop-family, rename-family, flush, compact, reopen).
+        /// scan, snapshot, drop-family, rename-family, flush, compact, reopen, delete-range,
+        /// expiring-put).
         #[arg(long, default_value = "")]
         weights: String,
         /// Where the journal goes: `stdout`, `none`, or a file path.

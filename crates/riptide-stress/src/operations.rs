@@ -163,6 +163,12 @@ impl<'a> ThreadContext<'a> {
     /// Writes `(key index, value)` pairs atomically in one batch (each key at most once),
     /// journaling its begin and end. Any error is a failure: the file system is healthy.
     pub fn write(&mut self, kind: &str, writes: &[(usize, Option<ValueId>)]) -> Result<(), Failure> {
+        self.write_as(kind, writes, PutForm::Plain)
+    }
+
+    /// Like [`ThreadContext::write`], with the puts written in `form`. Puts that have expired
+    /// when written read as deletes, so they are journaled as deletes.
+    pub fn write_as(&mut self, kind: &str, writes: &[(usize, Option<ValueId>)], form: PutForm) -> Result<(), Failure> {
         let space = self.shared.state.space();
         let sync = self.rng.gen_range(0..1000) < self.shared.sync_per_thousand;
         let guard = self.db()?;
@@ -171,11 +177,21 @@ impl<'a> ThreadContext<'a> {
         let mut batch = WriteBatch::new();
         for &(index, value) in writes {
             let family = family_handle(db, space.family_of(index))?;
-            match value {
-                Some(id) => batch.put_cf(&family, &space.key(index), &crate::model::value_bytes(index, id)),
-                None => batch.delete_cf(&family, &space.key(index)),
+            let (key, bytes) = (space.key(index), value.map(|id| crate::model::value_bytes(index, id)));
+            match (bytes, form) {
+                (Some(bytes), PutForm::Plain) => batch.put_cf(&family, &key, &bytes),
+                (Some(bytes), PutForm::NeverExpiring) => {
+                    batch.put_with_expiry_cf(&family, &key, &bytes, NEVER_EXPIRES_US)
+                }
+                (Some(bytes), PutForm::Expired) => batch.put_with_expiry_cf(&family, &key, &bytes, EXPIRED_US),
+                (None, _) => batch.delete_cf(&family, &key),
             }
         }
+        let journaled: Vec<(usize, Option<ValueId>)> = match form {
+            PutForm::Expired => writes.iter().map(|&(index, _)| (index, None)).collect(),
+            PutForm::Plain | PutForm::NeverExpiring => writes.to_vec(),
+        };
+        let writes = journaled.as_slice();
         let begin = self.shared.journal.begin_write(&self.shared.state, kind, writes).map_err(journal_failure)?;
         let result = db.write_opt(batch, &WriteOptions { sync });
         let keys: Vec<usize> = writes.iter().map(|(index, _)| *index).collect();
@@ -309,6 +325,22 @@ fn with_stored_versions(
     Failure(message)
 }
 
+/// How [`ThreadContext::write_as`] writes its puts.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum PutForm {
+    /// Plain puts.
+    Plain,
+    /// Puts with an expiry so far ahead that it never comes.
+    NeverExpiring,
+    /// Puts with an expiry in the past: they read as deletes from the start.
+    Expired,
+}
+
+/// The expiry of [`PutForm::NeverExpiring`] puts: far beyond any clock.
+const NEVER_EXPIRES_US: u64 = u64::MAX / 2;
+/// The expiry of [`PutForm::Expired`] puts: one microsecond after the epoch.
+const EXPIRED_US: u64 = 1;
+
 fn journal_failure(error: std::io::Error) -> Failure {
     Failure(format!("journal write failed (parent gone?): {error}"))
 }
@@ -330,6 +362,7 @@ pub fn default_mix() -> OperationMix {
         (30, Box::new(Put)),
         (8, Box::new(Delete)),
         (2, Box::new(DeleteRange)),
+        (3, Box::new(ExpiringPut)),
         (10, Box::new(Batch)),
         (6, Box::new(GroupWrite)),
         (6, Box::new(TransactionWrite)),
@@ -415,6 +448,23 @@ impl Operation for DeleteRange {
         let longest = if context.rng.gen_bool(0.1) { 400 } else { 24 };
         let end = (first + context.rng.gen_range(1..=longest)).min(space.plain_keys);
         context.delete_range(family, first, end)
+    }
+}
+
+/// A put with an expiry (I42): far in the future, so that it reads as a put, or already past,
+/// so that it reads (and is journaled) as a delete. Both go through the expiring entry's whole
+/// life: the log, flush (which writes the past one as a delete), compaction and recovery.
+struct ExpiringPut;
+
+impl Operation for ExpiringPut {
+    fn name(&self) -> &'static str {
+        "expiring-put"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let index = context.random_plain_key();
+        let id = context.next_value_id();
+        let form = if context.rng.gen_bool(0.7) { PutForm::NeverExpiring } else { PutForm::Expired };
+        context.write_as("expiring-put", &[(index, Some(id))], form)
     }
 }
 

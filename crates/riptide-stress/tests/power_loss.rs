@@ -1,6 +1,6 @@
 //! Simulated power loss at every mutating file-system call of the canonical workloads (put+sync,
 //! flush, compaction, manifest switch by reopen, column family lifecycle, transaction commits,
-//! two-phase commit, blob files, range deletes), in all three `PowerLossMode`s: about ten and a half thousand crash states
+//! two-phase commit, blob files, range deletes, expiring puts), in all three `PowerLossMode`s: about ten and a half thousand crash states
 //! for one fixed seed. `make soak`
 //! sweeps more seeds through `riptide-stress power-loss`.
 
@@ -114,6 +114,25 @@ fn the_range_delete_workload_deletes_ranges_across_flushes_and_compactions() {
         })
         .count();
     assert!(ranges >= 5, "only {ranges} writes delete a range");
+    assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
+    assert!(workload.steps.iter().any(|step| matches!(step, Step::CompactAll)));
+}
+
+#[test]
+fn the_expiry_workload_writes_puts_expired_and_alive_across_flushes_and_compactions() {
+    let workloads = power_loss::canonical_workloads(1);
+    let workload = workloads.iter().find(|workload| workload.name == "expiry").expect("the workload exists");
+    let expiries: Vec<u64> = workload
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Write { write, .. } => Some(write.iter().filter_map(|operation| operation.expires_at_us)),
+            _ => None,
+        })
+        .flatten()
+        .collect();
+    let expired = expiries.iter().filter(|&&expiry| expiry <= power_loss::CLOCK_US).count();
+    assert!(expired >= 10 && expiries.len() - expired >= 10, "{expired} of {} expiries already past", expiries.len());
     assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
     assert!(workload.steps.iter().any(|step| matches!(step, Step::CompactAll)));
 }

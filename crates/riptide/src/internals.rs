@@ -453,7 +453,9 @@ pub mod encode {
     }
 
     /// The encoded bytes of a batch holding `records` in order: (column family id, kind, key,
-    /// value). Id 0 is the default column family; a delete's value is ignored. Unlike the public
+    /// value). Id 0 is the default column family; a delete's value is ignored; a put with an
+    /// expiry's value is its stored form, the expiry (8 bytes, little endian) then the value
+    /// (shorter ones are written with expiry 0). Unlike the public
     /// `WriteBatch::put_cf`, this takes a bare id, so that a fuzz target can rebuild a decoded
     /// batch without a database that knows the column family.
     pub fn write_batch(records: &[(u32, BatchOp, &[u8], &[u8])]) -> Vec<u8> {
@@ -463,6 +465,10 @@ pub mod encode {
                 BatchOp::Put => batch.put_in(*column_family_id, key, value),
                 BatchOp::DeleteRange => batch.delete_range_in(*column_family_id, key, value),
                 BatchOp::SingleDelete => batch.single_delete_in(*column_family_id, key),
+                BatchOp::PutWithExpiry => {
+                    let (expires_at_us, value) = crate::ttl::split_expiring(value).unwrap_or((0, value));
+                    batch.put_with_expiry_in(*column_family_id, key, value, expires_at_us)
+                }
                 _ => batch.delete_in(*column_family_id, key),
             }
         }

@@ -11,7 +11,7 @@ use std::path::Path;
 use std::sync::Arc;
 
 use riptide::fs::MemFileSystem;
-use riptide::{ColumnFamily, Db, DbIterator, Options, ReadOptions, Snapshot, WriteBatch};
+use riptide::{Clock, ColumnFamily, Db, DbIterator, ManualClock, Options, ReadOptions, Snapshot, WriteBatch};
 
 use super::{family_name, Entries, Observation, Operation, Sequence, FAMILY_SLOTS, SNAPSHOT_SLOTS};
 
@@ -53,7 +53,8 @@ fn handle(handles: &[Option<ColumnFamily>], family: usize) -> Result<&ColumnFami
 /// Runs the sequence against the engine with `options` on a fresh in-memory file system.
 pub fn run_engine(sequence: &Sequence, options: &Options) -> Result<Vec<Observation>, String> {
     let path = Path::new("/metamorphic");
-    let options = Options { file_system: Arc::new(MemFileSystem::new()), ..options.clone() };
+    let clock = Arc::new(ManualClock::new(super::CLOCK_START_US));
+    let options = Options { file_system: Arc::new(MemFileSystem::new()), clock: clock.clone(), ..options.clone() };
     let mut db = Db::open(path, options.clone()).map_err(|error| format!("open: {error}"))?;
     let mut handles: Vec<Option<ColumnFamily>> = vec![None; FAMILY_SLOTS];
     handles[0] = Some(db.default_column_family());
@@ -69,6 +70,17 @@ pub fn run_engine(sequence: &Sequence, options: &Options) -> Result<Vec<Observat
         let observation = match operation {
             Operation::Put(family, k, v) => {
                 db.put_cf(handle(&handles, *family)?, &key(*k), &sequence.values[*v]).map_err(fail)?;
+                Observation::Done
+            }
+            Operation::PutWithExpiry(family, k, v, offset_us) => {
+                let expires_at_us = clock.now_us().saturating_add_signed(*offset_us);
+                let mut batch = WriteBatch::new();
+                batch.put_with_expiry_cf(handle(&handles, *family)?, &key(*k), &sequence.values[*v], expires_at_us);
+                db.write(batch).map_err(fail)?;
+                Observation::Done
+            }
+            Operation::AdvanceClock(by_us) => {
+                clock.advance(std::time::Duration::from_micros(*by_us));
                 Observation::Done
             }
             Operation::Delete(family, k) => {

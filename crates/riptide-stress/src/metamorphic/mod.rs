@@ -5,6 +5,10 @@
 //! observation (point reads, bounded scans in both directions, seeks, snapshot reads, and the
 //! column families and contents at the end) must be identical in all of them.
 //!
+//! Time is part of the sequence: puts with an expiry (before or after the time they are
+//! written) and steps of a `ManualClock` that every run and the model move alike, so that
+//! entries expire between reads, flushes and compactions, and snapshots keep their read time.
+//!
 //! The sequence spans column families: the default one and `FAMILY_SLOTS - 1` others that are
 //! created, dropped and re-created under the same name as it goes, with batches across them
 //! and snapshots that outlive a family's drop.
@@ -32,6 +36,9 @@ mod model;
 pub use engine::run_engine;
 pub use model::run_model;
 
+/// The time every run's clock starts at (an arbitrary moment of 2026), in microseconds.
+pub const CLOCK_START_US: u64 = 1_790_000_000_000_000;
+
 /// Slots for snapshots held at once.
 const SNAPSHOT_SLOTS: usize = 3;
 
@@ -53,6 +60,11 @@ pub fn family_name(slot: usize) -> String {
 pub enum Operation {
     /// Put family, key, value.
     Put(usize, usize, usize),
+    /// Put family, key, value with an expiry this many microseconds from the clock's current
+    /// time (negative: already expired).
+    PutWithExpiry(usize, usize, usize, i64),
+    /// Move the clock forward by this many microseconds.
+    AdvanceClock(u64),
     /// Delete family, key.
     Delete(usize, usize),
     /// Range delete in family: every key from the first key (inclusive) to the second
@@ -193,7 +205,14 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
         let snapshot = if rng.gen_bool(0.25) { Some(rng.gen_range(0..SNAPSHOT_SLOTS)) } else { None };
         let family = random_family(&mut rng, &live);
         let operation = match rng.gen_range(0..1000) {
-            0..=329 => Operation::Put(family, rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
+            0..=279 => Operation::Put(family, rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
+            280..=319 => Operation::PutWithExpiry(
+                family,
+                rng.gen_range(0..key_count),
+                rng.gen_range(0..value_count),
+                rng.gen_range(-1_000_000..5_000_000),
+            ),
+            320..=329 => Operation::AdvanceClock(rng.gen_range(0..2_000_000)),
             330..=379 => Operation::Delete(family, rng.gen_range(0..key_count)),
             380..=404 => {
                 let key = rng.gen_range(0..key_count);
@@ -258,7 +277,9 @@ fn track_single_delete_contract(
     operation: &Operation,
 ) {
     match operation {
-        Operation::Put(family, key, _) => state.entry((*family, *key)).or_default().0 += 1,
+        Operation::Put(family, key, _) | Operation::PutWithExpiry(family, key, _, _) => {
+            state.entry((*family, *key)).or_default().0 += 1
+        }
         Operation::Delete(family, key) => state.entry((*family, *key)).or_default().1 = true,
         Operation::SingleDelete(family, key) => state.entry((*family, *key)).or_default().0 = 0,
         Operation::Batch(writes) => {

@@ -1,6 +1,8 @@
 //! The `BTreeMap` model of a metamorphic sequence: what every option set must show.
 //!
-//! Each column family slot holds a generation number and a map. A snapshot copies every slot;
+//! Each column family slot holds a generation number and a map of values with their expiries.
+//! Reads see the values that have not expired at their read time: the clock's, or the time a
+//! snapshot was taken. A snapshot copies every slot;
 //! a snapshot read of a family created after the snapshot was taken (another generation than
 //! the one copied) sees it empty, as the engine does: the new family's entries all carry later
 //! sequence numbers.
@@ -13,7 +15,16 @@ use std::collections::BTreeMap;
 
 use super::{family_name, Entries, Observation, Operation, Sequence, FAMILY_SLOTS, SNAPSHOT_SLOTS};
 
-type Model = BTreeMap<Vec<u8>, Vec<u8>>;
+/// Every key's value and expiry (none for a plain put).
+type Model = BTreeMap<Vec<u8>, (Vec<u8>, Option<u64>)>;
+
+/// The entries of `model` a reader at `read_time_us` sees.
+fn live(model: &Model, read_time_us: u64) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &Vec<u8>)> {
+    model
+        .iter()
+        .filter(move |(_, (_, expiry))| expiry.is_none_or(|expiry| expiry > read_time_us))
+        .map(|(key, (value, _))| (key, value))
+}
 
 /// One family slot: `(generation, contents)` while a family lives in it.
 type Slot = Option<(u64, Model)>;
@@ -22,20 +33,25 @@ fn in_bounds(key: &[u8], lower: Option<&[u8]>, upper: Option<&[u8]>) -> bool {
     lower.is_none_or(|lower| key >= lower) && upper.is_none_or(|upper| key < upper)
 }
 
-/// The contents `family` shows at `snapshot` (or the latest state).
+/// A snapshot: every slot as it was, and the clock's time then.
+type Taken = (Vec<Slot>, u64);
+
+/// The contents `family` holds at `snapshot` (or the latest state), with the read time to see
+/// them at.
 fn visible<'a>(
     families: &'a [Slot],
-    snapshots: &'a [Option<Vec<Slot>>],
+    snapshots: &'a [Option<Taken>],
     family: usize,
     snapshot: Option<usize>,
-) -> &'a Model {
+    now_us: u64,
+) -> (&'a Model, u64) {
     static EMPTY: Model = Model::new();
-    let Some((generation, latest)) = &families[family] else { return &EMPTY };
+    let Some((generation, latest)) = &families[family] else { return (&EMPTY, now_us) };
     match snapshot.and_then(|slot| snapshots[slot].as_ref()) {
-        None => latest,
-        Some(taken) => match &taken[family] {
-            Some((taken_generation, contents)) if taken_generation == generation => contents,
-            _ => &EMPTY,
+        None => (latest, now_us),
+        Some((taken, read_time_us)) => match &taken[family] {
+            Some((taken_generation, contents)) if taken_generation == generation => (contents, *read_time_us),
+            _ => (&EMPTY, *read_time_us),
         },
     }
 }
@@ -52,14 +68,24 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
     let mut families: Vec<Slot> = vec![None; FAMILY_SLOTS];
     families[0] = Some((0, Model::new()));
     let mut next_generation = 1;
-    let mut snapshots: Vec<Option<Vec<Slot>>> = vec![None; SNAPSHOT_SLOTS];
+    let mut snapshots: Vec<Option<Taken>> = vec![None; SNAPSHOT_SLOTS];
+    let mut now_us = super::CLOCK_START_US;
     let key = |index: usize| sequence.keys[index].clone();
     let value = |index: usize| sequence.values[index].clone();
     let mut observations = Vec::with_capacity(sequence.operations.len());
     for operation in &sequence.operations {
         let observation = match operation {
             Operation::Put(family, k, v) => {
-                contents_mut(&mut families, *family).insert(key(*k), value(*v));
+                contents_mut(&mut families, *family).insert(key(*k), (value(*v), None));
+                Observation::Done
+            }
+            Operation::PutWithExpiry(family, k, v, offset_us) => {
+                let expiry = now_us.saturating_add_signed(*offset_us);
+                contents_mut(&mut families, *family).insert(key(*k), (value(*v), Some(expiry)));
+                Observation::Done
+            }
+            Operation::AdvanceClock(by_us) => {
+                now_us += by_us;
                 Observation::Done
             }
             Operation::Delete(family, k) => {
@@ -79,20 +105,24 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
                 for (family, k, v) in writes {
                     let contents = contents_mut(&mut families, *family);
                     match v {
-                        Some(v) => contents.insert(key(*k), value(*v)),
+                        Some(v) => contents.insert(key(*k), (value(*v), None)),
                         None => contents.remove(&key(*k)),
                     };
                 }
                 Observation::Done
             }
             Operation::Get(family, k, slot) => {
-                Observation::Value(visible(&families, &snapshots, *family, *slot).get(&key(*k)).cloned())
+                let (source, read_time_us) = visible(&families, &snapshots, *family, *slot, now_us);
+                let found =
+                    source.get(&key(*k)).filter(|(_, expiry)| expiry.is_none_or(|expiry| expiry > read_time_us));
+                Observation::Value(found.map(|(value, _)| value.clone()))
             }
             Operation::Scan { family, lower, upper, forward, limit, snapshot } => {
-                let source = visible(&families, &snapshots, *family, *snapshot);
+                let (source, read_time_us) = visible(&families, &snapshots, *family, *snapshot, now_us);
                 let lower = lower.map(key);
                 let upper = upper.map(key);
-                let matching = source.iter().filter(|(k, _)| in_bounds(k, lower.as_deref(), upper.as_deref()));
+                let matching =
+                    live(source, read_time_us).filter(|(k, _)| in_bounds(k, lower.as_deref(), upper.as_deref()));
                 let entries: Entries = if *forward {
                     matching.take(*limit).map(|(k, v)| (k.clone(), v.clone())).collect()
                 } else {
@@ -101,17 +131,26 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
                 Observation::Entries(entries)
             }
             Operation::Seek { family, target, for_prev, steps } => {
-                let source = visible(&families, &snapshots, *family, None);
+                let (source, read_time_us) = visible(&families, &snapshots, *family, None, now_us);
                 let target = key(*target);
                 let entries: Entries = if *for_prev {
-                    source.range(..=target).rev().take(steps + 1).map(|(k, v)| (k.clone(), v.clone())).collect()
+                    live(source, read_time_us)
+                        .filter(|(k, _)| **k <= target)
+                        .rev()
+                        .take(steps + 1)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
                 } else {
-                    source.range(target..).take(steps + 1).map(|(k, v)| (k.clone(), v.clone())).collect()
+                    live(source, read_time_us)
+                        .filter(|(k, _)| **k >= target)
+                        .take(steps + 1)
+                        .map(|(k, v)| (k.clone(), v.clone()))
+                        .collect()
                 };
                 Observation::Entries(entries)
             }
             Operation::TakeSnapshot(slot) => {
-                snapshots[*slot] = Some(families.clone());
+                snapshots[*slot] = Some((families.clone(), now_us));
                 Observation::Done
             }
             Operation::ReleaseSnapshot(slot) => {
@@ -142,7 +181,12 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
     let mut live: Vec<(String, Entries)> = families
         .into_iter()
         .enumerate()
-        .filter_map(|(slot, family)| family.map(|(_, contents)| (family_name(slot), contents.into_iter().collect())))
+        .filter_map(|(slot, family)| {
+            family.map(|(_, contents)| {
+                let entries = live(&contents, now_us).map(|(k, v)| (k.clone(), v.clone())).collect();
+                (family_name(slot), entries)
+            })
+        })
         .collect();
     live.sort();
     observations.push(Observation::Families(live));

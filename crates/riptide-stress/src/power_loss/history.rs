@@ -123,7 +123,11 @@ pub fn live_families(lifecycle: &[Step]) -> BTreeMap<FamilyIndex, String> {
 fn apply(contents: &mut BTreeMap<FamilyIndex, Model>, write: &Write) {
     for operation in write {
         let model = contents.entry(operation.family).or_default();
+        let expired = operation.expires_at_us.is_some_and(|expiry| expiry <= super::workloads::CLOCK_US);
         match (&operation.value, &operation.range_end) {
+            (Some(_), _) if expired => {
+                model.remove(&operation.key);
+            }
             (Some(value), _) => {
                 model.insert(operation.key.clone(), value.clone());
             }
@@ -215,7 +219,7 @@ mod tests {
     use crate::power_loss::workloads::Operation;
 
     fn put(family: FamilyIndex, key: &str, value: &str) -> Write {
-        vec![Operation { family, key: key.into(), value: Some(value.into()), range_end: None }]
+        vec![Operation { family, key: key.into(), value: Some(value.into()), range_end: None, expires_at_us: None }]
     }
 
     fn state(families: &[(&str, &[(&str, &str)])]) -> State {
@@ -278,8 +282,15 @@ mod failed_step_tests {
     /// recovery and took the writes with it; the check must not call that legal.
     #[test]
     fn a_failed_drop_followed_by_acknowledged_writes_cannot_have_taken_effect() {
-        let write =
-            |value: &str| vec![Operation { family: 1, key: b"k".to_vec(), value: Some(value.into()), range_end: None }];
+        let write = |value: &str| {
+            vec![Operation {
+                family: 1,
+                key: b"k".to_vec(),
+                value: Some(value.into()),
+                range_end: None,
+                expires_at_us: None,
+            }]
+        };
         let history = History {
             writes: vec![write("1"), write("2")],
             durable_writes: 2,

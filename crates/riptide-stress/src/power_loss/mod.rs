@@ -37,7 +37,7 @@ mod workloads;
 pub use history::{
     matching_prefixes, Decision, FailedStep, History, Model, PreparedHistory, State, MAX_FAILED_LIFECYCLE_STEPS,
 };
-pub use workloads::{canonical_workloads, FamilyIndex, Operation, Step, Workload, Write};
+pub use workloads::{canonical_workloads, FamilyIndex, Operation, Step, Workload, Write, CLOCK_US};
 
 fn with_file_system(options: &Options, file_system: Arc<dyn FileSystem>) -> Options {
     Options { file_system, ..options.clone() }
@@ -71,7 +71,10 @@ fn run_step(
             for operation in write {
                 let family = handle(&operation.family);
                 match (&operation.value, &operation.range_end) {
-                    (Some(value), _) => batch.put_cf(&family, &operation.key, value),
+                    (Some(value), _) => match operation.expires_at_us {
+                        Some(expiry) => batch.put_with_expiry_cf(&family, &operation.key, value, expiry),
+                        None => batch.put_cf(&family, &operation.key, value),
+                    },
                     (None, Some(end)) => batch.delete_range_cf(&family, &operation.key, end),
                     (None, None) => batch.delete_cf(&family, &operation.key),
                 }
@@ -128,8 +131,10 @@ fn apply_to_transaction(
 ) -> riptide::Result<()> {
     for operation in write {
         let family = handles.get(&operation.family).expect("the script names a live family");
-        if operation.range_end.is_some() {
-            return Err(riptide::Error::InvalidArgument("a script put a range delete in a transaction".to_string()));
+        if operation.range_end.is_some() || operation.expires_at_us.is_some() {
+            return Err(riptide::Error::InvalidArgument(
+                "a script put a range delete or an expiry in a transaction".to_string(),
+            ));
         }
         match &operation.value {
             Some(value) => transaction.put_cf(family, &operation.key, value)?,

@@ -2,7 +2,7 @@
 //! compaction, manifest switch, the column family lifecycle (create, drop, rename and
 //! re-create under an old name, between unsynced and synced batches that span families),
 //! transaction commits (also of transactions that spill), two-phase commit (prepare, commit and roll back prepared
-//! transactions, one left undecided), blob files and range deletes.
+//! transactions, one left undecided), blob files, range deletes and expiring puts.
 //!
 //! Concurrency contract: plain data, built on one thread.
 //!
@@ -30,7 +30,14 @@ pub struct Operation {
     /// For a range delete (`value` is then `None`): the end key, exclusive; the range starts
     /// at `key`. Only plain writes hold range deletes, never transactions.
     pub range_end: Option<Vec<u8>>,
+    /// For a put: its expiry (`WriteBatch::put_with_expiry`), in microseconds by the workload's
+    /// clock, which stands still at [`CLOCK_US`]: a put expiring at or before it reads as a
+    /// delete. Only plain writes hold expiries, never transactions.
+    pub expires_at_us: Option<u64>,
 }
+
+/// The time the clock of the `expiry` workload shows, always (a `ManualClock` never moved).
+pub const CLOCK_US: u64 = 1_790_000_000_000_000;
 
 /// One write: its operations, applied atomically (one batch, possibly across families).
 pub type Write = Vec<Operation>;
@@ -165,7 +172,7 @@ fn random_operation(
     let family = families[rng.gen_range(0..families.len())];
     let number = rng.gen_range(0..keys);
     let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..max_value_bytes)));
-    Operation { family, key: key(number), value, range_end: None }
+    Operation { family, key: key(number), value, range_end: None, expires_at_us: None }
 }
 
 /// A random write of one to `max_operations` operations over `keys` keys of the default
@@ -233,7 +240,7 @@ fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
             .map(|_| {
                 let number = 1000 + transaction * 10 + rng.gen_range(0..10);
                 let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..150)));
-                Operation { family: 0, key: key(number), value, range_end: None }
+                Operation { family: 0, key: key(number), value, range_end: None, expires_at_us: None }
             })
             .collect()
     };
@@ -305,14 +312,20 @@ fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
     let name = free_name(&live, &freed, rng);
     steps.push(Step::CreateFamily { family: next_family, name: name.clone(), memtable_size_bytes: 4096 });
     for number in 0..2 {
-        let operation =
-            Operation { family: next_family, key: key(number), value: Some(value(number, 0, 3000)), range_end: None };
+        let operation = Operation {
+            family: next_family,
+            key: key(number),
+            value: Some(value(number, 0, 3000)),
+            range_end: None,
+            expires_at_us: None,
+        };
         steps.push(Step::Write { write: vec![operation], sync: false });
     }
     steps.push(Step::DropFamily { family: next_family });
     freed.push(name);
     next_family += 1;
-    let write = vec![Operation { family: 0, key: key(0), value: Some(value(0, 0, 40)), range_end: None }];
+    let write =
+        vec![Operation { family: 0, key: key(0), value: Some(value(0, 0, 40)), range_end: None, expires_at_us: None }];
     steps.push(Step::Write { write, sync: true });
     steps.push(Step::Reopen);
     for step in 0..48 {
@@ -422,7 +435,13 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
             let start = rng.gen_range(0..60);
             let longest = if rng.gen_bool(0.2) { 60 } else { 12 };
             let end = start + rng.gen_range(1..longest);
-            write.push(Operation { family: 0, key: key(start), value: None, range_end: Some(key(end)) });
+            write.push(Operation {
+                family: 0,
+                key: key(start),
+                value: None,
+                range_end: Some(key(end)),
+                expires_at_us: None,
+            });
         }
         range_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
         if step % 15 == 14 {
@@ -433,6 +452,27 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
         }
     }
     range_deletes.push(Step::CompactAll);
+    // Time to live: puts with expiries on both sides of the workload's fixed clock, so that
+    // some read as deletes from the start (hiding older values, written as deletes by the
+    // flush), between flushes and compactions that must keep or drop them by their expiry.
+    let mut expiry = Vec::new();
+    for step in 0..60 {
+        let mut write = random_write(&mut rng, step, 40, 3, 120);
+        for operation in &mut write {
+            if operation.value.is_some() && rng.gen_bool(0.5) {
+                operation.expires_at_us = Some(CLOCK_US - 5_000_000 + rng.gen_range(0..10_000_000));
+            }
+        }
+        expiry.push(Step::Write { write, sync: rng.gen_bool(0.1) });
+        if step % 15 == 14 {
+            expiry.push(Step::Flush);
+        }
+        if step == 44 {
+            expiry.push(Step::CompactAll);
+        }
+    }
+    expiry.push(Step::CompactAll);
+    expiry.push(Step::Write { write: random_write(&mut rng, 60, 40, 2, 120), sync: true });
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -461,6 +501,15 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
             name: "range-deletes",
             options: Options { memtable_size_bytes: 4096, ..small_options() },
             steps: range_deletes,
+        },
+        Workload {
+            name: "expiry",
+            options: Options {
+                memtable_size_bytes: 4096,
+                clock: std::sync::Arc::new(riptide::ManualClock::new(CLOCK_US)),
+                ..small_options()
+            },
+            steps: expiry,
         },
     ]
 }
