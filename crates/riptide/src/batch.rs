@@ -60,6 +60,11 @@ const RECORD_COLUMN_FAMILY_SINGLE_DELETE: u8 = 7;
 const RECORD_PUT_WITH_EXPIRY: u8 = 8;
 /// Record kind: a put with an expiry in the column family whose id follows as a varint.
 const RECORD_COLUMN_FAMILY_PUT_WITH_EXPIRY: u8 = 9;
+/// Record kind: a merge operand in the default column family (the layout of a put). Format
+/// version 5.
+const RECORD_MERGE: u8 = 10;
+/// Record kind: a merge operand in the column family whose id follows as a varint.
+const RECORD_COLUMN_FAMILY_MERGE: u8 = 11;
 
 /// The id of the default column family, which always exists.
 pub(crate) const DEFAULT_COLUMN_FAMILY_ID: u32 = 0;
@@ -103,6 +108,8 @@ pub enum BatchOp {
     /// Sets the key to the value until an expiry time (see [`WriteBatch::put_with_expiry`] and
     /// [`BatchEntry::expires_at_us`]).
     PutWithExpiry,
+    /// Adds a merge operand to the key (see [`WriteBatch::merge`]).
+    Merge,
 }
 
 /// One record of a [`WriteBatch`], borrowed from the batch.
@@ -167,6 +174,7 @@ impl<'a> Iterator for BatchIter<'a> {
             ValueKind::Delete => BatchOp::Delete,
             ValueKind::SingleDelete => BatchOp::SingleDelete,
             ValueKind::PutWithExpiry => BatchOp::PutWithExpiry,
+            ValueKind::Merge => BatchOp::Merge,
         };
         Some(BatchEntry { column_family_id: entry.column_family_id, kind, key: entry.key, value: entry.value })
     }
@@ -268,6 +276,8 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
         RECORD_COLUMN_FAMILY_PUT => (ValueKind::Put, true),
         RECORD_PUT_WITH_EXPIRY => (ValueKind::PutWithExpiry, false),
         RECORD_COLUMN_FAMILY_PUT_WITH_EXPIRY => (ValueKind::PutWithExpiry, true),
+        RECORD_MERGE => (ValueKind::Merge, false),
+        RECORD_COLUMN_FAMILY_MERGE => (ValueKind::Merge, true),
         _ => return Err((0, format!("unknown record kind {kind_byte}"))),
     };
     let mut length_bytes = 1;
@@ -294,7 +304,7 @@ fn decode_record(input: &[u8]) -> std::result::Result<DecodedRecord<'_>, (usize,
     }
     length_bytes += key_length_bytes;
     let mut value: &[u8] = &[];
-    if matches!(kind, ValueKind::Put | ValueKind::PutWithExpiry) || range_delete {
+    if matches!(kind, ValueKind::Put | ValueKind::PutWithExpiry | ValueKind::Merge) || range_delete {
         let after_key = input.get(length_bytes..).unwrap_or_default();
         let Some((decoded_value, value_length_bytes)) = get_length_prefixed(after_key) else {
             return Err((length_bytes, "value length is malformed or runs past the end of the batch".to_string()));
@@ -381,6 +391,29 @@ impl WriteBatch {
     /// Adds a single delete of `key` in `column_family` (see [`WriteBatch::single_delete`]).
     pub fn single_delete_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8]) {
         self.single_delete_in(column_family.id(), key);
+    }
+
+    /// Adds a merge operand for `key` in the default column family: reads apply it, with every
+    /// operand written before it, to the value beneath them through the column family's merge
+    /// operator ([`crate::Options::merge_operator`]), without reading anything at write time (a
+    /// counter's increment, an append). Reading a key with operands in a column family without
+    /// a merge operator fails with [`crate::Error::InvalidArgument`].
+    pub fn merge(&mut self, key: &[u8], operand: &[u8]) {
+        self.merge_in(DEFAULT_COLUMN_FAMILY_ID, key, operand);
+    }
+
+    /// Adds a merge operand for `key` in `column_family` (see [`WriteBatch::merge`]).
+    pub fn merge_cf(&mut self, column_family: &crate::ColumnFamily, key: &[u8], operand: &[u8]) {
+        self.merge_in(column_family.id(), key, operand);
+    }
+
+    pub(crate) fn merge_in(&mut self, column_family_id: u32, key: &[u8], operand: &[u8]) {
+        self.push_kind(column_family_id, RECORD_MERGE, RECORD_COLUMN_FAMILY_MERGE);
+        put_length_prefixed(&mut self.rep, key);
+        put_length_prefixed(&mut self.rep, operand);
+        self.max_key_bytes = self.max_key_bytes.max(key.len());
+        self.max_value_bytes = self.max_value_bytes.max(operand.len());
+        self.add_to_count(1);
     }
 
     /// Adds a record that sets `key` to `value` in the default column family until
@@ -907,7 +940,7 @@ mod tests {
         let good = batch.data().to_vec();
 
         let mut unknown_kind = good.clone();
-        unknown_kind[12 + 5] = 10;
+        unknown_kind[12 + 5] = 12;
         assert_eq!(expect_corruption(WriteBatch::from_data(unknown_kind, &path(), 100)), 117);
 
         let mut count_too_high = good.clone();
@@ -950,6 +983,8 @@ mod tests {
                 let value: Vec<u8> = (0..length).map(|_| rng.gen()).collect();
                 if rng.gen_bool(0.2) {
                     batch.put_with_expiry_in(rng.gen_range(0..3), &key, &value, rng.gen());
+                } else if rng.gen_bool(0.2) {
+                    batch.merge_in(rng.gen_range(0..3), &key, &value);
                 } else {
                     batch.put(&key, &value);
                 }
@@ -1009,6 +1044,7 @@ mod tests {
                             let (expires_at_us, value) = crate::ttl::split_expiring(record.value).unwrap();
                             rebuilt.put_with_expiry_in(record.column_family_id, record.key, value, expires_at_us)
                         }
+                        ValueKind::Merge => rebuilt.merge_in(record.column_family_id, record.key, record.value),
                     }
                 }
                 rebuilt.set_sequence(decoded.sequence());

@@ -517,6 +517,7 @@ pub mod encode {
                     blob_references: Vec::new(),
                     range_tombstones_applied_through: 0,
                     expiry: Default::default(),
+                    num_merge_operands: 0,
                 },
             ));
         }

@@ -33,12 +33,15 @@ pub(crate) enum ValueKind {
     /// microseconds since the Unix epoch) followed by the user's value (`ttl.rs`). Once expired
     /// it reads as a delete (I42). Format version 4 of the write batch and of tables.
     PutWithExpiry = 4,
+    /// A merge operand: applied by the column family's merge operator to the value beneath it
+    /// (`merge_operator.rs`, I43). Write batch format 5.
+    Merge = 5,
 }
 
 impl ValueKind {
     /// The kind with the highest code, used in lookup keys so that a seek lands on the newest
     /// entry whose sequence number is at most the snapshot.
-    pub(crate) const FOR_SEEK: ValueKind = ValueKind::PutWithExpiry;
+    pub(crate) const FOR_SEEK: ValueKind = ValueKind::Merge;
 
     /// True for the kinds that delete their key (`Delete`, `SingleDelete`).
     pub(crate) fn is_deletion(self) -> bool {
@@ -53,6 +56,7 @@ impl ValueKind {
             2 => Some(ValueKind::BlobIndex),
             3 => Some(ValueKind::SingleDelete),
             4 => Some(ValueKind::PutWithExpiry),
+            5 => Some(ValueKind::Merge),
             _ => None,
         }
     }
@@ -176,6 +180,8 @@ mod tests {
         key[last] = 4;
         assert_eq!(parse_internal_key(&key).map(|parsed| parsed.kind), Some(ValueKind::PutWithExpiry));
         key[last] = 5;
+        assert_eq!(parse_internal_key(&key).map(|parsed| parsed.kind), Some(ValueKind::Merge));
+        key[last] = 6;
         assert!(parse_internal_key(&key).is_none());
         let good = make_internal_key(b"key", 42, ValueKind::Put);
         let parsed = parse_internal_key(&good).expect("well formed");

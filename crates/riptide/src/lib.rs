@@ -38,6 +38,7 @@ mod iterator;
 mod key;
 mod memory_charge;
 mod memtable;
+mod merge_operator;
 mod options;
 mod range_tombstone;
 mod snapshot;
@@ -59,6 +60,7 @@ pub use db::{
     TransactionStats,
 };
 pub use error::{Error, Result};
+pub use merge_operator::{MergeOperator, U64AddOperator};
 pub use options::{
     ColumnFamilyOptions, CompactionPriority, Compression, Options, ReadOptions, SyncMode, WalRecovery, WriteOptions,
 };

@@ -181,6 +181,10 @@ pub struct Options {
     /// by [`Options::clock`]. Expired entries read as deleted and compaction drops them. `None`
     /// (the default): puts never expire. Changing it affects puts written afterwards only.
     pub ttl: Option<std::time::Duration>,
+    /// The merge operator of the default column family ([`crate::Db::merge`]); `None` (the
+    /// default): merges can be written but not read. Give the same operator at every open: it
+    /// is not recorded in the database, and operands written under one are read under the next.
+    pub merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
     /// The clock that decides when entries expire (see [`Options::ttl`]). Default: the
     /// system's wall clock; tests use a [`crate::ManualClock`].
     pub clock: Arc<dyn crate::ttl::Clock>,
@@ -254,6 +258,7 @@ impl Default for Options {
             blob_garbage_collection_age_cutoff: 0.0,
             blob_file_size_bytes: 256 << 20,
             ttl: None,
+            merge_operator: None,
             clock: Arc::new(crate::ttl::SystemClock),
             max_background_flushes: 1,
             max_background_compactions: 0,
@@ -299,6 +304,7 @@ impl std::fmt::Debug for Options {
             .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
             .field("blob_file_size_bytes", &self.blob_file_size_bytes)
             .field("ttl", &self.ttl)
+            .field("merge_operator", &self.merge_operator.as_ref().map(|operator| operator.name().to_string()))
             .field("clock", &self.clock)
             .field("max_background_flushes", &self.max_background_flushes)
             .field("max_background_compactions", &self.max_background_compactions)
@@ -373,6 +379,7 @@ impl Options {
             blob_garbage_collection_age_cutoff: self.blob_garbage_collection_age_cutoff,
             blob_file_size_bytes: self.blob_file_size_bytes,
             ttl: self.ttl,
+            merge_operator: self.merge_operator.clone(),
         }
     }
 
@@ -488,6 +495,8 @@ pub struct ColumnFamilyOptions {
     pub blob_file_size_bytes: u64,
     /// See [`Options::ttl`].
     pub ttl: Option<std::time::Duration>,
+    /// See [`Options::merge_operator`].
+    pub merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
 }
 
 impl Default for ColumnFamilyOptions {
@@ -522,6 +531,7 @@ impl std::fmt::Debug for ColumnFamilyOptions {
             .field("blob_garbage_collection_age_cutoff", &self.blob_garbage_collection_age_cutoff)
             .field("blob_file_size_bytes", &self.blob_file_size_bytes)
             .field("ttl", &self.ttl)
+            .field("merge_operator", &self.merge_operator.as_ref().map(|operator| operator.name().to_string()))
             .finish()
     }
 }
@@ -553,6 +563,7 @@ impl PartialEq for ColumnFamilyOptions {
             blob_garbage_collection_age_cutoff,
             blob_file_size_bytes,
             ttl,
+            merge_operator,
         } = self;
         comparator.name() == other.comparator.name()
             && *memtable_size_bytes == other.memtable_size_bytes
@@ -577,6 +588,8 @@ impl PartialEq for ColumnFamilyOptions {
             && *blob_garbage_collection_age_cutoff == other.blob_garbage_collection_age_cutoff
             && *blob_file_size_bytes == other.blob_file_size_bytes
             && *ttl == other.ttl
+            && merge_operator.as_ref().map(|operator| operator.name().to_string())
+                == other.merge_operator.as_ref().map(|operator| operator.name().to_string())
     }
 }
 

@@ -1,7 +1,7 @@
-//! Model test: random puts, puts with a time to live, deletes, single deletes (where their
-//! contract holds), range deletes, batches, gets, iterations and snapshots against a
-//! `BTreeMap`, with flushes, compactions, reopens and a moving clock mixed in. Every answer is
-//! compared with the model as of the reader's read time.
+//! Model test: random puts, puts with a time to live, merges (an appending operator), deletes,
+//! single deletes (where their contract holds), range deletes, batches, gets, iterations and
+//! snapshots against a `BTreeMap`, with flushes, compactions, reopens and a moving clock mixed
+//! in. Every answer is compared with the model as of the reader's read time.
 
 mod common;
 
@@ -19,16 +19,58 @@ use common::{dump, key, small_options, value};
 /// The live keys as of one read time.
 type Model = BTreeMap<Vec<u8>, Vec<u8>>;
 
-/// Every key's newest value with its expiry, if it has one.
-type Stored = BTreeMap<Vec<u8>, (Vec<u8>, Option<u64>)>;
+/// A key's last full write (a value with its expiry, if it has one; none after a delete) and
+/// the merge operands written since, oldest first.
+#[derive(Clone, Debug, Default)]
+struct Written {
+    base: Option<(Vec<u8>, Option<u64>)>,
+    operands: Vec<Vec<u8>>,
+}
 
-/// What a reader at `read_time_us` sees: the values that have not expired by then (I42).
+/// Every key's writes.
+type Stored = BTreeMap<Vec<u8>, Written>;
+
+/// The merge operator of the model test: the value beneath, then the operands, joined by `+`.
+#[derive(Debug)]
+struct Append;
+
+impl riptide::MergeOperator for Append {
+    fn name(&self) -> &str {
+        "model.append"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut parts: Vec<&[u8]> = existing.into_iter().collect();
+        parts.extend_from_slice(operands);
+        Some(parts.join(&b"+"[..]))
+    }
+    fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(operands.join(&b"+"[..]))
+    }
+}
+
+/// What a reader at `read_time_us` sees: values that have not expired by then (I42), with the
+/// operands after them applied (I43).
 fn view(stored: &Stored, read_time_us: u64) -> Model {
     stored
         .iter()
-        .filter(|(_, (_, expiry))| expiry.is_none_or(|expiry| expiry > read_time_us))
-        .map(|(k, (v, _))| (k.clone(), v.clone()))
+        .filter_map(|(k, written)| {
+            let base = written
+                .base
+                .as_ref()
+                .filter(|(_, expiry)| expiry.is_none_or(|expiry| expiry > read_time_us))
+                .map(|(value, _)| value.as_slice());
+            if written.operands.is_empty() {
+                return base.map(|value| (k.clone(), value.to_vec()));
+            }
+            let mut parts: Vec<&[u8]> = base.into_iter().collect();
+            parts.extend(written.operands.iter().map(Vec::as_slice));
+            Some((k.clone(), parts.join(&b"+"[..])))
+        })
         .collect()
+}
+
+fn put_value(stored: &mut Stored, key: Vec<u8>, value: Vec<u8>, expiry: Option<u64>) {
+    stored.insert(key, Written { base: Some((value, expiry)), operands: Vec::new() });
 }
 
 /// The clock the model runs on, from an arbitrary time in 2026.
@@ -90,6 +132,7 @@ fn run(seed: u64, steps: usize, mut options: Options) {
     options.file_system = Arc::new(file_system.clone());
     let clock = Arc::new(ManualClock::new(START_US));
     options.clock = clock.clone();
+    options.merge_operator = Some(Arc::new(Append));
     let mut db = Db::open(path, options.clone()).expect("open");
     let mut model = Stored::new();
     let mut snapshots: Vec<(Snapshot, Model)> = Vec::new();
@@ -117,10 +160,15 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                     // Expires within a few of the clock's steps.
                     let ttl_us = rng.gen_range(1..4_000_000);
                     db.put_with_ttl(&key(n), &v, std::time::Duration::from_micros(ttl_us)).expect("put_with_ttl");
-                    model.insert(key(n), (v, Some(clock.now_us() + ttl_us)));
+                    put_value(&mut model, key(n), v, Some(clock.now_us() + ttl_us));
+                } else if rng.gen_bool(0.2) {
+                    // A merge operand: short, so that long chains stay readable.
+                    let operand = format!("m{version}").into_bytes();
+                    db.merge(&key(n), &operand).expect("merge");
+                    model.entry(key(n)).or_default().operands.push(operand);
                 } else {
                     db.put(&key(n), &v).expect("put");
-                    model.insert(key(n), (v, None));
+                    put_value(&mut model, key(n), v, None);
                 }
                 *puts_since_single_delete.entry(key(n)).or_default() += 1;
             }
@@ -148,10 +196,14 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                             // An explicit expiry, possibly already past.
                             let expiry = clock.now_us() + rng.gen_range(0..4_000_000) - 500_000;
                             batch.put_with_expiry(&key(n), &v, expiry);
-                            model.insert(key(n), (v, Some(expiry)));
+                            put_value(&mut model, key(n), v, Some(expiry));
+                        } else if rng.gen_bool(0.2) {
+                            let operand = format!("b{version}").into_bytes();
+                            batch.merge(&key(n), &operand);
+                            model.entry(key(n)).or_default().operands.push(operand);
                         } else {
                             batch.put(&key(n), &v);
-                            model.insert(key(n), (v, None));
+                            put_value(&mut model, key(n), v, None);
                         }
                         *puts_since_single_delete.entry(key(n)).or_default() += 1;
                     } else if rng.gen_bool(0.1) {

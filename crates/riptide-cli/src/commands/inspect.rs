@@ -281,7 +281,8 @@ fn inspect_sst(file: &Path, entries: bool, style: Style, output: &mut Output) ->
 }
 
 /// What `inspect` prints after an entry's key: the value of a put (with its expiry, for a put
-/// with one), the reference of a blob index, the end of a range delete; nothing for a delete.
+/// with one), the reference of a blob index, a merge operand, the end of a range delete;
+/// nothing for a delete.
 fn entry_value_text(style: &Style, kind: riptide::internals::inspect::EntryKind, value: &[u8]) -> String {
     use riptide::internals::inspect::EntryKind;
     match kind {
@@ -293,6 +294,7 @@ fn entry_value_text(style: &Style, kind: riptide::internals::inspect::EntryKind,
             None => format!(" = {} (malformed expiry)", style.encode(value)),
         },
         EntryKind::BlobIndex => format!(" -> blob reference {}", style.encode(value)),
+        EntryKind::Merge => format!(" merge {}", style.encode(value)),
         EntryKind::DeleteRange => format!(" .. {}", style.encode(value)),
         _ => String::new(),
     }

@@ -947,6 +947,7 @@ mod tests {
                 blob_references: Vec::new(),
                 range_tombstones_applied_through: 0,
                 expiry: Default::default(),
+                num_merge_operands: 0,
             };
             self.levels[level].push(Arc::new(TableFile::new(meta, std::sync::Arc::clone(&self.janitor))));
             number

@@ -41,6 +41,7 @@ use crate::compaction::picker::{self, CompactionPlan, CompactionReason, PickerOp
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::merge::MergingIterator;
+use crate::iterator::merge_fold::MergeFold;
 use crate::iterator::single_delete::SingleDeletePairs;
 use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, lookup_key, parse_internal_key, user_key, ValueKind, MAX_SEQUENCE_NUMBER};
@@ -65,6 +66,7 @@ pub(crate) fn meta_from_properties(number: u64, properties: &TableProperties) ->
         blob_references: Vec::new(),
         range_tombstones_applied_through: 0,
         expiry: properties.expiry,
+        num_merge_operands: properties.num_merge_operands,
     }
 }
 
@@ -116,6 +118,9 @@ pub(crate) struct VersionFilter {
     current_user_key: Vec<u8>,
     has_current_user_key: bool,
     last_sequence_for_key: u64,
+    /// Whether the last entry of the current key was a merge operand: the entries beneath it
+    /// are its base, not shadowed by it (I43).
+    last_was_merge: bool,
     /// Range tombstones that may cover the input's entries (I39), if any.
     tombstones: Option<Arc<FragmentedTombstones>>,
     /// The oldest tombstone covering the last entry `should_drop` kept, if one does.
@@ -138,6 +143,7 @@ impl VersionFilter {
             current_user_key: Vec::new(),
             has_current_user_key: false,
             last_sequence_for_key: u64::MAX,
+            last_was_merge: false,
             tombstones: None,
             last_kept_covering: None,
             oldest_kept_covering: None,
@@ -201,23 +207,36 @@ impl VersionFilter {
             self.current_user_key.extend_from_slice(parsed.user_key);
             self.has_current_user_key = true;
             self.last_sequence_for_key = u64::MAX;
+            self.last_was_merge = false;
         }
         let newer = self.last_sequence_for_key;
         let covering = self.oldest_covering(parsed.user_key, parsed.sequence);
-        let drop = if newer != u64::MAX && !self.read_points.any_between(parsed.sequence, newer) {
+        // I43: a merge operand does not shadow what lies beneath it, which it applies to.
+        let shadowed = newer != u64::MAX && !self.last_was_merge;
+        let deletes = parsed.kind.is_deletion() || self.has_expired(parsed.kind, value);
+        let drop = if shadowed && !self.read_points.any_between(parsed.sequence, newer) {
             // Every reader reads below this version or at or above the next newer one, so none
             // sees this one (a long-running transaction's snapshot keeps only the versions it
             // and the readers after it need, not every version written since it began).
             true
+        } else if deletes && parsed.sequence <= self.smallest_snapshot && self.bottommost {
+            // A delete at the bottom that every reader sees: nothing older survives it (the
+            // older versions are shadowed by it, with no reader between), so it can go too.
+            // An operand above it then applies to nothing, as it did to the delete.
+            self.last_was_merge = false;
+            true
         } else {
             // I39: a covered entry goes when no reader reads between it and the tombstone:
             // every reader at or above the entry then also sees the tombstone.
-            let deletes = parsed.kind.is_deletion() || self.has_expired(parsed.kind, value);
-            (deletes && parsed.sequence <= self.smallest_snapshot && self.bottommost)
-                || covering.is_some_and(|covering| !self.read_points.any_between(parsed.sequence, covering))
+            covering.is_some_and(|covering| !self.read_points.any_between(parsed.sequence, covering))
         };
         self.last_kept_covering = if drop { None } else { covering };
         self.last_sequence_for_key = parsed.sequence;
+        if !drop {
+            // A dropped operand applies to nothing any reader sees: what shadowed it shadows
+            // the entries beneath it too (no read point lies between them and it either).
+            self.last_was_merge = parsed.kind == ValueKind::Merge;
+        }
         Ok(drop)
     }
 }
@@ -680,7 +699,15 @@ fn merge_into_outputs(
         children.push(Box::new(table.iter(read_options)));
     }
     // Single deletes meet their puts here (`iterator/single_delete.rs`).
-    let mut merged = SingleDeletePairs::new(MergingIterator::new(children, comparator.clone()), read_points.clone());
+    let pairs = SingleDeletePairs::new(MergingIterator::new(children, comparator.clone()), read_points.clone());
+    // Merge operands that no reader sees apart fold together here (`iterator/merge_fold.rs`).
+    let mut merged = MergeFold::new(
+        pairs,
+        read_points.clone(),
+        job.options.merge_operator.clone(),
+        job.range_tombstones.clone(),
+        plan.bottommost,
+    );
     match lower {
         Some(lower) => merged.seek(&lookup_key(lower, MAX_SEQUENCE_NUMBER)),
         None => merged.seek_to_first(),
@@ -776,6 +803,9 @@ fn merge_into_outputs(
     }
     merged.status()?;
     note_dropped_pairs(&mut merged, blobs)?;
+    if merged.folded_operands() > 0 {
+        inner.state.lock().stats.merge_operands_folded += merged.folded_operands();
+    }
     if let Some((number, finished)) = builder.take() {
         if finished.num_entries() > 0 {
             let properties = finished.finish()?;
@@ -793,7 +823,7 @@ fn merge_into_outputs(
 
 /// Counts the blob references of the puts the single-delete pairing dropped since the last call
 /// as garbage of their blob files.
-fn note_dropped_pairs(merged: &mut SingleDeletePairs<MergingIterator>, blobs: &mut BlobRelocation<'_>) -> Result<()> {
+fn note_dropped_pairs(merged: &mut MergeFold<MergingIterator>, blobs: &mut BlobRelocation<'_>) -> Result<()> {
     for (dropped_key, reference) in merged.take_dropped_blob_references() {
         if let Some(parsed) = parse_internal_key(&dropped_key) {
             blobs.dropped(&parsed, &reference)?;
@@ -909,7 +939,8 @@ pub(crate) fn compact_range(
 }
 
 /// True when a table of `level` in the range holds deletes, entries a range tombstone covers,
-/// or entries expired at `expiry_horizon_us`: rewriting it in place drops something.
+/// entries expired at `expiry_horizon_us` or merge operands: rewriting it in place may drop or
+/// fold something.
 fn has_deletions_in_range(
     version: &Version,
     level: usize,
@@ -920,7 +951,8 @@ fn has_deletions_in_range(
     version.levels[level].iter().any(|file| {
         (file.meta.num_deletions > 0
             || version.range_tombstones_hiding_data_in(file).next().is_some()
-            || file.meta.expiry.estimated_expired(expiry_horizon_us) > 0)
+            || file.meta.expiry.estimated_expired(expiry_horizon_us) > 0
+            || file.meta.num_merge_operands > 0)
             && picker::file_in_manual_range(file, start, end, &version.comparator)
     })
 }

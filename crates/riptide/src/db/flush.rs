@@ -26,6 +26,7 @@ use super::{DbInner, DbState};
 use crate::blob::{BlobFileBuilder, BlobFileMetadata};
 use crate::error::Result;
 use crate::fs::FileSystem;
+use crate::iterator::merge_fold::MergeFold;
 use crate::iterator::single_delete::SingleDeletePairs;
 use crate::key::{parse_internal_key, ValueKind};
 use crate::memory_charge::MemoryCharge;
@@ -47,6 +48,8 @@ pub(crate) struct BlobTarget {
 pub(crate) struct FlushOutput {
     pub(crate) table: FileMetadata,
     pub(crate) blob: Option<BlobFileMetadata>,
+    /// Merge operands folded into other entries.
+    pub(crate) folded_operands: u64,
 }
 
 /// Writes `memtable` to table `number`, dropping versions no reader can see. Values of at least
@@ -72,7 +75,16 @@ pub(crate) fn write_level0_table(
     let min_blob_size_bytes = blob.and(options.min_blob_size_bytes);
     let mut blob_builder: Option<BlobFileBuilder> = None;
     // A single delete and the put it meets in the memtable both go (`iterator/single_delete.rs`).
-    let mut iterator = SingleDeletePairs::new(memtable.iter(), read_points.clone());
+    let pairs = SingleDeletePairs::new(memtable.iter(), read_points.clone());
+    // Merge operands fold together where no reader sees them apart (`iterator/merge_fold.rs`);
+    // older entries may lie in tables, so operands alone fold only partially.
+    let mut iterator = MergeFold::new(
+        pairs,
+        read_points.clone(),
+        options.merge_operator.clone(),
+        memtable.fragmented_range_tombstones(),
+        false,
+    );
     iterator.seek_to_first();
     // I39: entries the memtable's own range tombstones cover for every reader go now; older
     // tombstones (in the version) are older than every entry here and cover none of them.
@@ -151,7 +163,7 @@ pub(crate) fn write_level0_table(
         if let Some(blob_meta) = &blob_meta {
             table.blob_references = vec![blob_meta.number];
         }
-        Ok(Some(FlushOutput { table, blob: blob_meta }))
+        Ok(Some(FlushOutput { table, blob: blob_meta, folded_operands: iterator.folded_operands() }))
     })();
     let remove_blob = || {
         if let Some(target) = blob {
@@ -263,6 +275,7 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
                 .as_ref()
                 .map_or(0, |output| output.table.file_size_bytes + output.blob.map_or(0, |blob| blob.file_size_bytes));
             if let Some(output) = meta {
+                state.stats.merge_operands_folded += output.folded_operands;
                 edit.new_files.push((0, output.table));
                 edit.new_blob_files.extend(output.blob);
             }

@@ -118,6 +118,8 @@ pub(crate) struct BackgroundStats {
     pub(crate) range_delete_compactions: u64,
     /// Compactions that dropped expired entries (`compaction/expiry.rs`).
     pub(crate) expiry_compactions: u64,
+    /// Merge operands flushes and compactions folded into other entries.
+    pub(crate) merge_operands_folded: u64,
     pub(crate) manual_compactions: u64,
     pub(crate) subcompactions: u64,
     pub(crate) memory_flushes: u64,
@@ -356,6 +358,22 @@ impl Db {
             return Err(Error::invalid("a time to live must be longer than zero"));
         }
         Ok(self.now_us().saturating_add(u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX)))
+    }
+
+    /// Adds a merge operand for `key` (see [`WriteBatch::merge`]): reads combine it with the
+    /// operands before it and the value beneath them through [`Options::merge_operator`]. As
+    /// durable as a put.
+    pub fn merge(&self, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge(key, operand);
+        self.write_opt(batch, &WriteOptions::default())
+    }
+
+    /// Adds a merge operand for `key` in `column_family`.
+    pub fn merge_cf(&self, column_family: &ColumnFamily, key: &[u8], operand: &[u8]) -> Result<()> {
+        let mut batch = WriteBatch::new();
+        batch.merge_cf(column_family, key, operand);
+        self.write_opt(batch, &WriteOptions::default())
     }
 
     /// Deletes `key` (a no-op if it is absent).

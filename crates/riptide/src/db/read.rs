@@ -56,6 +56,9 @@ pub(crate) fn get(
             if found_sequence < covering {
                 return Ok(None);
             }
+            if found == MemTableLookup::Merge {
+                return merged_get(inner, column_family, key, options);
+            }
             return Ok(memtable_answer(found, read_time_us));
         }
     }
@@ -85,6 +88,7 @@ pub(crate) fn get(
         Some((_, (_, found_sequence))) if found_sequence < covering => Ok(None),
         Some((_, (TableAnswer::Value(value), _))) => Ok(Some(value)),
         Some((_, (TableAnswer::Deleted, _))) => Ok(None),
+        Some((_, (TableAnswer::Merge, _))) => merged_get(inner, column_family, key, options),
         Some((file, (TableAnswer::Expiring(stored), _))) => {
             let Some((expires_at_us, _)) = crate::ttl::split_expiring(&stored) else {
                 let table = crate::db::filename::table_path(&inner.dir, file.number());
@@ -155,6 +159,8 @@ enum TableAnswer {
     InBlob(Vec<u8>),
     /// A value with an expiry, as stored: the expiry, then the value.
     Expiring(Vec<u8>),
+    /// A merge operand: the value takes older entries too.
+    Merge,
 }
 
 fn memtable_answer(found: MemTableLookup, read_time_us: impl FnOnce() -> u64) -> Option<Vec<u8>> {
@@ -164,7 +170,27 @@ fn memtable_answer(found: MemTableLookup, read_time_us: impl FnOnce() -> u64) ->
         MemTableLookup::Expiring { expires_at_us, value } => {
             (!crate::ttl::is_expired(expires_at_us, read_time_us())).then_some(value)
         }
+        // The caller reads merges through an iterator.
+        MemTableLookup::Merge => None,
     }
+}
+
+/// The value of `key` when its newest entry is a merge operand (I43): the iterator combines
+/// the operands with what lies beneath them in every source, with range tombstones, expiries
+/// and blob values applied as for any read. Dearer than a plain lookup (an iterator over the
+/// view), and taken only for keys whose newest entry is an operand.
+fn merged_get(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    key: &[u8],
+    options: &ReadOptions,
+) -> Result<Option<Vec<u8>>> {
+    let bounded = ReadOptions { lower_bound: Some(key.to_vec()), upper_bound: None, ..options.clone() };
+    let mut iterator = new_iterator(inner, column_family, &bounded)?;
+    iterator.seek(key);
+    iterator.status()?;
+    // Keys that compare equal are byte-identical (the comparator's contract).
+    Ok((iterator.valid() && iterator.key() == key).then(|| iterator.value().to_vec()))
 }
 
 /// Looks `key` up in one table: `Some((answer, sequence of the entry))` when the table decides, `None` to go on. The
@@ -184,6 +210,7 @@ fn table_get(
             ValueKind::Delete | ValueKind::SingleDelete => TableAnswer::Deleted,
             ValueKind::BlobIndex => TableAnswer::InBlob(value),
             ValueKind::PutWithExpiry => TableAnswer::Expiring(value),
+            ValueKind::Merge => TableAnswer::Merge,
         };
         (answer, sequence)
     }))
@@ -379,6 +406,7 @@ pub(crate) fn new_iterator(
         Some(snapshot) => snapshot.read_time_us(),
         None => inner.snapshots.clock().now_us(),
     })
+    .with_merge_operator(column_family.options().merge_operator.clone())
     .with_blob_source(BlobSource {
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),

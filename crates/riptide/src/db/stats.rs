@@ -161,6 +161,9 @@ pub struct Stats {
     pub range_delete_compactions: u64,
     /// Compactions started because most of a table's entries had expired.
     pub expiry_compactions: u64,
+    /// Merge operands flushes and compactions folded into other entries
+    /// (`iterator/merge_fold.rs`).
+    pub merge_operands_folded: u64,
     /// Range tombstones the column families' versions hold (flushed range deletes that may
     /// still hide data in tables).
     pub range_tombstones: usize,
@@ -420,7 +423,7 @@ impl fmt::Display for Stats {
         writeln!(
             f,
             "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
-             {} subcompactions, {} tombstone, {} manual; range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions",
+             {} subcompactions, {} tombstone, {} manual; range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions, {} merge operands folded",
             self.write_stall_count,
             self.write_stall_micros as f64 / 1e6,
             self.write_stalls_in_progress,
@@ -434,7 +437,8 @@ impl fmt::Display for Stats {
             self.range_tombstones,
             self.range_delete_dropped_files,
             self.range_delete_compactions,
-            self.expiry_compactions
+            self.expiry_compactions,
+            self.merge_operands_folded
         )?;
         writeln!(
             f,
@@ -528,6 +532,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         range_delete_dropped_files: background.range_delete_dropped_files,
         range_delete_compactions: background.range_delete_compactions,
         expiry_compactions: background.expiry_compactions,
+        merge_operands_folded: background.merge_operands_folded,
         range_tombstones: state
             .versions
             .column_families()

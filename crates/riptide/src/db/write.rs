@@ -305,6 +305,7 @@ fn with_column_family_ttls(inner: &DbInner, batch: WriteBatch, column_family_ids
                 stamped.put_with_expiry_in(record.column_family_id, record.key, value, expires_at_us)
             }
             (ValueKind::SingleDelete, _) => stamped.single_delete_in(record.column_family_id, record.key),
+            (ValueKind::Merge, _) => stamped.merge_in(record.column_family_id, record.key, record.value),
             (ValueKind::Delete | ValueKind::BlobIndex, _) => stamped.delete_in(record.column_family_id, record.key),
         }
     }
@@ -514,7 +515,11 @@ pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> 
             memtable.insert_range_tombstone(record.key, record.value, sequence);
             return;
         }
-        let value = if matches!(record.kind, ValueKind::Put | ValueKind::PutWithExpiry) { record.value } else { &[] };
+        let value = if matches!(record.kind, ValueKind::Put | ValueKind::PutWithExpiry | ValueKind::Merge) {
+            record.value
+        } else {
+            &[]
+        };
         memtable.insert_uncounted(record.key, sequence, record.kind, value);
     };
     if !batch.has_column_family_records() {

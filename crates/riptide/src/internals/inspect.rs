@@ -50,6 +50,8 @@ pub enum EntryKind {
     /// A put with an expiry: the entry's value starts with the expiry (8 bytes, little endian,
     /// microseconds since the Unix epoch), then the user's value.
     PutWithExpiry,
+    /// A merge operand.
+    Merge,
     /// A range delete (log records only): every key from the key (inclusive) to the value
     /// (exclusive) is deleted.
     DeleteRange,
@@ -63,6 +65,7 @@ impl EntryKind {
             ValueKind::BlobIndex => EntryKind::BlobIndex,
             ValueKind::SingleDelete => EntryKind::SingleDelete,
             ValueKind::PutWithExpiry => EntryKind::PutWithExpiry,
+            ValueKind::Merge => EntryKind::Merge,
         }
     }
 
@@ -75,6 +78,7 @@ impl EntryKind {
             EntryKind::DeleteRange => "delete-range",
             EntryKind::SingleDelete => "single-delete",
             EntryKind::PutWithExpiry => "put-with-expiry",
+            EntryKind::Merge => "merge",
         }
     }
 }

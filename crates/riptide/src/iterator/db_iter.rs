@@ -102,10 +102,10 @@ pub(crate) struct UserIterator {
     error: Option<Error>,
     /// The blob files of the version read; `None` for streams without tables.
     blobs: Option<BlobSource>,
-    /// The current value when it was read from a blob file.
-    blob_value: Vec<u8>,
-    /// Whether the current value is `blob_value`.
-    value_in_blob: bool,
+    /// The current value when the iterator made it: read from a blob file, or merged.
+    owned_value: Vec<u8>,
+    /// Whether the current value is `owned_value`.
+    value_is_owned: bool,
     /// The range tombstone sets of the sources (I38); empty when there are none.
     tombstones: Vec<Arc<FragmentedTombstones>>,
     /// Scratch space: the internal key a backward jump over a tombstone started from.
@@ -115,6 +115,12 @@ pub(crate) struct UserIterator {
     read_time_us: u64,
     /// Forward: where the user's value starts in the inner value (after an expiry).
     value_offset: usize,
+    /// The merge operator of the column family read (I43); without it, a merge operand is an
+    /// error.
+    merge_operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
+    /// Forward: the current key's value was merged from several entries, so the inner iterator
+    /// has moved past its newest one: the key is `saved_key`, the value `owned_value`.
+    forward_merged: bool,
 }
 
 impl UserIterator {
@@ -143,13 +149,24 @@ impl UserIterator {
             seek_key: Vec::new(),
             error: None,
             blobs: None,
-            blob_value: Vec::new(),
-            value_in_blob: false,
+            owned_value: Vec::new(),
+            value_is_owned: false,
             tombstones: Vec::new(),
             skip_probe: Vec::new(),
             read_time_us: 0,
             value_offset: 0,
+            merge_operator: None,
+            forward_merged: false,
         }
+    }
+
+    /// Combines merge operands through `operator` (I43).
+    pub(crate) fn with_merge_operator(
+        mut self,
+        operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
+    ) -> UserIterator {
+        self.merge_operator = operator;
+        self
     }
 
     /// Reads entries with an expiry as of `read_time_us` (I42).
@@ -172,18 +189,10 @@ impl UserIterator {
         self
     }
 
-    /// Reads the value that the reference `encoded_reference` of `user_key` names into
-    /// `blob_value`; on failure records the error and invalidates.
-    fn load_blob_value(&mut self, user_key_is_saved: bool) {
-        let user_key: &[u8] = if user_key_is_saved {
-            &self.saved_key
-        } else {
-            let internal_key = self.inner.key();
-            &internal_key[..internal_key.len().saturating_sub(TRAILER_SIZE_BYTES)]
-        };
-        let encoded_reference = if user_key_is_saved { &self.saved_value[..] } else { self.inner.value() };
+    /// The value the blob reference `encoded_reference` of `user_key` names.
+    fn resolve_blob(&self, user_key: &[u8], encoded_reference: &[u8]) -> Result<Vec<u8>> {
         let table = std::path::Path::new("<iterator input>");
-        let result = match &self.blobs {
+        match &self.blobs {
             Some(blobs) => crate::blob::resolve(
                 &blobs.files,
                 user_key,
@@ -193,16 +202,118 @@ impl UserIterator {
                 table,
             ),
             None => Err(Error::corruption(table, 0, "a blob reference in a stream without blob files")),
+        }
+    }
+
+    /// `key`'s value from `operands` (oldest first) over `base` through the merge operator.
+    fn full_merge(&self, key: &[u8], base: Option<&[u8]>, operands: &[Vec<u8>]) -> Result<Vec<u8>> {
+        let Some(operator) = &self.merge_operator else {
+            return Err(Error::invalid(format!(
+                "key {:?} has merge operands, but its column family has no merge operator",
+                String::from_utf8_lossy(key)
+            )));
         };
-        match result {
+        let operands: Vec<&[u8]> = operands.iter().map(Vec::as_slice).collect();
+        operator.full_merge(key, base, &operands).ok_or_else(|| {
+            Error::corruption(
+                "<merge>",
+                0,
+                format!(
+                    "merge operator {} failed for key {:?} ({} operands)",
+                    operator.name(),
+                    String::from_utf8_lossy(key),
+                    operands.len()
+                ),
+            )
+        })
+    }
+
+    /// Forward, on the newest visible entry of a key, a merge operand: collects it and the
+    /// older entries of the key down to the value beneath them (a put, a blob value or an
+    /// expiry not yet reached), or to nothing (a delete, an expired put, a range tombstone, no
+    /// older entry), and makes the key's value from them. The inner iterator is left past the
+    /// entries read.
+    fn merge_forward(&mut self, user_key: &[u8]) {
+        self.saved_key.clear();
+        self.saved_key.extend_from_slice(user_key);
+        // Newest first while collecting.
+        let mut operands: Vec<Vec<u8>> = vec![self.inner.value().to_vec()];
+        let mut base: Option<Vec<u8>> = None;
+        self.inner.next();
+        let result: Result<()> = loop {
+            if !self.inner.valid() {
+                break self.inner.status();
+            }
+            let Some(parsed) = parse_internal_key(self.inner.key()) else {
+                self.fail_corrupt();
+                return;
+            };
+            if parsed.user_key != self.saved_key.as_slice()
+                || covering_tombstone(&self.tombstones, self.sequence, parsed.user_key, parsed.sequence).is_some()
+            {
+                break Ok(());
+            }
+            match parsed.kind {
+                ValueKind::Merge => {
+                    operands.push(self.inner.value().to_vec());
+                    self.inner.next();
+                    continue;
+                }
+                ValueKind::Put => base = Some(self.inner.value().to_vec()),
+                ValueKind::PutWithExpiry => match crate::ttl::split_expiring(self.inner.value()) {
+                    Some((expires_at_us, value)) => {
+                        if !crate::ttl::is_expired(expires_at_us, self.read_time_us) {
+                            base = Some(value.to_vec());
+                        }
+                    }
+                    None => {
+                        self.fail_short_expiring();
+                        return;
+                    }
+                },
+                ValueKind::BlobIndex => match self.resolve_blob(parsed.user_key, self.inner.value()) {
+                    Ok(value) => base = Some(value),
+                    Err(error) => break Err(error),
+                },
+                ValueKind::Delete | ValueKind::SingleDelete => {}
+            }
+            break Ok(());
+        };
+        operands.reverse();
+        match result.and_then(|()| self.full_merge(&self.saved_key, base.as_deref(), &operands)) {
             Ok(value) => {
-                self.blob_value = value;
-                self.value_in_blob = true;
+                self.owned_value = value;
+                self.value_is_owned = true;
+                self.forward_merged = true;
+                self.valid = true;
             }
             Err(error) => {
                 self.error = Some(error);
                 self.valid = false;
-                self.value_in_blob = false;
+            }
+        }
+    }
+
+    /// Reads the value that the blob reference of the current entry (or, when
+    /// `user_key_is_saved`, of `saved_key` in `saved_value`) names into `owned_value`; on
+    /// failure records the error and invalidates.
+    fn load_blob_value(&mut self, user_key_is_saved: bool) {
+        let result = if user_key_is_saved {
+            self.resolve_blob(&self.saved_key, &self.saved_value)
+        } else {
+            let internal_key = self.inner.key();
+            let user_key = &internal_key[..internal_key.len().saturating_sub(TRAILER_SIZE_BYTES)];
+            self.resolve_blob(user_key, self.inner.value())
+        };
+        match result {
+            Ok(value) => {
+                self.owned_value = value;
+                self.value_is_owned = true;
+            }
+            Err(error) => {
+                self.error = Some(error);
+                self.valid = false;
+                self.value_is_owned = false;
             }
         }
     }
@@ -221,6 +332,7 @@ impl UserIterator {
     pub(crate) fn key(&self) -> &[u8] {
         debug_assert!(self.valid);
         match self.direction {
+            Direction::Forward if self.forward_merged => &self.saved_key,
             Direction::Forward => {
                 // The entry was parsed when the iterator stopped on it, so it has a trailer.
                 let internal_key = self.inner.key();
@@ -233,8 +345,8 @@ impl UserIterator {
     /// The current value. Requires `valid()`.
     pub(crate) fn value(&self) -> &[u8] {
         debug_assert!(self.valid);
-        if self.value_in_blob {
-            return &self.blob_value;
+        if self.value_is_owned {
+            return &self.owned_value;
         }
         match self.direction {
             Direction::Forward => self.inner.value().get(self.value_offset..).unwrap_or_default(),
@@ -349,6 +461,9 @@ impl UserIterator {
             } else {
                 self.inner.seek_to_first();
             }
+        } else if self.forward_merged {
+            // The merge read past the key's entries already; `saved_key` holds the key.
+            self.forward_merged = false;
         } else {
             let internal_key = self.inner.key();
             self.saved_key.clear();
@@ -361,7 +476,13 @@ impl UserIterator {
     /// Moves to the previous visible key. Requires `valid()`.
     pub(crate) fn prev(&mut self) {
         assert!(self.valid, "UserIterator::prev called on an invalid iterator");
-        if self.direction == Direction::Forward {
+        if self.direction == Direction::Forward && self.forward_merged {
+            // The merge read past the key's entries: go back to just before the first of them.
+            self.forward_merged = false;
+            self.seek_key.clear();
+            append_internal_key(&mut self.seek_key, &self.saved_key, MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
+            self.position_before_seek_key();
+        } else if self.direction == Direction::Forward {
             // The current entry is the newest visible version of its key, so the entries before
             // it that share its key are newer than the snapshot: the backward scan skips them
             // as invisible and needs no separate pass.
@@ -391,6 +512,7 @@ impl UserIterator {
     /// the user key in `saved_key` when `skipping`, and stops at the upper bound.
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
+        self.forward_merged = false;
         while self.inner.valid() {
             let Some(parsed) = parse_internal_key(self.inner.key()) else {
                 self.fail_corrupt();
@@ -438,11 +560,19 @@ impl UserIterator {
                     ValueKind::Put | ValueKind::BlobIndex => {
                         if !hidden {
                             self.valid = true;
-                            self.value_in_blob = false;
+                            self.value_is_owned = false;
                             self.value_offset = 0;
                             if parsed.kind == ValueKind::BlobIndex {
                                 self.load_blob_value(false);
                             }
+                            return;
+                        }
+                    }
+                    ValueKind::Merge => {
+                        if !hidden {
+                            // I43: the value combines this operand with older entries.
+                            let user_key = parsed.user_key.to_vec();
+                            self.merge_forward(&user_key);
                             return;
                         }
                     }
@@ -459,7 +589,7 @@ impl UserIterator {
                                 skipping = true;
                             } else {
                                 self.valid = true;
-                                self.value_in_blob = false;
+                                self.value_is_owned = false;
                                 self.value_offset = crate::ttl::EXPIRY_PREFIX_BYTES;
                                 return;
                             }
@@ -478,10 +608,15 @@ impl UserIterator {
     /// bound. Leaves the inner iterator on the entry before that key's entries.
     fn find_prev_user_entry(&mut self) {
         self.direction = Direction::Reverse;
+        self.forward_merged = false;
         // Whether `saved_key`/`saved_value` hold the newest visible version seen so far of the
         // key being read; a newer tombstone clears it.
         let mut found = false;
         let mut found_in_blob = false;
+        // The merge operands read since the key's last full version, oldest first (I43), and
+        // whether `saved_value` holds the value beneath them.
+        let mut operands: Vec<Vec<u8>> = Vec::new();
+        let mut base_present = false;
         while self.inner.valid() {
             let Some(parsed) = parse_internal_key(self.inner.key()) else {
                 self.fail_corrupt();
@@ -500,12 +635,18 @@ impl UserIterator {
                     break;
                 }
                 let covered = covering_tombstone(&self.tombstones, self.sequence, parsed.user_key, parsed.sequence);
+                if parsed.kind != ValueKind::Merge || covered.is_some() {
+                    // A full version (or a deleted one): operands read so far lay beneath it.
+                    operands.clear();
+                }
                 match parsed.kind {
                     ValueKind::Delete | ValueKind::SingleDelete => found = false,
                     // A version covered by a range tombstone reads as deleted (I38). Sources
                     // older than the tombstone hold nothing visible down to the fragment's
                     // start, so they jump below it; newer ones are read on.
-                    ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry if covered.is_some() => {
+                    ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry | ValueKind::Merge
+                        if covered.is_some() =>
+                    {
                         found = false;
                         if let Some((covering, fragment)) = covered {
                             self.seek_key.clear();
@@ -547,16 +688,41 @@ impl UserIterator {
                         self.saved_value.clear();
                         self.saved_value.extend_from_slice(self.inner.value());
                     }
+                    ValueKind::Merge => {
+                        if operands.is_empty() {
+                            base_present = found;
+                        }
+                        operands.push(self.inner.value().to_vec());
+                        found = true;
+                        self.saved_key.clear();
+                        self.saved_key.extend_from_slice(parsed.user_key);
+                    }
                 }
             }
             self.inner.prev();
         }
         self.valid = found;
-        self.value_in_blob = false;
+        self.value_is_owned = false;
         if !self.inner.valid() {
             self.check_inner_status();
         }
-        if self.valid && found_in_blob {
+        if self.valid && !operands.is_empty() {
+            let base = match (base_present, found_in_blob) {
+                (false, _) => Ok(None),
+                (true, false) => Ok(Some(std::mem::take(&mut self.saved_value))),
+                (true, true) => self.resolve_blob(&self.saved_key, &self.saved_value).map(Some),
+            };
+            match base.and_then(|base| self.full_merge(&self.saved_key, base.as_deref(), &operands)) {
+                Ok(value) => {
+                    self.owned_value = value;
+                    self.value_is_owned = true;
+                }
+                Err(error) => {
+                    self.error = Some(error);
+                    self.valid = false;
+                }
+            }
+        } else if self.valid && found_in_blob {
             self.load_blob_value(true);
         }
     }

@@ -12,6 +12,7 @@
 pub(crate) mod db_iter;
 pub(crate) mod level;
 pub(crate) mod merge;
+pub(crate) mod merge_fold;
 pub(crate) mod single_delete;
 
 use crate::error::Result;

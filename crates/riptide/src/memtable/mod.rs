@@ -50,6 +50,8 @@ pub(crate) enum MemTableLookup {
     Deleted,
     /// The newest visible entry is a put with this value until `expires_at_us` (I42).
     Expiring { expires_at_us: u64, value: Vec<u8> },
+    /// The newest visible entry is a merge operand: the value takes older entries too (I43).
+    Merge,
 }
 
 /// Counters every insert updates, kept on their own cache line so their write traffic does not
@@ -205,6 +207,7 @@ impl MemTable {
                 let (expires_at_us, value) = crate::ttl::split_expiring(node.value()).unwrap_or((0, &[]));
                 Some((MemTableLookup::Expiring { expires_at_us, value: value.to_vec() }, found.sequence))
             }
+            ValueKind::Merge => Some((MemTableLookup::Merge, found.sequence)),
         }
     }
 
@@ -341,7 +344,7 @@ pub mod bench_support {
         pub fn get(&self, user_key: &[u8], sequence: u64) -> Option<Vec<u8>> {
             match self.inner.get(user_key, sequence)? {
                 super::MemTableLookup::Value(value) | super::MemTableLookup::Expiring { value, .. } => Some(value),
-                super::MemTableLookup::Deleted => None,
+                super::MemTableLookup::Deleted | super::MemTableLookup::Merge => None,
             }
         }
 
@@ -537,7 +540,7 @@ mod tests {
             let user_key = user_keys.choose(&mut rng).unwrap().clone();
             let kind = if rng.gen_bool(0.2) { ValueKind::Delete } else { ValueKind::Put };
             let value: Vec<u8> = match kind {
-                ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry => {
+                ValueKind::Put | ValueKind::BlobIndex | ValueKind::PutWithExpiry | ValueKind::Merge => {
                     (0..rng.gen_range(0..40)).map(|_| rng.gen()).collect()
                 }
                 ValueKind::Delete | ValueKind::SingleDelete => Vec::new(),

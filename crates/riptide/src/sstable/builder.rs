@@ -143,6 +143,8 @@ impl TableBuilder {
         self.properties.num_entries += 1;
         if parsed.kind.is_deletion() {
             self.properties.num_deletions += 1;
+        } else if parsed.kind == key::ValueKind::Merge {
+            self.properties.num_merge_operands += 1;
         } else if parsed.kind == key::ValueKind::PutWithExpiry {
             if let Some((expires_at_us, _)) = crate::ttl::split_expiring(value) {
                 self.properties.expiry.add(expires_at_us);

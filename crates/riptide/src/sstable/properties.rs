@@ -44,12 +44,14 @@ const TAG_COMPARATOR_NAME: u64 = 15;
 const TAG_EXPIRING_ENTRIES: u64 = 16;
 const TAG_EARLIEST_EXPIRY: u64 = 17;
 const TAG_LATEST_EXPIRY: u64 = 18;
+/// Optional: the entries that are merge operands (written only when there are some).
+const TAG_MERGE_OPERANDS: u64 = 19;
 
 /// Every tag from 1 to this one is required.
 const LAST_REQUIRED_TAG: u64 = TAG_FORMAT_VERSION;
 
 /// The highest tag this version knows; tags above it are skipped.
-const LAST_KNOWN_TAG: u64 = TAG_LATEST_EXPIRY;
+const LAST_KNOWN_TAG: u64 = TAG_MERGE_OPERANDS;
 
 /// Statistics and key range of one table.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -90,6 +92,8 @@ pub(crate) struct TableProperties {
     pub(crate) comparator_name: String,
     /// The expiries of the entries that have one (none when `expiry.entries` is 0).
     pub(crate) expiry: TableExpiry,
+    /// Entries that are merge operands.
+    pub(crate) num_merge_operands: u64,
 }
 
 fn put_number(out: &mut Vec<u8>, tag: u64, value: u64) {
@@ -126,6 +130,7 @@ impl TableProperties {
             format_version,
             comparator_name: BYTEWISE_COMPARATOR_NAME.to_string(),
             expiry: TableExpiry::default(),
+            num_merge_operands: 0,
         }
     }
 
@@ -150,6 +155,9 @@ impl TableProperties {
             put_number(out, TAG_EXPIRING_ENTRIES, self.expiry.entries);
             put_number(out, TAG_EARLIEST_EXPIRY, self.expiry.earliest_us);
             put_number(out, TAG_LATEST_EXPIRY, self.expiry.latest_us);
+        }
+        if self.num_merge_operands > 0 {
+            put_number(out, TAG_MERGE_OPERANDS, self.num_merge_operands);
         }
     }
 
@@ -215,6 +223,7 @@ impl TableProperties {
                 TAG_EXPIRING_ENTRIES => properties.expiry.entries = number()?,
                 TAG_EARLIEST_EXPIRY => properties.expiry.earliest_us = number()?,
                 TAG_LATEST_EXPIRY => properties.expiry.latest_us = number()?,
+                TAG_MERGE_OPERANDS => properties.num_merge_operands = number()?,
                 _ => {}
             }
         }
@@ -257,6 +266,7 @@ mod tests {
             format_version: 1,
             comparator_name: "riptide.reverse_bytewise".to_string(),
             expiry: TableExpiry::default(),
+            num_merge_operands: 0,
         }
     }
 
@@ -276,6 +286,7 @@ mod tests {
         let path = PathBuf::from("t.sst");
         let with_expiry = TableProperties {
             expiry: TableExpiry { entries: 3, earliest_us: 1_000, latest_us: 9_000_000 },
+            num_merge_operands: 4,
             ..sample()
         };
         let mut encoded = Vec::new();

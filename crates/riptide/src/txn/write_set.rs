@@ -180,11 +180,11 @@ impl WriteSet {
                         ValueKind::Put | ValueKind::BlobIndex => Some(value),
                         // Transactions write no expiring puts (a column family's `ttl` is
                         // added when the commit is written), so this is damage.
-                        ValueKind::PutWithExpiry => {
+                        ValueKind::PutWithExpiry | ValueKind::Merge => {
                             return Err(crate::error::Error::corruption(
                                 "<transaction spill>",
                                 0,
-                                "a put with an expiry in a transaction's spilled writes",
+                                "a put with an expiry or a merge in a transaction's spilled writes",
                             ))
                         }
                     }));

@@ -109,6 +109,10 @@ const TAG_TABLE_RANGE_TOMBSTONES_APPLIED: u32 = 20;
 /// table's tag 6. Format version 8. It only drives the expiry compaction trigger, so it has the
 /// safe-to-ignore bit.
 const TAG_TABLE_EXPIRY: u32 = 21 | SAFE_TO_IGNORE_TAG_BIT;
+/// Tag: the merge operands of a table added by the same edit (length-prefixed body: varint64
+/// table number, varint64 count, at least 1); it follows the table's tag 6. Format version 8.
+/// It only lets `compact_range` know that a last-level table has operands to fold.
+const TAG_TABLE_MERGE_OPERANDS: u32 = 22 | SAFE_TO_IGNORE_TAG_BIT;
 
 /// Bytes of a blob file besides its records: header and footer (`blob/format.rs`).
 const BLOB_FILE_FRAME_BYTES: u64 =
@@ -150,6 +154,8 @@ pub(crate) struct FileMetadata {
     /// The expiries of the table's entries that have one, for the expiry compaction trigger
     /// (none when `expiry.entries` is 0).
     pub expiry: crate::ttl::TableExpiry,
+    /// Entries that are merge operands, which a compaction at the last level may fold.
+    pub num_merge_operands: u64,
 }
 
 /// One change to the version, as logged in the manifest. Absent fields are left unchanged.
@@ -263,6 +269,13 @@ impl VersionEdit {
                 put_varint64(&mut body, file.expiry.entries);
                 put_varint64(&mut body, file.expiry.earliest_us);
                 put_varint64(&mut body, file.expiry.latest_us);
+                put_length_prefixed(out, &body);
+            }
+            if file.num_merge_operands > 0 {
+                put_varint32(out, TAG_TABLE_MERGE_OPERANDS);
+                let mut body = Vec::new();
+                put_varint64(&mut body, file.number);
+                put_varint64(&mut body, file.num_merge_operands);
                 put_length_prefixed(out, &body);
             }
             if file.range_tombstones_applied_through > 0 {
@@ -496,6 +509,27 @@ impl VersionEdit {
                     }
                     file.expiry = crate::ttl::TableExpiry { entries, earliest_us, latest_us };
                 }
+                Ok(TAG_TABLE_MERGE_OPERANDS) => {
+                    let body = decoder.bytes("table merge operands")?;
+                    let malformed = || decoder.corruption(tag_start, "table merge operands are malformed");
+                    let (table, table_length) = get_varint64(body).ok_or_else(malformed)?;
+                    let (count, count_length) =
+                        get_varint64(body.get(table_length..).unwrap_or_default()).ok_or_else(malformed)?;
+                    if table_length + count_length != body.len() || count == 0 {
+                        return Err(malformed());
+                    }
+                    let Some((_, file)) = edit.new_files.iter_mut().rev().find(|(_, file)| file.number == table) else {
+                        return Err(
+                            decoder.corruption(tag_start, format!("merge operands of table {table}, not added"))
+                        );
+                    };
+                    if file.num_merge_operands != 0 {
+                        return Err(
+                            decoder.corruption(tag_start, format!("table {table}: merge operands recorded twice"))
+                        );
+                    }
+                    file.num_merge_operands = count;
+                }
                 Ok(TAG_RANGE_TOMBSTONE) => {
                     let start = decoder.bytes("range tombstone start key")?.to_vec();
                     let end = decoder.bytes("range tombstone end key")?.to_vec();
@@ -638,6 +672,7 @@ impl<'a> Decoder<'a> {
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
             expiry: Default::default(),
+            num_merge_operands: 0,
         })
     }
 }
@@ -667,6 +702,7 @@ mod tests {
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
             expiry: Default::default(),
+            num_merge_operands: 0,
         }
     }
 
@@ -683,6 +719,7 @@ mod tests {
                     FileMetadata {
                         range_tombstones_applied_through: 41,
                         expiry: crate::ttl::TableExpiry { entries: 12, earliest_us: 5, latest_us: 1 << 50 },
+                        num_merge_operands: 3,
                         ..file(17)
                     },
                 ),
@@ -1018,11 +1055,18 @@ mod tests {
                 let (level, file) = full_edit().new_files[0].clone();
                 e.new_files.push((
                     level,
-                    FileMetadata { range_tombstones_applied_through: 0, expiry: Default::default(), ..file },
+                    FileMetadata {
+                        range_tombstones_applied_through: 0,
+                        expiry: Default::default(),
+                        num_merge_operands: 0,
+                        ..file
+                    },
                 ));
             }),
             // A table's expiry is a field of its own (tag 21) after its tag 6.
             Box::new(|e| e.new_files[0].1.expiry = full_edit().new_files[0].1.expiry),
+            // And its merge operand count (tag 22).
+            Box::new(|e| e.new_files[0].1.num_merge_operands = full_edit().new_files[0].1.num_merge_operands),
             // A table's range tombstone mark is a field of its own (tag 20) after its tag 6.
             Box::new(|e| {
                 e.new_files[0].1.range_tombstones_applied_through =

@@ -948,6 +948,7 @@ mod tests {
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
             expiry: Default::default(),
+            num_merge_operands: 0,
         }
     }
 

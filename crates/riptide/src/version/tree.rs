@@ -335,6 +335,7 @@ mod loom_models {
             blob_references: Vec::new(),
             range_tombstones_applied_through: 0,
             expiry: Default::default(),
+            num_merge_operands: 0,
         }
     }
 

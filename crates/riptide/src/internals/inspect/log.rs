@@ -161,6 +161,7 @@ pub fn decode_batch(payload: &[u8], path: &Path, offset: u64) -> Result<DecodedB
                 BatchOp::DeleteRange => EntryKind::DeleteRange,
                 BatchOp::SingleDelete => EntryKind::SingleDelete,
                 BatchOp::PutWithExpiry => EntryKind::PutWithExpiry,
+                BatchOp::Merge => EntryKind::Merge,
                 _ => EntryKind::Delete,
             },
             sequence,
