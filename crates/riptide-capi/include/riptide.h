@@ -596,6 +596,19 @@ riptide_code_t riptide_batch_delete_cf(const riptide_batch_t *batch,
                                        size_t key_len,
                                        riptide_error_t **err);
 
+// Adds the merge operand `operand` for `key` in the default column family (`cf` NULL) or in
+// `cf` (see `riptide_merge`).
+//
+// # Safety
+// As `riptide_batch_put`; `cf` NULL or a column family handle.
+riptide_code_t riptide_batch_merge(const riptide_batch_t *batch,
+                                   const riptide_cf_t *cf,
+                                   const uint8_t *key,
+                                   size_t key_len,
+                                   const uint8_t *operand,
+                                   size_t operand_len,
+                                   riptide_error_t **err);
+
 // Adds a put of `value` under `key` in the default column family (`cf` NULL) or in `cf`
 // that expires at `expires_at_us` (microseconds since the Unix epoch by the database's clock,
 // see `riptide_now_us`): from then on reads see the key as deleted.
@@ -784,6 +797,23 @@ riptide_code_t riptide_single_delete(const riptide_db_t *db,
                                      const uint8_t *key,
                                      size_t key_len,
                                      riptide_error_t **err);
+
+// Adds the merge operand `operand` for `key` in the default column family (`cf` NULL) or in
+// `cf`: reads combine it with the operands before it and the value beneath them through the
+// column family's merge operator (`riptide_options_set_merge_operator`). Reading a key with
+// operands in a column family without one is `RIPTIDE_INVALID_ARGUMENT`; an operand the
+// operator cannot apply makes the read fail with `RIPTIDE_CORRUPTION`.
+//
+// # Safety
+// As `riptide_put`; `cf` NULL or a column family handle.
+riptide_code_t riptide_merge(const riptide_db_t *db,
+                             const riptide_writeoptions_t *options,
+                             const riptide_cf_t *cf,
+                             const uint8_t *key,
+                             size_t key_len,
+                             const uint8_t *operand,
+                             size_t operand_len,
+                             riptide_error_t **err);
 
 // Stores `value` under `key` in the default column family (`cf` NULL) or in `cf` until
 // `ttl_us` microseconds from now by the database's clock: from then on reads see the key as
@@ -1777,6 +1807,24 @@ riptide_code_t riptide_options_set_wal_preallocate_bytes(riptide_options_t *opti
 riptide_code_t riptide_options_set_wal_recovery(riptide_options_t *options,
                                                 int32_t value,
                                                 riptide_error_t **err);
+
+// Sets the default column family's merge operator by name (`riptide_merge`): `NULL` or `""`
+// for none (the default), `"riptide.u64add"` for the built-in counter. Any other name is
+// `RIPTIDE_INVALID_ARGUMENT`. Give the same operator at every open.
+//
+// # Safety
+// `name` NULL or a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_merge_operator(riptide_options_t *options,
+                                                  const char *name,
+                                                  riptide_error_t **err);
+
+// Sets the column family's merge operator by name (see `riptide_options_set_merge_operator`).
+//
+// # Safety
+// `name` NULL or a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_merge_operator(riptide_cf_options_t *options,
+                                                     const char *name,
+                                                     riptide_error_t **err);
 
 // Creates read options: latest state, no bounds, cache filled, checksums verified.
 //

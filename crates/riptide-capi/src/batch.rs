@@ -172,6 +172,36 @@ pub unsafe extern "C" fn riptide_batch_delete_cf(
     })
 }
 
+/// Adds the merge operand `operand` for `key` in the default column family (`cf` NULL) or in
+/// `cf` (see `riptide_merge`).
+///
+/// # Safety
+/// As `riptide_batch_put`; `cf` NULL or a column family handle.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_batch_merge(
+    batch: *const riptide_batch_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    operand: *const u8,
+    operand_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (key, operand) = unsafe { (bytes(key, key_len, "key")?, bytes(operand, operand_len, "operand")?) };
+        with_batch(batch, |state| {
+            if cf.is_null() {
+                state.batch.merge(key, operand);
+            } else {
+                let family = bind(state, cf)?;
+                state.batch.merge_cf(&family.cf, key, operand);
+            }
+            Ok(())
+        })
+    })
+}
+
 /// Adds a put of `value` under `key` in the default column family (`cf` NULL) or in `cf`
 /// that expires at `expires_at_us` (microseconds since the Unix epoch by the database's clock,
 /// see `riptide_now_us`): from then on reads see the key as deleted.

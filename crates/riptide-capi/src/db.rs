@@ -366,6 +366,35 @@ pub unsafe extern "C" fn riptide_single_delete(
     })
 }
 
+/// Adds the merge operand `operand` for `key` in the default column family (`cf` NULL) or in
+/// `cf`: reads combine it with the operands before it and the value beneath them through the
+/// column family's merge operator (`riptide_options_set_merge_operator`). Reading a key with
+/// operands in a column family without one is `RIPTIDE_INVALID_ARGUMENT`; an operand the
+/// operator cannot apply makes the read fail with `RIPTIDE_CORRUPTION`.
+///
+/// # Safety
+/// As `riptide_put`; `cf` NULL or a column family handle.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_merge(
+    db: *const riptide_db_t,
+    options: *const riptide_writeoptions_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    operand: *const u8,
+    operand_len: usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (key, operand) = unsafe { (bytes(key, key_len, "key")?, bytes(operand, operand_len, "operand")?) };
+        write_built(db, options, (!cf.is_null()).then_some(cf), |batch, family| match family {
+            None => batch.merge(key, operand),
+            Some(family) => batch.merge_cf(family, key, operand),
+        })
+    })
+}
+
 /// Stores `value` under `key` in the default column family (`cf` NULL) or in `cf` until
 /// `ttl_us` microseconds from now by the database's clock: from then on reads see the key as
 /// deleted and compaction drops the value. The expiry is fixed when the call is made and

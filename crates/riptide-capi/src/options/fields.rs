@@ -948,3 +948,60 @@ pub unsafe extern "C" fn riptide_options_set_wal_recovery(
         Ok(())
     })
 }
+
+/// The merge operator a name chooses: `NULL` or `""` for none, `"riptide.u64add"` for the
+/// built-in counter (values and operands 8-byte little-endian unsigned integers, added).
+///
+/// # Safety
+/// `name` NULL or a NUL-terminated string.
+unsafe fn merge_operator_named(
+    name: *const std::ffi::c_char,
+) -> Result<Option<std::sync::Arc<dyn riptide_engine::MergeOperator>>, crate::error::CapiError> {
+    if name.is_null() {
+        return Ok(None);
+    }
+    // SAFETY: by the caller's contract.
+    match unsafe { crate::memory::string(name, "name") }? {
+        "" => Ok(None),
+        "riptide.u64add" => Ok(Some(std::sync::Arc::new(riptide_engine::U64AddOperator))),
+        other => Err(crate::error::CapiError::invalid(format!(
+            "unknown merge operator {other:?} (the C API offers \"riptide.u64add\")"
+        ))),
+    }
+}
+
+/// Sets the default column family's merge operator by name (`riptide_merge`): `NULL` or `""`
+/// for none (the default), `"riptide.u64add"` for the built-in counter. Any other name is
+/// `RIPTIDE_INVALID_ARGUMENT`. Give the same operator at every open.
+///
+/// # Safety
+/// `name` NULL or a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_merge_operator(
+    options: *mut riptide_options_t,
+    name: *const std::ffi::c_char,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        // SAFETY: by the function's contract.
+        options.merge_operator = unsafe { merge_operator_named(name) }?;
+        Ok(())
+    })
+}
+
+/// Sets the column family's merge operator by name (see `riptide_options_set_merge_operator`).
+///
+/// # Safety
+/// `name` NULL or a NUL-terminated string; `err` NULL or a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_merge_operator(
+    options: *mut riptide_cf_options_t,
+    name: *const std::ffi::c_char,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        // SAFETY: by the function's contract.
+        options.merge_operator = unsafe { merge_operator_named(name) }?;
+        Ok(())
+    })
+}

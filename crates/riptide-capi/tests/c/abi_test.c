@@ -1144,6 +1144,59 @@ static void test_time_to_live(void) {
     OK(riptide_close(db, NULL));
 }
 
+static uint64_t read_counter(riptide_db_t *db, riptide_cf_t *cf, const char *key) {
+    uint8_t *value = NULL;
+    size_t len = 0;
+    uint64_t counter = UINT64_MAX;
+    if (cf) OK(riptide_get_cf(db, NULL, cf, (const uint8_t *)key, strlen(key), &value, &len, NULL));
+    else OK(riptide_get(db, NULL, (const uint8_t *)key, strlen(key), &value, &len, NULL));
+    if (value && len == 8) memcpy(&counter, value, 8); /* little endian on every target we build */
+    riptide_free(value);
+    return counter;
+}
+
+static void test_merge_operators(void) {
+    char path[300];
+    new_path(path, sizeof path);
+    riptide_options_t *options = NULL;
+    OK(riptide_options_create(&options, NULL));
+    OK(riptide_options_set_create_if_missing(options, 1, NULL));
+    OK(riptide_options_set_merge_operator(options, "riptide.u64add", NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_options_set_merge_operator(options, "no-such-operator", NULL));
+    riptide_db_t *db = NULL;
+    OK(riptide_open(path, options, &db, NULL));
+    riptide_cf_options_t *cf_options = NULL;
+    OK(riptide_cf_options_create(&cf_options, NULL));
+    OK(riptide_cf_options_set_merge_operator(cf_options, "riptide.u64add", NULL));
+    riptide_cf_t *cf = NULL;
+    OK(riptide_create_column_family(db, "counters", cf_options, &cf, NULL));
+    OK(riptide_cf_options_destroy(cf_options));
+    uint64_t one = 1, two = 2, forty = 40;
+    OK(riptide_put(db, NULL, K("hits"), (const uint8_t *)&forty, 8, NULL));
+    OK(riptide_merge(db, NULL, NULL, K("hits"), (const uint8_t *)&one, 8, NULL));
+    OK(riptide_merge(db, NULL, cf, K("views"), (const uint8_t *)&two, 8, NULL));
+    riptide_batch_t *batch = NULL;
+    OK(riptide_batch_create(&batch, NULL));
+    OK(riptide_batch_merge(batch, NULL, K("hits"), (const uint8_t *)&one, 8, NULL));
+    OK(riptide_batch_merge(batch, cf, K("views"), (const uint8_t *)&two, 8, NULL));
+    OK(riptide_write(db, NULL, batch, NULL));
+    OK(riptide_batch_destroy(batch));
+    CHECK(read_counter(db, NULL, "hits") == 42);
+    CHECK(read_counter(db, cf, "views") == 4);
+    OK(riptide_flush(db, NULL));
+    OK(riptide_compact_range(db, NULL, NULL, 0, NULL, 0, NULL));
+    CHECK(read_counter(db, NULL, "hits") == 42);
+    /* An operand the counter cannot add makes the read fail with corruption. */
+    OK(riptide_merge(db, NULL, NULL, K("hits"), K("x"), NULL));
+    uint8_t *value = NULL;
+    size_t len = 0;
+    EXPECT(RIPTIDE_CORRUPTION, riptide_get(db, NULL, K("hits"), &value, &len, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_merge(db, NULL, NULL, NULL, 3, K("v"), NULL));
+    OK(riptide_cf_destroy(cf));
+    OK(riptide_close(db, NULL));
+    OK(riptide_options_destroy(options));
+}
+
 static void test_misuse(void) {
     char path[300], path2[300];
     new_path(path, sizeof path);
@@ -1380,6 +1433,7 @@ int main(void) {
         {"backups", test_backups},
         {"range_deletes", test_range_deletes},
         {"time_to_live", test_time_to_live},
+        {"merge_operators", test_merge_operators},
         {"misuse", test_misuse},
         {"threads", test_threads},
     };
