@@ -245,6 +245,10 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
     let mut expiring = WriteBatch::new();
     expiring.put_with_expiry(b"key0051", b"expired", 1);
     let _ = db.write(expiring);
+    // Merge operands: kind 10 in the log, entry kind 5 in the table (properties tag 19,
+    // manifest tag 86); without a merge operator the flush keeps them as they are.
+    let _ = db.merge(b"key0060", &1u64.to_le_bytes());
+    let _ = db.merge(b"key0060", &2u64.to_le_bytes());
     let _ = db.flush();
     let mut batch = WriteBatch::new();
     batch.put(b"batch-a", b"1");
@@ -254,6 +258,8 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
     batch.single_delete(b"key0110");
     // Kind 8 (a put with an expiry) in the log's last batch, and kind 9 below.
     batch.put_with_expiry(b"key0120", b"expires", u64::MAX / 2);
+    // Kind 10 (a merge operand) in the log's last batch, and kind 11 below.
+    batch.merge(b"key0130", b"operand");
     // Column families put kinds 2 and 3 in the log's batches and column family records in the
     // manifest: one that lives, with a batch across it and the default one, and one that is
     // renamed and dropped.
@@ -266,6 +272,7 @@ fn sample_database_files() -> Vec<(String, Vec<u8>)> {
         batch.delete_cf(&events, b"event001");
         batch.delete_range_cf(&events, b"event010", b"event015");
         batch.put_with_expiry_cf(&events, b"event-expiring", b"4", u64::MAX / 2);
+        batch.merge_cf(&events, b"event-counter", &5u64.to_le_bytes());
         let _ = db.flush();
     }
     if let Ok(scratch) = db.create_column_family("scratch", ColumnFamilyOptions::default()) {

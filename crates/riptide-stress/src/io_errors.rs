@@ -74,6 +74,7 @@ pub fn fault_case(workload: &Workload, fail_at: u64, setting: FaultSetting) -> R
             value: Some(b"ok".to_vec()),
             range_end: None,
             expires_at_us: None,
+            merge: false,
         }];
         history.writes.push(probe);
         if db.put_opt(PROBE_KEY, b"ok", &WriteOptions { sync: true }).is_ok() {

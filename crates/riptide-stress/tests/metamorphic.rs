@@ -1,5 +1,5 @@
 //! Metamorphic tests: the same random operation sequence (range deletes, single deletes, puts
-//! with an expiry and a moving clock included) under every option set of
+//! with an expiry, a moving clock and merge operands included) under every option set of
 //! `riptide_stress::metamorphic::option_sets` must show exactly what a `BTreeMap` shows, across
 //! column families that are dropped and created again as the sequence goes.
 
@@ -26,4 +26,5 @@ fn sequences_delete_ranges_and_single_delete_within_the_contract() {
     assert!(expired_when_written > 10, "{expired_when_written} puts expired when written");
     assert!(count(|op| matches!(op, metamorphic::Operation::PutWithExpiry(..))) > 60);
     assert!(count(|op| matches!(op, metamorphic::Operation::AdvanceClock(..))) > 20);
+    assert!(count(|op| matches!(op, metamorphic::Operation::Merge(..))) > 60);
 }

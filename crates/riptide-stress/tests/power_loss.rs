@@ -1,6 +1,6 @@
 //! Simulated power loss at every mutating file-system call of the canonical workloads (put+sync,
 //! flush, compaction, manifest switch by reopen, column family lifecycle, transaction commits,
-//! two-phase commit, blob files, range deletes, expiring puts), in all three `PowerLossMode`s: about ten and a half thousand crash states
+//! two-phase commit, blob files, range deletes, expiring puts, merges), in all three `PowerLossMode`s: about ten and a half thousand crash states
 //! for one fixed seed. `make soak`
 //! sweeps more seeds through `riptide-stress power-loss`.
 
@@ -135,4 +135,21 @@ fn the_expiry_workload_writes_puts_expired_and_alive_across_flushes_and_compacti
     assert!(expired >= 10 && expiries.len() - expired >= 10, "{expired} of {} expiries already past", expiries.len());
     assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
     assert!(workload.steps.iter().any(|step| matches!(step, Step::CompactAll)));
+}
+
+#[test]
+fn the_merge_workload_writes_operands_between_flushes_and_compactions() {
+    let workloads = power_loss::canonical_workloads(1);
+    let workload = workloads.iter().find(|workload| workload.name == "merges").expect("the workload exists");
+    let operands = workload
+        .steps
+        .iter()
+        .filter_map(|step| match step {
+            Step::Write { write, .. } => Some(write.iter().filter(|operation| operation.merge).count()),
+            _ => None,
+        })
+        .sum::<usize>();
+    assert!(operands >= 40, "only {operands} merge operands");
+    assert!(workload.options.merge_operator.is_some());
+    assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
 }

@@ -465,6 +465,7 @@ pub mod encode {
                 BatchOp::Put => batch.put_in(*column_family_id, key, value),
                 BatchOp::DeleteRange => batch.delete_range_in(*column_family_id, key, value),
                 BatchOp::SingleDelete => batch.single_delete_in(*column_family_id, key),
+                BatchOp::Merge => batch.merge_in(*column_family_id, key, value),
                 BatchOp::PutWithExpiry => {
                     let (expires_at_us, value) = crate::ttl::split_expiring(value).unwrap_or((0, value));
                     batch.put_with_expiry_in(*column_family_id, key, value, expires_at_us)

@@ -54,7 +54,12 @@ fn handle(handles: &[Option<ColumnFamily>], family: usize) -> Result<&ColumnFami
 pub fn run_engine(sequence: &Sequence, options: &Options) -> Result<Vec<Observation>, String> {
     let path = Path::new("/metamorphic");
     let clock = Arc::new(ManualClock::new(super::CLOCK_START_US));
-    let options = Options { file_system: Arc::new(MemFileSystem::new()), clock: clock.clone(), ..options.clone() };
+    let options = Options {
+        file_system: Arc::new(MemFileSystem::new()),
+        clock: clock.clone(),
+        merge_operator: Some(Arc::new(super::AppendOperator)),
+        ..options.clone()
+    };
     let mut db = Db::open(path, options.clone()).map_err(|error| format!("open: {error}"))?;
     let mut handles: Vec<Option<ColumnFamily>> = vec![None; FAMILY_SLOTS];
     handles[0] = Some(db.default_column_family());
@@ -77,6 +82,10 @@ pub fn run_engine(sequence: &Sequence, options: &Options) -> Result<Vec<Observat
                 let mut batch = WriteBatch::new();
                 batch.put_with_expiry_cf(handle(&handles, *family)?, &key(*k), &sequence.values[*v], expires_at_us);
                 db.write(batch).map_err(fail)?;
+                Observation::Done
+            }
+            Operation::Merge(family, k, v) => {
+                db.merge_cf(handle(&handles, *family)?, &key(*k), &sequence.values[*v]).map_err(fail)?;
                 Observation::Done
             }
             Operation::AdvanceClock(by_us) => {

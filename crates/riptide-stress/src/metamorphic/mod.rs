@@ -36,6 +36,29 @@ mod model;
 pub use engine::run_engine;
 pub use model::run_model;
 
+/// The merge operator of every run: the value beneath, then the operands, joined by `|`.
+#[derive(Debug)]
+pub struct AppendOperator;
+
+/// `base` and `operands` joined as [`AppendOperator`] joins them.
+pub fn append(base: Option<&[u8]>, operands: &[&[u8]]) -> Vec<u8> {
+    let mut parts: Vec<&[u8]> = base.into_iter().collect();
+    parts.extend_from_slice(operands);
+    parts.join(&b"|"[..])
+}
+
+impl riptide::MergeOperator for AppendOperator {
+    fn name(&self) -> &str {
+        "metamorphic.append"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(append(existing, operands))
+    }
+    fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(append(None, operands))
+    }
+}
+
 /// The time every run's clock starts at (an arbitrary moment of 2026), in microseconds.
 pub const CLOCK_START_US: u64 = 1_790_000_000_000_000;
 
@@ -65,6 +88,8 @@ pub enum Operation {
     PutWithExpiry(usize, usize, usize, i64),
     /// Move the clock forward by this many microseconds.
     AdvanceClock(u64),
+    /// Merge operand family, key, value (for [`AppendOperator`]).
+    Merge(usize, usize, usize),
     /// Delete family, key.
     Delete(usize, usize),
     /// Range delete in family: every key from the first key (inclusive) to the second
@@ -213,7 +238,8 @@ pub fn generate(seed: u64, steps: usize) -> Sequence {
                 rng.gen_range(-1_000_000..5_000_000),
             ),
             320..=329 => Operation::AdvanceClock(rng.gen_range(0..2_000_000)),
-            330..=379 => Operation::Delete(family, rng.gen_range(0..key_count)),
+            330..=359 => Operation::Merge(family, rng.gen_range(0..key_count), rng.gen_range(0..value_count)),
+            360..=379 => Operation::Delete(family, rng.gen_range(0..key_count)),
             380..=404 => {
                 let key = rng.gen_range(0..key_count);
                 match single_delete_state.get(&(family, key)) {
@@ -277,9 +303,9 @@ fn track_single_delete_contract(
     operation: &Operation,
 ) {
     match operation {
-        Operation::Put(family, key, _) | Operation::PutWithExpiry(family, key, _, _) => {
-            state.entry((*family, *key)).or_default().0 += 1
-        }
+        Operation::Put(family, key, _)
+        | Operation::PutWithExpiry(family, key, _, _)
+        | Operation::Merge(family, key, _) => state.entry((*family, *key)).or_default().0 += 1,
         Operation::Delete(family, key) => state.entry((*family, *key)).or_default().1 = true,
         Operation::SingleDelete(family, key) => state.entry((*family, *key)).or_default().0 = 0,
         Operation::Batch(writes) => {

@@ -15,15 +15,41 @@ use std::collections::BTreeMap;
 
 use super::{family_name, Entries, Observation, Operation, Sequence, FAMILY_SLOTS, SNAPSHOT_SLOTS};
 
-/// Every key's value and expiry (none for a plain put).
-type Model = BTreeMap<Vec<u8>, (Vec<u8>, Option<u64>)>;
+/// A key's last full write (its value and expiry, none for a plain put) and the merge operands
+/// written since, oldest first.
+#[derive(Clone, Debug)]
+struct Written {
+    base: Option<(Vec<u8>, Option<u64>)>,
+    operands: Vec<Vec<u8>>,
+}
 
-/// The entries of `model` a reader at `read_time_us` sees.
-fn live(model: &Model, read_time_us: u64) -> impl DoubleEndedIterator<Item = (&Vec<u8>, &Vec<u8>)> {
+impl Written {
+    fn put(value: Vec<u8>, expiry: Option<u64>) -> Written {
+        Written { base: Some((value, expiry)), operands: Vec::new() }
+    }
+}
+
+/// Every key's writes.
+type Model = BTreeMap<Vec<u8>, Written>;
+
+/// The entries of `model` a reader at `read_time_us` sees: unexpired values with the operands
+/// after them applied by [`super::AppendOperator`].
+fn live(model: &Model, read_time_us: u64) -> BTreeMap<Vec<u8>, Vec<u8>> {
     model
         .iter()
-        .filter(move |(_, (_, expiry))| expiry.is_none_or(|expiry| expiry > read_time_us))
-        .map(|(key, (value, _))| (key, value))
+        .filter_map(|(key, written)| {
+            let base = written
+                .base
+                .as_ref()
+                .filter(|(_, expiry)| expiry.is_none_or(|expiry| expiry > read_time_us))
+                .map(|(value, _)| value.as_slice());
+            if written.operands.is_empty() {
+                return base.map(|value| (key.clone(), value.to_vec()));
+            }
+            let operands: Vec<&[u8]> = written.operands.iter().map(Vec::as_slice).collect();
+            Some((key.clone(), super::append(base, &operands)))
+        })
+        .collect()
 }
 
 /// One family slot: `(generation, contents)` while a family lives in it.
@@ -76,12 +102,18 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
     for operation in &sequence.operations {
         let observation = match operation {
             Operation::Put(family, k, v) => {
-                contents_mut(&mut families, *family).insert(key(*k), (value(*v), None));
+                contents_mut(&mut families, *family).insert(key(*k), Written::put(value(*v), None));
+                Observation::Done
+            }
+            Operation::Merge(family, k, v) => {
+                let contents = contents_mut(&mut families, *family);
+                let written = contents.entry(key(*k)).or_insert(Written { base: None, operands: Vec::new() });
+                written.operands.push(value(*v));
                 Observation::Done
             }
             Operation::PutWithExpiry(family, k, v, offset_us) => {
                 let expiry = now_us.saturating_add_signed(*offset_us);
-                contents_mut(&mut families, *family).insert(key(*k), (value(*v), Some(expiry)));
+                contents_mut(&mut families, *family).insert(key(*k), Written::put(value(*v), Some(expiry)));
                 Observation::Done
             }
             Operation::AdvanceClock(by_us) => {
@@ -105,7 +137,7 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
                 for (family, k, v) in writes {
                     let contents = contents_mut(&mut families, *family);
                     match v {
-                        Some(v) => contents.insert(key(*k), (value(*v), None)),
+                        Some(v) => contents.insert(key(*k), Written::put(value(*v), None)),
                         None => contents.remove(&key(*k)),
                     };
                 }
@@ -113,16 +145,14 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
             }
             Operation::Get(family, k, slot) => {
                 let (source, read_time_us) = visible(&families, &snapshots, *family, *slot, now_us);
-                let found =
-                    source.get(&key(*k)).filter(|(_, expiry)| expiry.is_none_or(|expiry| expiry > read_time_us));
-                Observation::Value(found.map(|(value, _)| value.clone()))
+                Observation::Value(live(source, read_time_us).remove(&key(*k)))
             }
             Operation::Scan { family, lower, upper, forward, limit, snapshot } => {
                 let (source, read_time_us) = visible(&families, &snapshots, *family, *snapshot, now_us);
                 let lower = lower.map(key);
                 let upper = upper.map(key);
-                let matching =
-                    live(source, read_time_us).filter(|(k, _)| in_bounds(k, lower.as_deref(), upper.as_deref()));
+                let view = live(source, read_time_us);
+                let matching = view.iter().filter(|(k, _)| in_bounds(k, lower.as_deref(), upper.as_deref()));
                 let entries: Entries = if *forward {
                     matching.take(*limit).map(|(k, v)| (k.clone(), v.clone())).collect()
                 } else {
@@ -133,15 +163,16 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
             Operation::Seek { family, target, for_prev, steps } => {
                 let (source, read_time_us) = visible(&families, &snapshots, *family, None, now_us);
                 let target = key(*target);
+                let view = live(source, read_time_us);
                 let entries: Entries = if *for_prev {
-                    live(source, read_time_us)
+                    view.iter()
                         .filter(|(k, _)| **k <= target)
                         .rev()
                         .take(steps + 1)
                         .map(|(k, v)| (k.clone(), v.clone()))
                         .collect()
                 } else {
-                    live(source, read_time_us)
+                    view.iter()
                         .filter(|(k, _)| **k >= target)
                         .take(steps + 1)
                         .map(|(k, v)| (k.clone(), v.clone()))
@@ -183,7 +214,7 @@ pub fn run_model(sequence: &Sequence) -> Vec<Observation> {
         .enumerate()
         .filter_map(|(slot, family)| {
             family.map(|(_, contents)| {
-                let entries = live(&contents, now_us).map(|(k, v)| (k.clone(), v.clone())).collect();
+                let entries = live(&contents, now_us).into_iter().collect();
                 (family_name(slot), entries)
             })
         })

@@ -128,6 +128,10 @@ fn apply(contents: &mut BTreeMap<FamilyIndex, Model>, write: &Write) {
             (Some(_), _) if expired => {
                 model.remove(&operation.key);
             }
+            (Some(operand), _) if operation.merge => {
+                let merged = super::workloads::append(model.get(&operation.key).map(Vec::as_slice), operand);
+                model.insert(operation.key.clone(), merged);
+            }
             (Some(value), _) => {
                 model.insert(operation.key.clone(), value.clone());
             }
@@ -219,7 +223,14 @@ mod tests {
     use crate::power_loss::workloads::Operation;
 
     fn put(family: FamilyIndex, key: &str, value: &str) -> Write {
-        vec![Operation { family, key: key.into(), value: Some(value.into()), range_end: None, expires_at_us: None }]
+        vec![Operation {
+            family,
+            key: key.into(),
+            value: Some(value.into()),
+            range_end: None,
+            expires_at_us: None,
+            merge: false,
+        }]
     }
 
     fn state(families: &[(&str, &[(&str, &str)])]) -> State {
@@ -289,6 +300,7 @@ mod failed_step_tests {
                 value: Some(value.into()),
                 range_end: None,
                 expires_at_us: None,
+                merge: false,
             }]
         };
         let history = History {

@@ -71,6 +71,7 @@ fn run_step(
             for operation in write {
                 let family = handle(&operation.family);
                 match (&operation.value, &operation.range_end) {
+                    (Some(operand), _) if operation.merge => batch.merge_cf(&family, &operation.key, operand),
                     (Some(value), _) => match operation.expires_at_us {
                         Some(expiry) => batch.put_with_expiry_cf(&family, &operation.key, value, expiry),
                         None => batch.put_cf(&family, &operation.key, value),
@@ -131,9 +132,9 @@ fn apply_to_transaction(
 ) -> riptide::Result<()> {
     for operation in write {
         let family = handles.get(&operation.family).expect("the script names a live family");
-        if operation.range_end.is_some() || operation.expires_at_us.is_some() {
+        if operation.range_end.is_some() || operation.expires_at_us.is_some() || operation.merge {
             return Err(riptide::Error::InvalidArgument(
-                "a script put a range delete or an expiry in a transaction".to_string(),
+                "a script put a range delete, an expiry or a merge in a transaction".to_string(),
             ));
         }
         match &operation.value {

@@ -2,7 +2,7 @@
 //! compaction, manifest switch, the column family lifecycle (create, drop, rename and
 //! re-create under an old name, between unsynced and synced batches that span families),
 //! transaction commits (also of transactions that spill), two-phase commit (prepare, commit and roll back prepared
-//! transactions, one left undecided), blob files, range deletes and expiring puts.
+//! transactions, one left undecided), blob files, range deletes, expiring puts and merges.
 //!
 //! Concurrency contract: plain data, built on one thread.
 //!
@@ -34,6 +34,37 @@ pub struct Operation {
     /// clock, which stands still at [`CLOCK_US`]: a put expiring at or before it reads as a
     /// delete. Only plain writes hold expiries, never transactions.
     pub expires_at_us: Option<u64>,
+    /// The put is a merge operand (`WriteBatch::merge`) for [`AppendOperator`]: the key's value
+    /// becomes its old value, a comma and the operand (the operand alone over nothing). Only
+    /// plain writes hold merges, never transactions.
+    pub merge: bool,
+}
+
+/// The merge operator of the `merges` workload: the value beneath, then the operands, joined by
+/// commas.
+#[derive(Debug)]
+pub struct AppendOperator;
+
+impl riptide::MergeOperator for AppendOperator {
+    fn name(&self) -> &str {
+        "power-loss.append"
+    }
+    fn full_merge(&self, _key: &[u8], existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        let mut parts: Vec<&[u8]> = existing.into_iter().collect();
+        parts.extend_from_slice(operands);
+        Some(parts.join(&b","[..]))
+    }
+    fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        Some(operands.join(&b","[..]))
+    }
+}
+
+/// Applies a merge `operand` to `existing`, as [`AppendOperator`] does.
+pub fn append(existing: Option<&[u8]>, operand: &[u8]) -> Vec<u8> {
+    match existing {
+        Some(existing) => [existing, b",", operand].concat(),
+        None => operand.to_vec(),
+    }
 }
 
 /// The time the clock of the `expiry` workload shows, always (a `ManualClock` never moved).
@@ -172,7 +203,7 @@ fn random_operation(
     let family = families[rng.gen_range(0..families.len())];
     let number = rng.gen_range(0..keys);
     let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..max_value_bytes)));
-    Operation { family, key: key(number), value, range_end: None, expires_at_us: None }
+    Operation { family, key: key(number), value, range_end: None, expires_at_us: None, merge: false }
 }
 
 /// A random write of one to `max_operations` operations over `keys` keys of the default
@@ -240,7 +271,7 @@ fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
             .map(|_| {
                 let number = 1000 + transaction * 10 + rng.gen_range(0..10);
                 let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..150)));
-                Operation { family: 0, key: key(number), value, range_end: None, expires_at_us: None }
+                Operation { family: 0, key: key(number), value, range_end: None, expires_at_us: None, merge: false }
             })
             .collect()
     };
@@ -318,14 +349,21 @@ fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
             value: Some(value(number, 0, 3000)),
             range_end: None,
             expires_at_us: None,
+            merge: false,
         };
         steps.push(Step::Write { write: vec![operation], sync: false });
     }
     steps.push(Step::DropFamily { family: next_family });
     freed.push(name);
     next_family += 1;
-    let write =
-        vec![Operation { family: 0, key: key(0), value: Some(value(0, 0, 40)), range_end: None, expires_at_us: None }];
+    let write = vec![Operation {
+        family: 0,
+        key: key(0),
+        value: Some(value(0, 0, 40)),
+        range_end: None,
+        expires_at_us: None,
+        merge: false,
+    }];
     steps.push(Step::Write { write, sync: true });
     steps.push(Step::Reopen);
     for step in 0..48 {
@@ -441,6 +479,7 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
                 value: None,
                 range_end: Some(key(end)),
                 expires_at_us: None,
+                merge: false,
             });
         }
         range_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
@@ -473,6 +512,26 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
     }
     expiry.push(Step::CompactAll);
     expiry.push(Step::Write { write: random_write(&mut rng, 60, 40, 2, 120), sync: true });
+    // Merge operands over puts, deletes and each other, folded by flushes and compactions.
+    let mut merges = Vec::new();
+    for step in 0..60 {
+        let mut write = random_write(&mut rng, step, 20, 3, 40);
+        for operation in &mut write {
+            if operation.value.is_some() && rng.gen_bool(0.6) {
+                operation.merge = true;
+                operation.value = Some(format!("m{step}").into_bytes());
+            }
+        }
+        merges.push(Step::Write { write, sync: rng.gen_bool(0.1) });
+        if step % 15 == 14 {
+            merges.push(Step::Flush);
+        }
+        if step == 44 {
+            merges.push(Step::CompactAll);
+        }
+    }
+    merges.push(Step::CompactAll);
+    merges.push(Step::Write { write: random_write(&mut rng, 60, 20, 2, 40), sync: true });
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -510,6 +569,15 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
                 ..small_options()
             },
             steps: expiry,
+        },
+        Workload {
+            name: "merges",
+            options: Options {
+                memtable_size_bytes: 4096,
+                merge_operator: Some(std::sync::Arc::new(AppendOperator)),
+                ..small_options()
+            },
+            steps: merges,
         },
     ]
 }
