@@ -92,7 +92,27 @@ pub fn options_for_seed(seed: u64) -> Options {
         // Drawn last, so that the other options of every seed stay what they were. A third of
         // the runs separate values of 64 bytes and more into blob files.
         min_blob_size_bytes: [None, None, Some(64)][rng.gen_range(0..3)],
+        merge_operator: Some(std::sync::Arc::new(LastOperandOperator)),
         ..Options::default()
+    }
+}
+
+/// The driver's merge operator: a key's value is its newest operand, whatever lies beneath.
+/// So a merge of a value reads exactly as a put of it, and the expected state needs no other
+/// rule, while the operand still takes the merge paths: the log, reads that combine, folding
+/// in flush and compaction, recovery (`merge-put`).
+#[derive(Debug)]
+pub struct LastOperandOperator;
+
+impl riptide::MergeOperator for LastOperandOperator {
+    fn name(&self) -> &str {
+        "stress.last-operand"
+    }
+    fn full_merge(&self, _key: &[u8], _existing: Option<&[u8]>, operands: &[&[u8]]) -> Option<Vec<u8>> {
+        operands.last().map(|operand| operand.to_vec())
+    }
+    fn partial_merge(&self, _key: &[u8], operands: &[&[u8]]) -> Option<Vec<u8>> {
+        operands.last().map(|operand| operand.to_vec())
     }
 }
 

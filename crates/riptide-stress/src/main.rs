@@ -60,7 +60,7 @@ enum Command {
         column_families: usize,
         /// Operation weights to override, as `name=weight,...` (put, delete, batch, group, get,
         /// scan, snapshot, drop-family, rename-family, flush, compact, reopen, delete-range,
-        /// expiring-put).
+        /// expiring-put, merge-put).
         #[arg(long, default_value = "")]
         weights: String,
         /// Where the journal goes: `stdout`, `none`, or a file path.

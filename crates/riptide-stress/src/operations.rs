@@ -184,12 +184,13 @@ impl<'a> ThreadContext<'a> {
                     batch.put_with_expiry_cf(&family, &key, &bytes, NEVER_EXPIRES_US)
                 }
                 (Some(bytes), PutForm::Expired) => batch.put_with_expiry_cf(&family, &key, &bytes, EXPIRED_US),
+                (Some(bytes), PutForm::MergeOperand) => batch.merge_cf(&family, &key, &bytes),
                 (None, _) => batch.delete_cf(&family, &key),
             }
         }
         let journaled: Vec<(usize, Option<ValueId>)> = match form {
             PutForm::Expired => writes.iter().map(|&(index, _)| (index, None)).collect(),
-            PutForm::Plain | PutForm::NeverExpiring => writes.to_vec(),
+            PutForm::Plain | PutForm::NeverExpiring | PutForm::MergeOperand => writes.to_vec(),
         };
         let writes = journaled.as_slice();
         let begin = self.shared.journal.begin_write(&self.shared.state, kind, writes).map_err(journal_failure)?;
@@ -334,6 +335,8 @@ pub enum PutForm {
     NeverExpiring,
     /// Puts with an expiry in the past: they read as deletes from the start.
     Expired,
+    /// Merge operands, which the driver's operator (`LastOperandOperator`) makes read as puts.
+    MergeOperand,
 }
 
 /// The expiry of [`PutForm::NeverExpiring`] puts: far beyond any clock.
@@ -363,6 +366,7 @@ pub fn default_mix() -> OperationMix {
         (8, Box::new(Delete)),
         (2, Box::new(DeleteRange)),
         (3, Box::new(ExpiringPut)),
+        (3, Box::new(MergePut)),
         (10, Box::new(Batch)),
         (6, Box::new(GroupWrite)),
         (6, Box::new(TransactionWrite)),
@@ -465,6 +469,25 @@ impl Operation for ExpiringPut {
         let id = context.next_value_id();
         let form = if context.rng.gen_bool(0.7) { PutForm::NeverExpiring } else { PutForm::Expired };
         context.write_as("expiring-put", &[(index, Some(id))], form)
+    }
+}
+
+/// A merge operand of one or more plain keys in one batch (I43), which the driver's operator
+/// makes read as a put of the operand.
+struct MergePut;
+
+impl Operation for MergePut {
+    fn name(&self) -> &'static str {
+        "merge-put"
+    }
+    fn run(&self, context: &mut ThreadContext<'_>) -> Result<(), Failure> {
+        let mut writes: BTreeMap<usize, Option<ValueId>> = BTreeMap::new();
+        for _ in 0..context.rng.gen_range(1..4) {
+            let index = context.random_plain_key();
+            writes.insert(index, Some(context.next_value_id()));
+        }
+        let writes: Vec<(usize, Option<ValueId>)> = writes.into_iter().collect();
+        context.write_as("merge-put", &writes, PutForm::MergeOperand)
     }
 }
 
