@@ -55,8 +55,40 @@ struct Family {
     log_number: u64,
 }
 
-/// The newest version read of each key, per column family id.
-type Salvage = BTreeMap<u32, BTreeMap<Vec<u8>, (u64, Option<Vec<u8>>)>>;
+/// What was read of each key, per column family id.
+type Salvage = BTreeMap<u32, BTreeMap<Vec<u8>, Salvaged>>;
+
+/// What was read of one key: its newest full version, and the merge operands newer than it.
+#[derive(Default)]
+struct Salvaged {
+    /// (sequence, value or `None` for a delete, expiry of a put with one).
+    full: Option<(u64, Option<Vec<u8>>, Option<u64>)>,
+    /// Merge operands newer than `full`, as (sequence, operand), in the order read.
+    operands: Vec<(u64, Vec<u8>)>,
+}
+
+/// One version read: a put (with its expiry, if it has one), a delete or a merge operand.
+enum Version<'a> {
+    Value(&'a [u8], Option<u64>),
+    Delete,
+    Operand(&'a [u8]),
+}
+
+impl<'a> Version<'a> {
+    /// The version an entry of `kind` with the stored `value` is (a put with an expiry stores
+    /// its expiry before its value).
+    fn of(kind: EntryKind, value: &'a [u8]) -> Version<'a> {
+        match kind {
+            EntryKind::Put => Version::Value(value, None),
+            EntryKind::PutWithExpiry => match value.split_first_chunk::<8>() {
+                Some((expiry, rest)) => Version::Value(rest, Some(u64::from_le_bytes(*expiry))),
+                None => Version::Delete,
+            },
+            EntryKind::Merge => Version::Operand(value),
+            _ => Version::Delete,
+        }
+    }
+}
 
 /// The range tombstones found (in the manifest and in logs), per column family id, as (start,
 /// end, sequence): a salvaged version older than one that holds its key is deleted.
@@ -206,13 +238,24 @@ fn move_aside(dir: &Path, names: &[String]) -> CliResult<PathBuf> {
     Ok(lost_dir)
 }
 
-/// Keeps the newest version of a key.
-fn offer(salvage: &mut Salvage, family: u32, key: &[u8], sequence: u64, value: Option<&[u8]>) {
-    let versions = salvage.entry(family).or_default();
-    match versions.get(key) {
-        Some((existing, _)) if *existing >= sequence => {}
-        _ => {
-            versions.insert(key.to_vec(), (sequence, value.map(<[u8]>::to_vec)));
+/// Keeps the newest full version of a key and the merge operands newer than it.
+fn offer(salvage: &mut Salvage, family: u32, key: &[u8], sequence: u64, version: Version<'_>) {
+    let salvaged = salvage.entry(family).or_default().entry(key.to_vec()).or_default();
+    let newer_than_full = salvaged.full.as_ref().is_none_or(|(full, _, _)| *full < sequence);
+    match version {
+        Version::Operand(operand) => {
+            if newer_than_full {
+                salvaged.operands.push((sequence, operand.to_vec()));
+            }
+        }
+        Version::Value(..) | Version::Delete if !newer_than_full => {}
+        Version::Value(value, expiry) => {
+            salvaged.full = Some((sequence, Some(value.to_vec()), expiry));
+            salvaged.operands.retain(|(operand, _)| *operand > sequence);
+        }
+        Version::Delete => {
+            salvaged.full = Some((sequence, None, None));
+            salvaged.operands.retain(|(operand, _)| *operand > sequence);
         }
     }
 }
@@ -261,13 +304,15 @@ fn salvage_tables(
                 // The value is in a blob file (moved to the same directory); a damaged or
                 // missing one loses this version of the key, never turns it into other bytes.
                 match riptide::internals::inspect::read_blob_value(lost_dir, &entry.key.user_key, &entry.value) {
-                    Ok(value) => offer(salvage, owner, &entry.key.user_key, entry.key.sequence, Some(&value)),
+                    Ok(value) => {
+                        offer(salvage, owner, &entry.key.user_key, entry.key.sequence, Version::Value(&value, None))
+                    }
                     Err(error) => report.lost.push(format!("{name}: {error}")),
                 }
                 continue;
             }
-            let value = (entry.key.kind == EntryKind::Put).then_some(entry.value.as_slice());
-            offer(salvage, owner, &entry.key.user_key, entry.key.sequence, value);
+            let version = Version::of(entry.key.kind, &entry.value);
+            offer(salvage, owner, &entry.key.user_key, entry.key.sequence, version);
         }
         report.lines.push(format!("{name}: {} entries read", table.entries.len()));
     }
@@ -342,8 +387,8 @@ fn salvage_logs(
                     applied += 1;
                     continue;
                 }
-                let value = (entry.kind == EntryKind::Put).then_some(entry.value.as_slice());
-                offer(salvage, entry.column_family_id, &entry.key, entry.sequence, value);
+                let version = Version::of(entry.kind, &entry.value);
+                offer(salvage, entry.column_family_id, &entry.key, entry.sequence, version);
                 applied += 1;
             }
         }
@@ -389,12 +434,29 @@ fn rebuild(
                 *tombstone > sequence && order.compare(start, key).is_le() && order.compare(key, end).is_lt()
             })
         };
-        for (key, (sequence, value)) in salvage.get(id).into_iter().flatten() {
-            let Some(value) = value.as_ref().filter(|_| !covered(key, *sequence)) else {
+        for (key, salvaged) in salvage.get(id).into_iter().flatten() {
+            // A range tombstone over an operand deletes it and everything older.
+            let mut operands: Vec<&(u64, Vec<u8>)> = salvaged.operands.iter().collect();
+            operands.sort_by_key(|(sequence, _)| *sequence);
+            let first_live =
+                operands.iter().rposition(|(sequence, _)| covered(key, *sequence)).map_or(0, |last| last + 1);
+            let base = salvaged
+                .full
+                .as_ref()
+                .filter(|(sequence, _, _)| first_live == 0 && !covered(key, *sequence))
+                .and_then(|(_, value, expiry)| value.as_ref().map(|value| (value, *expiry)));
+            if base.is_none() && first_live == operands.len() {
                 deleted += 1;
                 continue;
-            };
-            batch.put_cf(&handle, key, value);
+            }
+            match base {
+                Some((value, Some(expires_at_us))) => batch.put_with_expiry_cf(&handle, key, value, expires_at_us),
+                Some((value, None)) => batch.put_cf(&handle, key, value),
+                None => {}
+            }
+            for (_, operand) in &operands[first_live..] {
+                batch.merge_cf(&handle, key, operand);
+            }
             restored += 1;
             if batch.size_bytes() >= BATCH_BYTES {
                 db.write(std::mem::take(&mut batch))?;
