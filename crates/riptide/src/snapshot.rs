@@ -18,13 +18,18 @@ use crate::ttl::MonotonicClock;
 pub(crate) struct SnapshotList {
     live: Mutex<BTreeMap<u64, LiveSnapshots>>,
     clock: Arc<MonotonicClock>,
+    /// The latest expiry horizon handed out: a snapshot taken after it reads at this time or
+    /// later, so that nothing it could see has been rewritten as expired (I42). Written and
+    /// read under `live`'s lock.
+    horizon_given_us: AtomicU64,
 }
 
 /// The snapshots at one sequence number.
 #[derive(Debug)]
 struct LiveSnapshots {
     count: usize,
-    /// The read time of the first of them, the earliest: later ones were taken later.
+    /// The earliest read time among them (kept while any of them lives: an upper bound on
+    /// what the horizon may pass).
     read_time_us: u64,
 }
 
@@ -39,20 +44,24 @@ impl SnapshotList {
     /// list is locked so that [`SnapshotList::smallest_snapshot`] can never miss a snapshot that
     /// is being taken.
     ///
-    /// The read time is read under the lock too, so that read times ascend with sequence
-    /// numbers and the oldest snapshot has the earliest one.
+    /// The read time is read before the lock, to keep the clock out of the critical section:
+    /// read times need not ascend with sequence numbers, so the expiry horizon takes the
+    /// earliest of them all.
     pub(crate) fn acquire_current(self: &Arc<Self>, visible_sequence: &AtomicU64) -> Snapshot {
+        let clock_time_us = self.clock.now_us();
         let mut live = self.live.lock();
         let sequence = visible_sequence.load(Ordering::Acquire);
-        let read_time_us = self.clock.now_us();
-        live.entry(sequence).or_insert(LiveSnapshots { count: 0, read_time_us }).count += 1;
+        let read_time_us = clock_time_us.max(self.horizon_given_us.load(Ordering::Relaxed));
+        let snapshots = live.entry(sequence).or_insert(LiveSnapshots { count: 0, read_time_us });
+        snapshots.count += 1;
+        snapshots.read_time_us = snapshots.read_time_us.min(read_time_us);
         drop(live);
         Snapshot { inner: Arc::new(SnapshotInner { sequence, read_time_us, list: Arc::clone(self) }) }
     }
 
     /// A list whose snapshots take their read times from `clock`.
     pub(crate) fn new(clock: Arc<MonotonicClock>) -> SnapshotList {
-        SnapshotList { live: Mutex::new(BTreeMap::new()), clock }
+        SnapshotList { live: Mutex::new(BTreeMap::new()), clock, horizon_given_us: AtomicU64::new(0) }
     }
 
     /// The database's clock.
@@ -62,9 +71,17 @@ impl SnapshotList {
 
     /// The expiry horizon (see [`ReadPoints::expiry_horizon_us`]), for the picker.
     pub(crate) fn expiry_horizon_us(&self) -> u64 {
-        let live = self.live.lock();
         let now = self.clock.now_us();
-        live.values().next().map_or(now, |oldest| oldest.read_time_us.min(now))
+        let live = self.live.lock();
+        self.give_horizon(&live, now)
+    }
+
+    /// The earliest read time of the live snapshots, or `now` when it is earlier, recorded as
+    /// given (under `live`'s lock) so that snapshots taken later read at it or after.
+    fn give_horizon(&self, live: &BTreeMap<u64, LiveSnapshots>, now: u64) -> u64 {
+        let horizon = live.values().map(|snapshots| snapshots.read_time_us).fold(now, u64::min);
+        self.horizon_given_us.fetch_max(horizon, Ordering::Relaxed);
+        horizon
     }
 
     /// The oldest sequence any reader may read at: the oldest live snapshot, or the visible
@@ -83,8 +100,7 @@ impl SnapshotList {
         let visible = visible_sequence.load(Ordering::Acquire);
         let mut points: Vec<u64> = live.keys().copied().filter(|&sequence| sequence < visible).collect();
         points.push(visible);
-        let now = self.clock.now_us();
-        let expiry_horizon_us = live.values().next().map_or(now, |oldest| oldest.read_time_us.min(now));
+        let expiry_horizon_us = self.give_horizon(&live, self.clock.now_us());
         ReadPoints { points: points.into(), expiry_horizon_us }
     }
 
@@ -198,6 +214,26 @@ mod tests {
         assert!(!points.any_between(21, u64::MAX));
         drop((five, nine));
         assert_eq!(&*list.read_points(&visible).points, &[20]);
+    }
+
+    #[test]
+    fn the_expiry_horizon_waits_for_the_earliest_snapshot_and_later_snapshots_read_after_it() {
+        let manual = Arc::new(crate::ttl::ManualClock::new(100));
+        let list = Arc::new(SnapshotList::new(Arc::new(MonotonicClock::new(manual.clone()))));
+        let visible = AtomicU64::new(5);
+        let early = list.acquire_current(&visible);
+        assert_eq!(early.read_time_us(), 100);
+        manual.set_us(200);
+        visible.store(9, Ordering::Release);
+        let later = list.acquire_current(&visible);
+        assert_eq!(list.read_points(&visible).expiry_horizon_us(), 100, "the earliest live snapshot holds it");
+        drop(early);
+        assert_eq!(list.expiry_horizon_us(), 200);
+        drop(later);
+        manual.set_us(300);
+        assert_eq!(list.read_points(&visible).expiry_horizon_us(), 300, "without snapshots, the clock");
+        // A snapshot never reads before a horizon already handed out.
+        assert!(list.acquire_current(&visible).read_time_us() >= 300);
     }
 
     #[test]

@@ -74,6 +74,8 @@ pub(crate) struct ColumnFamilyShared {
     /// The options' `ttl` in microseconds, 0 for none: the write path reads it for every batch,
     /// without the options' lock.
     ttl_us: AtomicU64,
+    /// Whether the options name a merge operator: iterators take the options only then.
+    has_merge_operator: AtomicBool,
     /// The memtables and version readers use, replaced (under the database mutex) whenever
     /// they change.
     pub(crate) read_view: RwLock<Arc<ReadView>>,
@@ -87,6 +89,7 @@ impl ColumnFamilyShared {
             dropped: AtomicBool::new(false),
             comparator: KeyComparator::new(&options.comparator),
             ttl_us: AtomicU64::new(ttl_micros(&options)),
+            has_merge_operator: AtomicBool::new(options.merge_operator.is_some()),
             options: RwLock::new(Arc::new(options)),
             read_view: RwLock::new(Arc::new(view)),
         }
@@ -99,7 +102,17 @@ impl ColumnFamilyShared {
     /// Replaces the options.
     pub(crate) fn set_options(&self, options: ColumnFamilyOptions) {
         self.ttl_us.store(ttl_micros(&options), Ordering::Release);
+        self.has_merge_operator.store(options.merge_operator.is_some(), Ordering::Release);
         *self.options.write() = Arc::new(options);
+    }
+
+    /// The column family's merge operator, if it has one. Without one this costs an atomic
+    /// load, not the options' lock (iterators ask on creation).
+    pub(crate) fn merge_operator(&self) -> Option<Arc<dyn crate::merge_operator::MergeOperator>> {
+        if !self.has_merge_operator.load(Ordering::Acquire) {
+            return None;
+        }
+        self.options.read().merge_operator.clone()
     }
 
     /// The time to live of puts without an expiry of their own, in microseconds; `None` when

@@ -401,18 +401,28 @@ pub(crate) fn new_iterator(
         options.upper_bound.clone(),
     )
     .with_range_tombstones(tombstones)
-    // I42: the iterator reads entries with an expiry as of one time, its snapshot's or now.
+    // I42: the iterator reads entries with an expiry as of one time, its snapshot's or now
+    // (the clock is read only when the view holds such entries).
     .with_read_time(match &options.snapshot {
         Some(snapshot) => snapshot.read_time_us(),
-        None => inner.snapshots.clock().now_us(),
+        None if view_has_expiring_entries(&view) => inner.snapshots.clock().now_us(),
+        None => 0,
     })
-    .with_merge_operator(column_family.options().merge_operator.clone())
+    .with_merge_operator(column_family.merge_operator())
     .with_blob_source(BlobSource {
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),
         fill_cache: options.fill_cache,
+        readahead: Default::default(),
     });
     Ok(DbIterator::new(user, view, options.snapshot.clone()))
+}
+
+/// Whether a memtable or a table of the view holds entries with an expiry.
+fn view_has_expiring_entries(view: &super::ReadView) -> bool {
+    view.version.has_expiring_entries
+        || view.memtable.has_expiring_entries()
+        || view.immutables.iter().any(|memtable| memtable.has_expiring_entries())
 }
 
 /// One stored version of a key, as [`key_versions`] lists it.

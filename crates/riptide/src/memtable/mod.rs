@@ -75,6 +75,8 @@ pub(crate) struct MemTable {
     counters: InsertCounters,
     /// Range deletes written into this memtable (rare: kept beside the skiplist, not in it).
     range_tombstones: RangeTombstoneList,
+    /// Whether an entry with an expiry was inserted: iterators read the clock only then (I42).
+    has_expiring_entries: std::sync::atomic::AtomicBool,
 }
 
 /// A memtable's range tombstones and their fragmented form. An insert only appends (the write
@@ -102,6 +104,7 @@ impl MemTable {
                 state: parking_lot::RwLock::new((Vec::new(), None)),
                 memory_bytes: AtomicUsize::new(0),
             },
+            has_expiring_entries: std::sync::atomic::AtomicBool::new(false),
         }
     }
 
@@ -156,8 +159,18 @@ impl MemTable {
     /// than once per entry (they sit on one cache line that every inserting core would fight
     /// over).
     pub(crate) fn insert_uncounted(&self, user_key: &[u8], sequence: u64, kind: ValueKind, value: &[u8]) {
+        if kind == ValueKind::PutWithExpiry && !self.has_expiring_entries.load(Ordering::Relaxed) {
+            // Set before the entry is visible: readers that can see it see the flag (the
+            // visible sequence is published with release ordering after the insert).
+            self.has_expiring_entries.store(true, Ordering::Release);
+        }
         self.filter.insert(user_key);
         self.list.insert(user_key, key::pack_trailer(sequence, kind), value);
+    }
+
+    /// Whether an entry with an expiry was inserted.
+    pub(crate) fn has_expiring_entries(&self) -> bool {
+        self.has_expiring_entries.load(Ordering::Acquire)
     }
 
     /// The order of the memtable's user keys.

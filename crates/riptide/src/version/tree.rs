@@ -103,6 +103,9 @@ pub(crate) struct Version {
     /// The range tombstones flushed from memtables that may still hide data in the tables
     /// (`range_tombstone.rs`, I38, I39).
     pub(crate) range_tombstones: VersionTombstones,
+    /// Whether some table holds entries with an expiry: iterators read the clock only then
+    /// (I42).
+    pub(crate) has_expiring_entries: bool,
 }
 
 impl Version {
@@ -133,7 +136,15 @@ impl Version {
             })
             .collect();
         let range_tombstones = VersionTombstones::empty(comparator.clone());
-        Version { levels, level_ranges, comparator, blob_files: BlobFiles::default(), range_tombstones }
+        let has_expiring_entries = levels.iter().flatten().any(|file| file.meta.expiry.entries > 0);
+        Version {
+            levels,
+            level_ranges,
+            comparator,
+            blob_files: BlobFiles::default(),
+            range_tombstones,
+            has_expiring_entries,
+        }
     }
 
     /// The same version with `blob_files` as its blob files.
