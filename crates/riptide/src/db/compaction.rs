@@ -213,13 +213,15 @@ impl VersionFilter {
         let covering = self.oldest_covering(parsed.user_key, parsed.sequence);
         // I43: a merge operand does not shadow what lies beneath it, which it applies to.
         let shadowed = newer != u64::MAX && !self.last_was_merge;
-        let deletes = parsed.kind.is_deletion() || self.has_expired(parsed.kind, value);
         let drop = if shadowed && !self.read_points.any_between(parsed.sequence, newer) {
             // Every reader reads below this version or at or above the next newer one, so none
             // sees this one (a long-running transaction's snapshot keeps only the versions it
             // and the readers after it need, not every version written since it began).
             true
-        } else if deletes && parsed.sequence <= self.smallest_snapshot && self.bottommost {
+        } else if self.bottommost
+            && parsed.sequence <= self.smallest_snapshot
+            && (parsed.kind.is_deletion() || self.has_expired(parsed.kind, value))
+        {
             // A delete at the bottom that every reader sees: nothing older survives it (the
             // older versions are shadowed by it, with no reader between), so it can go too.
             // An operand above it then applies to nothing, as it did to the delete.

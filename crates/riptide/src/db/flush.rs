@@ -99,10 +99,13 @@ pub(crate) fn write_level0_table(
             if !filter.should_drop(iterator.key(), iterator.value(), &path)? {
                 filter.note_kept();
                 let value = iterator.value();
-                let parsed = parse_internal_key(iterator.key())
-                    .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;
-                if filter.has_expired(parsed.kind, value) {
+                let key = iterator.key();
+                let expiring = key.len() >= crate::key::TRAILER_SIZE_BYTES
+                    && key[key.len() - crate::key::TRAILER_SIZE_BYTES] == ValueKind::PutWithExpiry as u8;
+                if expiring && filter.has_expired(ValueKind::PutWithExpiry, value) {
                     // I42: expired for every reader: written as the delete it reads as.
+                    let parsed = parse_internal_key(key)
+                        .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;
                     separated_key.clear();
                     crate::key::append_internal_key(
                         &mut separated_key,
@@ -116,6 +119,8 @@ pub(crate) fn write_level0_table(
                 }
                 match (min_blob_size_bytes, blob) {
                     (Some(threshold), Some(target)) if value.len() >= threshold => {
+                        let parsed = parse_internal_key(iterator.key())
+                            .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;
                         // Values with an expiry stay in the table: its expiry must be read
                         // with the entry (docs/architecture.md, "Time to live").
                         if parsed.kind != ValueKind::Put {

@@ -393,23 +393,24 @@ pub(crate) fn new_iterator(
     if !tombstones.is_empty() {
         merged = merged.with_child_max_sequences(max_sequences);
     }
-    let user = UserIterator::new(
+    // Set in place: the iterator is large, and each by-value builder step would move it.
+    let mut user = UserIterator::new(
         Box::new(merged),
         comparator.clone(),
         sequence,
         options.lower_bound.clone(),
         options.upper_bound.clone(),
-    )
-    .with_range_tombstones(tombstones)
+    );
+    user.set_range_tombstones(tombstones);
     // I42: the iterator reads entries with an expiry as of one time, its snapshot's or now
     // (the clock is read only when the view holds such entries).
-    .with_read_time(match &options.snapshot {
+    user.set_read_time(match &options.snapshot {
         Some(snapshot) => snapshot.read_time_us(),
         None if view_has_expiring_entries(&view) => inner.snapshots.clock().now_us(),
         None => 0,
-    })
-    .with_merge_operator(column_family.merge_operator())
-    .with_blob_source(BlobSource {
+    });
+    user.set_merge_operator(column_family.merge_operator());
+    user.set_blob_source(BlobSource {
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),
         fill_cache: options.fill_cache,

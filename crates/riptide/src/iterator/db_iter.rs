@@ -165,32 +165,25 @@ impl UserIterator {
     }
 
     /// Combines merge operands through `operator` (I43).
-    pub(crate) fn with_merge_operator(
-        mut self,
-        operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>,
-    ) -> UserIterator {
+    pub(crate) fn set_merge_operator(&mut self, operator: Option<Arc<dyn crate::merge_operator::MergeOperator>>) {
         self.merge_operator = operator;
-        self
     }
 
     /// Reads entries with an expiry as of `read_time_us` (I42).
-    pub(crate) fn with_read_time(mut self, read_time_us: u64) -> UserIterator {
+    pub(crate) fn set_read_time(&mut self, read_time_us: u64) {
         self.read_time_us = read_time_us;
-        self
     }
 
     /// Hides entries covered by a tombstone of the sets `tombstones` visible at the iterator's
     /// sequence.
-    pub(crate) fn with_range_tombstones(mut self, tombstones: Vec<Arc<FragmentedTombstones>>) -> UserIterator {
+    pub(crate) fn set_range_tombstones(&mut self, tombstones: Vec<Arc<FragmentedTombstones>>) {
         self.tombstones = tombstones;
-        self
     }
 
     /// Resolves blob references through `blobs` (a stream over tables needs it; without it a
     /// reference is reported as corruption).
-    pub(crate) fn with_blob_source(mut self, blobs: BlobSource) -> UserIterator {
+    pub(crate) fn set_blob_source(&mut self, blobs: BlobSource) {
         self.blobs = Some(blobs);
-        self
     }
 
     /// The value the blob reference `encoded_reference` of `user_key` names.

@@ -123,7 +123,7 @@ impl<I: InternalIterator> MergeFold<I> {
     /// Folds the run of operands that starts at the inner stream's current entry, if it is an
     /// operand and nothing is pending.
     fn settle(&mut self) {
-        if !self.pending.is_empty() || !self.inner.valid() || self.operator.is_none() {
+        if self.operator.is_none() || !self.pending.is_empty() || !self.inner.valid() {
             return;
         }
         let key = self.inner.key();
