@@ -435,7 +435,8 @@ pub unsafe extern "C" fn riptide_put_with_ttl(
 }
 
 /// The database's clock, in microseconds since the Unix epoch: the time expiries are compared
-/// with (`riptide_put_with_ttl`, `riptide_batch_put_with_expiry`). It never goes backwards.
+/// with (`riptide_put_with_ttl`, `riptide_batch_put_with_expiry`). A clock stepped back reads as the latest time recorded
+/// (at most a millisecond before a time returned earlier).
 ///
 /// # Safety
 /// `out_now_us` must be valid for a write; `err` NULL or a `riptide_error_t *` variable.

@@ -75,6 +75,7 @@ pub fn fault_case(workload: &Workload, fail_at: u64, setting: FaultSetting) -> R
             range_end: None,
             expires_at_us: None,
             merge: false,
+            single_delete: false,
         }];
         history.writes.push(probe);
         if db.put_opt(PROBE_KEY, b"ok", &WriteOptions { sync: true }).is_ok() {

@@ -1,6 +1,6 @@
 //! Simulated power loss at every mutating file-system call of the canonical workloads (put+sync,
 //! flush, compaction, manifest switch by reopen, column family lifecycle, transaction commits,
-//! two-phase commit, blob files, range deletes, expiring puts, merges), in all three `PowerLossMode`s: about ten and a half thousand crash states
+//! two-phase commit, blob files, range deletes, single deletes, expiring puts, merges), in all three `PowerLossMode`s: about ten and a half thousand crash states
 //! for one fixed seed. `make soak`
 //! sweeps more seeds through `riptide-stress power-loss`.
 
@@ -151,5 +151,28 @@ fn the_merge_workload_writes_operands_between_flushes_and_compactions() {
         .sum::<usize>();
     assert!(operands >= 40, "only {operands} merge operands");
     assert!(workload.options.merge_operator.is_some());
+    assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
+}
+
+#[test]
+fn the_single_delete_workload_deletes_keys_put_once() {
+    let workloads = power_loss::canonical_workloads(1);
+    let workload = workloads.iter().find(|workload| workload.name == "single-deletes").expect("the workload exists");
+    let mut puts = std::collections::BTreeMap::<Vec<u8>, u32>::new();
+    let mut single_deletes = 0;
+    for step in &workload.steps {
+        if let Step::Write { write, .. } = step {
+            for operation in write {
+                if operation.single_delete {
+                    assert_eq!(puts.get(&operation.key), Some(&1), "the contract: put once before the single delete");
+                    puts.remove(&operation.key);
+                    single_deletes += 1;
+                } else if operation.value.is_some() {
+                    *puts.entry(operation.key.clone()).or_default() += 1;
+                }
+            }
+        }
+    }
+    assert!(single_deletes >= 20, "only {single_deletes} single deletes");
     assert!(workload.steps.iter().filter(|step| matches!(step, Step::Flush)).count() >= 3);
 }

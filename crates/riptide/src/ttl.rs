@@ -14,13 +14,18 @@
 //! the clock when there is none), which compaction then treats as any tombstone.
 //!
 //! Concurrency contract: clocks are shared by every thread of a database and must be
-//! thread-safe. [`MonotonicClock`] makes whatever clock the user gave never go backwards as the
-//! database sees it, so that an entry once read as expired stays expired.
+//! thread-safe. [`MonotonicClock`] keeps whatever clock the user gave from going backwards as the
+//! database sees it by more than a millisecond, so that an entry read as expired stays expired
+//! unless the clock is stepped back (and then for at most that long).
 
 use std::fmt::Debug;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+/// How far the database's clock may run ahead of its recorded latest time (see
+/// [`MonotonicClock::now_us`]).
+pub(crate) const MONOTONIC_GRANULARITY_US: u64 = 1_000;
 
 /// Size of the expiry that precedes the value of a `PutWithExpiry` entry.
 pub(crate) const EXPIRY_PREFIX_BYTES: usize = 8;
@@ -67,8 +72,9 @@ impl ManualClock {
         ManualClock { now_us: AtomicU64::new(now_us) }
     }
 
-    /// Sets the time. A database never sees its clock go backwards ([`Clock`]), so setting an
-    /// earlier time only stops it until the clock passes the latest time it read.
+    /// Sets the time. A database does not see its clock go back past the latest time it
+    /// recorded ([`MonotonicClock`]), so setting an earlier time mostly stops it until the clock
+    /// passes that time.
     pub fn set_us(&self, now_us: u64) {
         self.now_us.store(now_us, Ordering::SeqCst);
     }
@@ -97,17 +103,17 @@ impl MonotonicClock {
         MonotonicClock { clock, latest_us: AtomicU64::new(0) }
     }
 
-    /// The current time, at least any time returned before. A plain load in the common case
-    /// (the clock moved on), so that readers do not contend on one cache line.
+    /// The current time, never earlier than the latest time recorded. The record is moved on
+    /// at most once per [`MONOTONIC_GRANULARITY_US`] (a read-modify-write that every thread
+    /// taking a snapshot would otherwise contend on), so a clock stepped back reads as the
+    /// recorded time: at most that granularity before a time returned earlier.
     pub(crate) fn now_us(&self) -> u64 {
         let now = self.clock.now_us();
         let latest = self.latest_us.load(Ordering::Acquire);
-        if now > latest {
-            let previous = self.latest_us.fetch_max(now, Ordering::AcqRel);
-            now.max(previous)
-        } else {
-            latest
+        if now >= latest.saturating_add(MONOTONIC_GRANULARITY_US) {
+            self.latest_us.fetch_max(now, Ordering::AcqRel);
         }
+        now.max(latest)
     }
 }
 
@@ -193,14 +199,25 @@ mod tests {
     }
 
     #[test]
-    fn the_database_clock_never_goes_backwards() {
-        let manual = Arc::new(ManualClock::new(500));
+    fn the_database_clock_never_goes_backwards_past_its_record() {
+        const T: u64 = 10_000_000;
+        let manual = Arc::new(ManualClock::new(T));
         let clock = MonotonicClock::new(manual.clone());
-        assert_eq!(clock.now_us(), 500);
-        manual.set_us(200);
-        assert_eq!(clock.now_us(), 500, "an earlier time reads as the latest one seen");
-        manual.advance(Duration::from_micros(400));
-        assert_eq!(clock.now_us(), 600);
+        assert_eq!(clock.now_us(), T);
+        manual.set_us(T - 300);
+        assert_eq!(clock.now_us(), T, "an earlier time reads as the latest one recorded");
+        manual.advance(Duration::from_micros(700));
+        assert_eq!(clock.now_us(), T + 400);
+        // Within the granularity the record is not moved on: a step back may return up to that
+        // much earlier than a time returned before, never earlier than the record.
+        manual.set_us(T + 900);
+        assert_eq!(clock.now_us(), T + 900);
+        manual.set_us(T + 100);
+        assert_eq!(clock.now_us(), T + 100);
+        manual.set_us(T + 5_000);
+        assert_eq!(clock.now_us(), T + 5_000);
+        manual.set_us(T);
+        assert_eq!(clock.now_us(), T + 5_000, "a time past the granularity was recorded");
     }
 
     #[test]

@@ -230,6 +230,7 @@ mod tests {
             range_end: None,
             expires_at_us: None,
             merge: false,
+            single_delete: false,
         }]
     }
 
@@ -301,6 +302,7 @@ mod failed_step_tests {
                 range_end: None,
                 expires_at_us: None,
                 merge: false,
+                single_delete: false,
             }]
         };
         let history = History {

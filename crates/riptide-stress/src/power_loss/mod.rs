@@ -77,6 +77,7 @@ fn run_step(
                         None => batch.put_cf(&family, &operation.key, value),
                     },
                     (None, Some(end)) => batch.delete_range_cf(&family, &operation.key, end),
+                    (None, None) if operation.single_delete => batch.single_delete_cf(&family, &operation.key),
                     (None, None) => batch.delete_cf(&family, &operation.key),
                 }
             }
@@ -132,9 +133,13 @@ fn apply_to_transaction(
 ) -> riptide::Result<()> {
     for operation in write {
         let family = handles.get(&operation.family).expect("the script names a live family");
-        if operation.range_end.is_some() || operation.expires_at_us.is_some() || operation.merge {
+        if operation.range_end.is_some()
+            || operation.expires_at_us.is_some()
+            || operation.merge
+            || operation.single_delete
+        {
             return Err(riptide::Error::InvalidArgument(
-                "a script put a range delete, an expiry or a merge in a transaction".to_string(),
+                "a script put a range delete, an expiry, a merge or a single delete in a transaction".to_string(),
             ));
         }
         match &operation.value {

@@ -2,7 +2,8 @@
 //! compaction, manifest switch, the column family lifecycle (create, drop, rename and
 //! re-create under an old name, between unsynced and synced batches that span families),
 //! transaction commits (also of transactions that spill), two-phase commit (prepare, commit and roll back prepared
-//! transactions, one left undecided), blob files, range deletes, expiring puts and merges.
+//! transactions, one left undecided), blob files, range deletes, single deletes, expiring puts
+//! and merges.
 //!
 //! Concurrency contract: plain data, built on one thread.
 //!
@@ -38,6 +39,10 @@ pub struct Operation {
     /// becomes its old value, a comma and the operand (the operand alone over nothing). Only
     /// plain writes hold merges, never transactions.
     pub merge: bool,
+    /// The delete is a single delete (`WriteBatch::single_delete`), used only where its
+    /// contract holds (the key put once since it was last deleted). Only plain writes hold
+    /// them, never transactions.
+    pub single_delete: bool,
 }
 
 /// The merge operator of the `merges` workload: the value beneath, then the operands, joined by
@@ -203,7 +208,15 @@ fn random_operation(
     let family = families[rng.gen_range(0..families.len())];
     let number = rng.gen_range(0..keys);
     let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..max_value_bytes)));
-    Operation { family, key: key(number), value, range_end: None, expires_at_us: None, merge: false }
+    Operation {
+        family,
+        key: key(number),
+        value,
+        range_end: None,
+        expires_at_us: None,
+        merge: false,
+        single_delete: false,
+    }
 }
 
 /// A random write of one to `max_operations` operations over `keys` keys of the default
@@ -271,7 +284,15 @@ fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
             .map(|_| {
                 let number = 1000 + transaction * 10 + rng.gen_range(0..10);
                 let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..150)));
-                Operation { family: 0, key: key(number), value, range_end: None, expires_at_us: None, merge: false }
+                Operation {
+                    family: 0,
+                    key: key(number),
+                    value,
+                    range_end: None,
+                    expires_at_us: None,
+                    merge: false,
+                    single_delete: false,
+                }
             })
             .collect()
     };
@@ -350,6 +371,7 @@ fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
             range_end: None,
             expires_at_us: None,
             merge: false,
+            single_delete: false,
         };
         steps.push(Step::Write { write: vec![operation], sync: false });
     }
@@ -363,6 +385,7 @@ fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
         range_end: None,
         expires_at_us: None,
         merge: false,
+        single_delete: false,
     }];
     steps.push(Step::Write { write, sync: true });
     steps.push(Step::Reopen);
@@ -480,6 +503,7 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
                 range_end: Some(key(end)),
                 expires_at_us: None,
                 merge: false,
+                single_delete: false,
             });
         }
         range_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
@@ -532,6 +556,47 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
     }
     merges.push(Step::CompactAll);
     merges.push(Step::Write { write: random_write(&mut rng, 60, 20, 2, 40), sync: true });
+    // Single deletes where their contract holds: every key is put once, then single-deleted
+    // (sometimes put again once and single-deleted again), between flushes and compactions, so
+    // that the pairs meet in memtables, in flushes and in compactions of several levels.
+    let mut single_deletes = Vec::new();
+    let mut put_once: Vec<u64> = Vec::new();
+    for step in 0..70 {
+        let mut write = Vec::new();
+        for slot in 0..rng.gen_range(1..4u64) {
+            let number = 2000 + step as u64 * 4 + slot;
+            write.push(Operation {
+                family: 0,
+                key: key(number),
+                value: Some(value(number, step, rng.gen_range(0..100))),
+                range_end: None,
+                expires_at_us: None,
+                merge: false,
+                single_delete: false,
+            });
+            put_once.push(number);
+        }
+        if put_once.len() > 6 && rng.gen_bool(0.7) {
+            let number = put_once.remove(rng.gen_range(0..put_once.len()));
+            write.push(Operation {
+                family: 0,
+                key: key(number),
+                value: None,
+                range_end: None,
+                expires_at_us: None,
+                merge: false,
+                single_delete: true,
+            });
+        }
+        single_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
+        if step % 12 == 11 {
+            single_deletes.push(Step::Flush);
+        }
+        if step == 40 {
+            single_deletes.push(Step::CompactAll);
+        }
+    }
+    single_deletes.push(Step::CompactAll);
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
@@ -569,6 +634,11 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
                 ..small_options()
             },
             steps: expiry,
+        },
+        Workload {
+            name: "single-deletes",
+            options: Options { memtable_size_bytes: 4096, ..small_options() },
+            steps: single_deletes,
         },
         Workload {
             name: "merges",

@@ -78,7 +78,21 @@ pub(crate) struct ColumnFamilyShared {
     has_merge_operator: AtomicBool,
     /// The memtables and version readers use, replaced (under the database mutex) whenever
     /// they change.
-    pub(crate) read_view: RwLock<Arc<ReadView>>,
+    pub(crate) read_view: PaddedRwLock<Arc<ReadView>>,
+}
+
+/// A lock on cache lines of its own. Every read and write takes the read view's lock, so its
+/// word is written by all cores; fields read beside it (the ttl every write loads, the
+/// comparator) must not share its line.
+#[repr(align(128))]
+pub(crate) struct PaddedRwLock<T>(RwLock<T>);
+
+impl<T> std::ops::Deref for PaddedRwLock<T> {
+    type Target = RwLock<T>;
+
+    fn deref(&self) -> &RwLock<T> {
+        &self.0
+    }
 }
 
 impl ColumnFamilyShared {
@@ -91,7 +105,7 @@ impl ColumnFamilyShared {
             ttl_us: AtomicU64::new(ttl_micros(&options)),
             has_merge_operator: AtomicBool::new(options.merge_operator.is_some()),
             options: RwLock::new(Arc::new(options)),
-            read_view: RwLock::new(Arc::new(view)),
+            read_view: PaddedRwLock(RwLock::new(Arc::new(view))),
         }
     }
 

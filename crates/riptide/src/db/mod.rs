@@ -347,8 +347,9 @@ impl Db {
     }
 
     /// The current time by the database's clock, in microseconds since the Unix epoch: the
-    /// time expiries ([`WriteBatch::put_with_expiry`]) are compared with. It never goes
-    /// backwards, even when the clock does.
+    /// time expiries ([`WriteBatch::put_with_expiry`]) are compared with. A clock stepped
+    /// back reads as the latest time recorded (at most a millisecond before a time returned
+    /// earlier).
     pub fn now_us(&self) -> u64 {
         self.inner.snapshots.clock().now_us()
     }
