@@ -57,7 +57,7 @@ pub(crate) fn get(
                 return Ok(None);
             }
             if found == MemTableLookup::Merge {
-                return merged_get(inner, column_family, key, options);
+                return merged_get(inner, column_family, &view, sequence, key, options);
             }
             return Ok(memtable_answer(found, read_time_us));
         }
@@ -88,7 +88,7 @@ pub(crate) fn get(
         Some((_, (_, found_sequence))) if found_sequence < covering => Ok(None),
         Some((_, (TableAnswer::Value(value), _))) => Ok(Some(value)),
         Some((_, (TableAnswer::Deleted, _))) => Ok(None),
-        Some((_, (TableAnswer::Merge, _))) => merged_get(inner, column_family, key, options),
+        Some((_, (TableAnswer::Merge, _))) => merged_get(inner, column_family, &view, sequence, key, options),
         Some((file, (TableAnswer::Expiring(stored), _))) => {
             let Some((expires_at_us, _)) = crate::ttl::split_expiring(&stored) else {
                 let table = crate::db::filename::table_path(&inner.dir, file.number());
@@ -175,18 +175,58 @@ fn memtable_answer(found: MemTableLookup, read_time_us: impl FnOnce() -> u64) ->
     }
 }
 
-/// The value of `key` when its newest entry is a merge operand (I43): the iterator combines
-/// the operands with what lies beneath them in every source, with range tombstones, expiries
-/// and blob values applied as for any read. Dearer than a plain lookup (an iterator over the
-/// view), and taken only for keys whose newest entry is an operand.
+/// The value of `key` when its newest entry is a merge operand (I43), read at `sequence` in
+/// `view` (the get's): a user iterator over the sources that may hold the key (memtables and
+/// tables whose bloom filters pass it) combines the operands with what lies beneath them, with
+/// range tombstones, expiries and blob values applied as for any read. Taken only for keys
+/// whose newest entry is an operand.
 fn merged_get(
     inner: &DbInner,
     column_family: &ColumnFamilyShared,
+    view: &super::ReadView,
+    sequence: u64,
     key: &[u8],
     options: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
-    let bounded = ReadOptions { lower_bound: Some(key.to_vec()), upper_bound: None, ..options.clone() };
-    let mut iterator = new_iterator(inner, column_family, &bounded)?;
+    let comparator = &view.version.comparator;
+    let read_options = block_options(options);
+    let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
+    for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
+        if memtable.may_contain(key) {
+            children.push(Box::new(memtable.iter()));
+        }
+    }
+    let mut add_table = |file: &TableFile| -> Result<()> {
+        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+        if table.may_contain(key) {
+            children.push(Box::new(table.iter(read_options)));
+        }
+        Ok(())
+    };
+    for file in &view.version.levels[0] {
+        if file.overlaps(key, key, comparator) {
+            add_table(file)?;
+        }
+    }
+    for level in 1..view.version.levels.len() {
+        if let Some(index) = view.version.find_file(level, key) {
+            add_table(&view.version.levels[level][index])?;
+        }
+    }
+    let merged = MergingIterator::new(children, comparator.clone());
+    let mut iterator = UserIterator::new(Box::new(merged), comparator.clone(), sequence, Some(key.to_vec()), None);
+    iterator.set_range_tombstones(view_range_tombstones(view));
+    iterator.set_read_time(match &options.snapshot {
+        Some(snapshot) => snapshot.read_time_us(),
+        None => inner.snapshots.clock().now_us(),
+    });
+    iterator.set_merge_operator(column_family.merge_operator());
+    iterator.set_blob_source(BlobSource {
+        files: Arc::clone(&view.version.blob_files),
+        cache: Arc::clone(&inner.block_cache),
+        fill_cache: options.fill_cache,
+        readahead: Default::default(),
+    });
     iterator.seek(key);
     iterator.status()?;
     // Keys that compare equal are byte-identical (the comparator's contract).

@@ -168,6 +168,11 @@ impl MemTable {
         self.list.insert(user_key, key::pack_trailer(sequence, kind), value);
     }
 
+    /// False when the memtable surely holds no entry of `user_key` (its bloom filter).
+    pub(crate) fn may_contain(&self, user_key: &[u8]) -> bool {
+        self.filter.may_contain(user_key)
+    }
+
     /// Whether an entry with an expiry was inserted.
     pub(crate) fn has_expiring_entries(&self) -> bool {
         self.has_expiring_entries.load(Ordering::Acquire)
