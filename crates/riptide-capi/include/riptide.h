@@ -833,11 +833,14 @@ riptide_code_t riptide_put_with_ttl(const riptide_db_t *db,
                                     riptide_error_t **err);
 
 // The database's clock, in microseconds since the Unix epoch: the time expiries are compared
-// with (`riptide_put_with_ttl`, `riptide_batch_put_with_expiry`). It never goes backwards.
+// with (`riptide_put_with_ttl`, `riptide_batch_put_with_expiry`). A clock stepped back reads as the latest time recorded
+// (at most a millisecond before a time returned earlier).
 //
 // # Safety
 // `out_now_us` must be valid for a write; `err` NULL or a `riptide_error_t *` variable.
-riptide_code_t riptide_now_us(const riptide_db_t *db, uint64_t *out_now_us, riptide_error_t **err);
+riptide_code_t riptide_now_us(const riptide_db_t *db,
+                              uint64_t *out_now_us,
+                              riptide_error_t **err);
 
 // Deletes every key from `start` (inclusive) to `end` (exclusive) in the default column
 // family with one range tombstone: one record whatever the number of keys, durable like any
@@ -1870,6 +1873,15 @@ riptide_code_t riptide_readoptions_set_upper_bound(riptide_readoptions_t *option
 riptide_code_t riptide_readoptions_set_fill_cache(riptide_readoptions_t *options,
                                                   uint8_t value,
                                                   riptide_error_t **err);
+
+// Whether iterators read blob files ahead of scans that meet their records in file order (1)
+// or not (0, the default); see `ReadOptions::blob_readahead`.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_readoptions_set_blob_readahead(riptide_readoptions_t *options,
+                                                      uint8_t value,
+                                                      riptide_error_t **err);
 
 // Whether uncached reads verify block checksums (1, the default) or not (0).
 //

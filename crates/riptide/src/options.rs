@@ -685,10 +685,23 @@ pub struct ReadOptions {
     pub lower_bound: Option<Vec<u8>>,
     /// Iterators: the first user key not returned (exclusive), in the column family's order.
     pub upper_bound: Option<Vec<u8>>,
+    /// Iterators: read blob files ahead of a scan that meets their records in file order (a
+    /// window of 64 KiB growing to 256 KiB per file). Default `false`: with the files in the
+    /// page cache, single reads measured faster (random 100-key scans of 4 KiB values, 8-25 %),
+    /// and the kernel reads ahead of sequential reads itself; worth trying where blob files
+    /// are read from a slow device.
+    pub blob_readahead: bool,
 }
 
 impl Default for ReadOptions {
     fn default() -> ReadOptions {
-        ReadOptions { snapshot: None, fill_cache: true, verify_checksums: true, lower_bound: None, upper_bound: None }
+        ReadOptions {
+            snapshot: None,
+            fill_cache: true,
+            verify_checksums: true,
+            lower_bound: None,
+            upper_bound: None,
+            blob_readahead: false,
+        }
     }
 }

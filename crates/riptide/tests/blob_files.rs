@@ -109,7 +109,8 @@ fn model_with_flushes_compactions_snapshots_and_reopens() {
                 snapshots.clear();
                 db.close().expect("close");
                 db = Db::open(&dir, blob_options(file_system.clone())).expect("reopen");
-                check_against_model(&db, &model, &ReadOptions::default(), &format!("reopen at step {step}"));
+                let readahead = ReadOptions { blob_readahead: step % 2 == 0, ..ReadOptions::default() };
+                check_against_model(&db, &model, &readahead, &format!("reopen at step {step}"));
             }
         }
     }
@@ -120,6 +121,8 @@ fn model_with_flushes_compactions_snapshots_and_reopens() {
     db.flush().expect("flush");
     db.compact_all().expect("compact");
     check_against_model(&db, &model, &ReadOptions::default(), "end");
+    // Scans that read blob files ahead (`blob_readahead`) see exactly the same.
+    check_against_model(&db, &model, &ReadOptions { blob_readahead: true, ..ReadOptions::default() }, "readahead");
     assert!(!blob_file_names(&file_system, &dir).is_empty(), "large values went to blob files");
     db.close().expect("close");
     let db = Db::open(&dir, blob_options(file_system.clone())).expect("reopen");

@@ -124,6 +124,23 @@ pub unsafe extern "C" fn riptide_readoptions_set_fill_cache(
     })
 }
 
+/// Whether iterators read blob files ahead of scans that meet their records in file order (1)
+/// or not (0, the default); see `ReadOptions::blob_readahead`.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_readoptions_set_blob_readahead(
+    options: *mut riptide_readoptions_t,
+    value: u8,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_read(options, err, |state| {
+        state.options.blob_readahead = value != 0;
+        Ok(())
+    })
+}
+
 /// Whether uncached reads verify block checksums (1, the default) or not (0).
 ///
 /// # Safety

@@ -246,6 +246,7 @@ static void test_options(void) {
     riptide_readoptions_t *r = NULL;
     OK(riptide_readoptions_create(&r, NULL));
     OK(riptide_readoptions_set_fill_cache(r, 0, NULL));
+    OK(riptide_readoptions_set_blob_readahead(r, 1, NULL));
     OK(riptide_readoptions_set_verify_checksums(r, 1, NULL));
     OK(riptide_readoptions_set_lower_bound(r, K("a"), NULL));
     OK(riptide_readoptions_set_upper_bound(r, K("z"), NULL));

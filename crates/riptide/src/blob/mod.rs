@@ -283,11 +283,11 @@ impl BlobFile {
     }
 
     /// Like [`BlobFile::read_value`] for a scan: records met in file order are served from a
-    /// window read ahead of them (`readahead`), so that a scan over separated values reads each
-    /// stretch of the file once instead of once per value. A window starts after two records
-    /// read in order, at 64 KiB, and doubles up to 256 KiB while the scan stays in order; a jump
-    /// elsewhere goes back to single reads. Values come from the window only after the same
-    /// checks as any read (I36).
+    /// window read ahead of them (`readahead`, kept per file), so that a scan over separated
+    /// values reads each stretch of the file once instead of once per value. A window starts
+    /// after three records of the file read in order, at 64 KiB, and doubles up to 256 KiB while
+    /// the scan stays in order; a jump goes back to single reads. Values come from the window
+    /// only after the same checks as any read (I36).
     pub(crate) fn read_value_ahead(
         &self,
         user_key: &[u8],
@@ -305,8 +305,9 @@ impl BlobFile {
             Some(record) => self.checked_value(user_key, reference, record)?,
             None if readahead.in_order(self.meta.number, offset) => {
                 // The footer follows the records: a window never needs to reach past it.
-                let window_end = (offset + readahead.next_window_bytes as u64).max(end).min(self.meta.file_size_bytes);
-                let mut window = std::mem::take(&mut readahead.bytes);
+                let window_bytes = readahead.next_window_bytes(self.meta.number) as u64;
+                let window_end = (offset + window_bytes).max(end).min(self.meta.file_size_bytes);
+                let mut window = readahead.take_buffer(self.meta.number);
                 window.resize((window_end - offset) as usize, 0);
                 self.file()?.read_exact_at(offset, &mut window)?;
                 readahead.fill(self.meta.number, offset, window);
@@ -323,11 +324,24 @@ impl BlobFile {
     }
 }
 
-/// The readahead state of one scan (see [`BlobFile::read_value_ahead`]): the window read
-/// last and where the previous read ended. Owned by one iterator.
-#[derive(Debug)]
+/// The readahead state of one scan (see [`BlobFile::read_value_ahead`]), per blob file: a scan
+/// over keys that several flushes wrote alternates between their blob files, and each of them
+/// is read in order on its own. Owned by one iterator.
+#[derive(Debug, Default)]
 pub(crate) struct BlobReadahead {
-    /// The file the window and the previous read are in.
+    /// The files read most recently, at most [`READAHEAD_FILES`], the least recently used first.
+    streams: Vec<FileStream>,
+}
+
+/// Blob files whose reads one scan follows at once.
+const READAHEAD_FILES: usize = 4;
+
+/// Reads in order needed before a window is read ahead.
+const READAHEAD_AFTER_READS: u32 = 3;
+
+/// The readahead state of one blob file within a scan.
+#[derive(Debug)]
+struct FileStream {
     file_number: u64,
     /// The window: bytes of the file from `window_start`.
     window_start: u64,
@@ -340,63 +354,87 @@ pub(crate) struct BlobReadahead {
     next_window_bytes: usize,
 }
 
-impl Default for BlobReadahead {
-    fn default() -> BlobReadahead {
-        BlobReadahead {
-            file_number: u64::MAX,
-            window_start: 0,
-            bytes: Vec::new(),
-            last_end: 0,
-            in_order_reads: 0,
-            next_window_bytes: READAHEAD_START_BYTES,
-        }
-    }
-}
-
 impl BlobReadahead {
-    /// The bytes `[start, end)` of file `file_number` if the window holds them.
+    fn stream(&self, file_number: u64) -> Option<&FileStream> {
+        self.streams.iter().find(|stream| stream.file_number == file_number)
+    }
+
+    /// The state of `file_number`, made the most recently used (a new one when the scan had
+    /// none, in place of the least recently used).
+    fn stream_mut(&mut self, file_number: u64) -> &mut FileStream {
+        let stream = match self.streams.iter().position(|stream| stream.file_number == file_number) {
+            Some(position) => self.streams.remove(position),
+            None => {
+                if self.streams.len() == READAHEAD_FILES {
+                    self.streams.remove(0);
+                }
+                FileStream {
+                    file_number,
+                    window_start: 0,
+                    bytes: Vec::new(),
+                    last_end: 0,
+                    in_order_reads: 0,
+                    next_window_bytes: READAHEAD_START_BYTES,
+                }
+            }
+        };
+        self.streams.push(stream);
+        let last = self.streams.len() - 1;
+        &mut self.streams[last]
+    }
+
+    /// The bytes `[start, end)` of file `file_number` if its window holds them.
     fn window(&self, file_number: u64, start: u64, end: u64) -> Option<&[u8]> {
-        if file_number != self.file_number || start < self.window_start {
+        let stream = self.stream(file_number)?;
+        if start < stream.window_start {
             return None;
         }
-        let from = (start - self.window_start) as usize;
-        let to = (end - self.window_start) as usize;
-        self.bytes.get(from..to)
+        let from = (start - stream.window_start) as usize;
+        let to = (end - stream.window_start) as usize;
+        stream.bytes.get(from..to)
     }
 
-    /// True when a read at `offset` of `file_number` continues the reads in order, after
-    /// enough of them to read ahead.
+    /// True when a read at `offset` of `file_number` continues that file's reads in order,
+    /// after enough of them to read ahead.
     fn in_order(&self, file_number: u64, offset: u64) -> bool {
-        file_number == self.file_number && offset == self.last_end && self.in_order_reads >= 2
+        self.stream(file_number)
+            .is_some_and(|stream| offset == stream.last_end && stream.in_order_reads >= READAHEAD_AFTER_READS)
+    }
+
+    /// The size of the next window of `file_number`.
+    fn next_window_bytes(&self, file_number: u64) -> usize {
+        self.stream(file_number).map_or(READAHEAD_START_BYTES, |stream| stream.next_window_bytes)
+    }
+
+    /// Takes the buffer of `file_number`'s window, to be filled again.
+    fn take_buffer(&mut self, file_number: u64) -> Vec<u8> {
+        std::mem::take(&mut self.stream_mut(file_number).bytes)
     }
 
     fn fill(&mut self, file_number: u64, start: u64, bytes: Vec<u8>) {
-        self.file_number = file_number;
-        self.window_start = start;
-        self.bytes = bytes;
-        self.next_window_bytes = (self.next_window_bytes * 2).min(READAHEAD_MAX_BYTES);
+        let stream = self.stream_mut(file_number);
+        stream.window_start = start;
+        stream.bytes = bytes;
+        stream.next_window_bytes = (stream.next_window_bytes * 2).min(READAHEAD_MAX_BYTES);
     }
 
     /// Records a read of `[offset, end)` of `file_number`.
     fn note_read(&mut self, file_number: u64, offset: u64, end: u64) {
-        if file_number == self.file_number && offset == self.last_end {
-            self.in_order_reads = self.in_order_reads.saturating_add(1);
+        let stream = self.stream_mut(file_number);
+        if offset == stream.last_end {
+            stream.in_order_reads = stream.in_order_reads.saturating_add(1);
         } else {
-            // A jump: this read starts a new run, and windows start small again.
-            self.in_order_reads = 1;
-            self.next_window_bytes = READAHEAD_START_BYTES;
-            if file_number != self.file_number {
-                self.bytes.clear();
-            }
+            // A jump within the file: this read starts a new run, with small windows again.
+            stream.in_order_reads = 1;
+            stream.next_window_bytes = READAHEAD_START_BYTES;
         }
-        self.file_number = file_number;
-        self.last_end = end;
+        stream.last_end = end;
     }
 
-    /// Bytes the window holds now.
+    /// Bytes the window of `file_number` holds now.
     #[cfg(test)]
-    fn window_bytes(&self) -> usize {
-        self.bytes.len()
+    fn window_bytes(&self, file_number: u64) -> usize {
+        self.stream(file_number).map_or(0, |stream| stream.bytes.len())
     }
 }
 
@@ -492,15 +530,15 @@ mod tests {
         for (n, ((key, value), reference)) in values.iter().zip(&references).enumerate() {
             let read = file.read_value_ahead(key, reference, None, false, &mut readahead).expect("read");
             assert_eq!(&read, value, "record {n}");
-            if n >= 3 {
-                assert!(readahead.window_bytes() >= READAHEAD_START_BYTES.min(1000), "a window after record {n}");
+            if n >= 4 {
+                assert!(readahead.window_bytes(5) >= 1000, "a window after record {n}");
             }
         }
-        assert!(readahead.window_bytes() > READAHEAD_START_BYTES, "windows grew: {}", readahead.window_bytes());
+        assert!(readahead.window_bytes(5) > READAHEAD_START_BYTES, "windows grew: {}", readahead.window_bytes(5));
         // A jump back reads the record alone, and the windows start small again.
         let read = file.read_value_ahead(values[5].0, &references[5], None, false, &mut readahead).expect("read");
         assert_eq!(read, values[5].1);
-        assert_eq!(readahead.next_window_bytes, READAHEAD_START_BYTES);
+        assert_eq!(readahead.next_window_bytes(5), READAHEAD_START_BYTES);
         // Damage inside a window is found like damage read alone (I36).
         let damaged_at = references[200].record_offset + 20;
         drop(file);

@@ -225,7 +225,7 @@ fn merged_get(
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),
         fill_cache: options.fill_cache,
-        readahead: Default::default(),
+        readahead: None,
     });
     iterator.seek(key);
     iterator.status()?;
@@ -454,7 +454,7 @@ pub(crate) fn new_iterator(
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),
         fill_cache: options.fill_cache,
-        readahead: Default::default(),
+        readahead: options.blob_readahead.then(Default::default),
     });
     Ok(DbIterator::new(user, view, options.snapshot.clone()))
 }

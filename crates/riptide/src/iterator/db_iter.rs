@@ -56,10 +56,10 @@ pub(crate) struct BlobSource {
     pub(crate) files: BlobFiles,
     pub(crate) cache: Arc<BlockCache>,
     pub(crate) fill_cache: bool,
-    /// The scan's readahead in the blob files (`BlobFile::read_value_ahead`). In a cell: the
-    /// iterator resolves values from methods that borrow its other fields, and it is used by
-    /// one thread at a time.
-    pub(crate) readahead: std::cell::RefCell<crate::blob::BlobReadahead>,
+    /// The scan's readahead in the blob files (`BlobFile::read_value_ahead`), when asked for
+    /// (`ReadOptions::blob_readahead`). In a cell: the iterator resolves values from methods
+    /// that borrow its other fields, and it is used by one thread at a time.
+    pub(crate) readahead: Option<std::cell::RefCell<crate::blob::BlobReadahead>>,
 }
 
 /// The sequence of the newest tombstone of the sets `tombstones` visible at `snapshot` that
@@ -190,15 +190,25 @@ impl UserIterator {
     fn resolve_blob(&self, user_key: &[u8], encoded_reference: &[u8]) -> Result<Vec<u8>> {
         let table = std::path::Path::new("<iterator input>");
         match &self.blobs {
-            Some(blobs) => crate::blob::resolve_ahead(
-                &blobs.files,
-                user_key,
-                encoded_reference,
-                Some(&blobs.cache),
-                blobs.fill_cache,
-                table,
-                &mut blobs.readahead.borrow_mut(),
-            ),
+            Some(blobs) => match &blobs.readahead {
+                Some(readahead) => crate::blob::resolve_ahead(
+                    &blobs.files,
+                    user_key,
+                    encoded_reference,
+                    Some(&blobs.cache),
+                    blobs.fill_cache,
+                    table,
+                    &mut readahead.borrow_mut(),
+                ),
+                None => crate::blob::resolve(
+                    &blobs.files,
+                    user_key,
+                    encoded_reference,
+                    Some(&blobs.cache),
+                    blobs.fill_cache,
+                    table,
+                ),
+            },
             None => Err(Error::corruption(table, 0, "a blob reference in a stream without blob files")),
         }
     }
