@@ -117,6 +117,11 @@ impl MonotonicClock {
     }
 }
 
+/// `duration` in microseconds, saturating (a time to live too long to count never ends).
+pub(crate) fn duration_us(duration: Duration) -> u64 {
+    u64::try_from(duration.as_micros()).unwrap_or(u64::MAX)
+}
+
 /// The expiry and the user value of a `PutWithExpiry` entry's stored value; `None` when it is
 /// too short to hold an expiry (damage).
 pub(crate) fn split_expiring(stored: &[u8]) -> Option<(u64, &[u8])> {

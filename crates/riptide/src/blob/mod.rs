@@ -238,14 +238,7 @@ impl BlobFile {
         cache: Option<&BlockCache>,
         fill_cache: bool,
     ) -> Result<Vec<u8>> {
-        if let Some(block) = cache.and_then(|cache| cache.get(self.meta.number, reference.record_offset)) {
-            return Ok(block.raw_bytes().to_vec());
-        }
-        let value = self.read_uncached(user_key, reference)?;
-        if let (Some(cache), true) = (cache, fill_cache) {
-            cache.insert(self.meta.number, reference.record_offset, Arc::new(Block::raw(value.clone())));
-        }
-        Ok(value)
+        self.read_value_ahead(user_key, reference, cache, fill_cache, None)
     }
 
     fn read_uncached(&self, user_key: &[u8], reference: &BlobReference) -> Result<Vec<u8>> {
@@ -294,11 +287,29 @@ impl BlobFile {
         reference: &BlobReference,
         cache: Option<&BlockCache>,
         fill_cache: bool,
-        readahead: &mut BlobReadahead,
+        readahead: Option<&mut BlobReadahead>,
     ) -> Result<Vec<u8>> {
         if let Some(block) = cache.and_then(|cache| cache.get(self.meta.number, reference.record_offset)) {
             return Ok(block.raw_bytes().to_vec());
         }
+        let value = match readahead {
+            Some(readahead) => self.read_through(user_key, reference, readahead)?,
+            None => self.read_uncached(user_key, reference)?,
+        };
+        if let (Some(cache), true) = (cache, fill_cache) {
+            cache.insert(self.meta.number, reference.record_offset, Arc::new(Block::raw(value.clone())));
+        }
+        Ok(value)
+    }
+
+    /// Reads the record `reference` names through the scan's window of this file, reading a
+    /// new window when the scan reads the file in order.
+    fn read_through(
+        &self,
+        user_key: &[u8],
+        reference: &BlobReference,
+        readahead: &mut BlobReadahead,
+    ) -> Result<Vec<u8>> {
         let end = self.record_end(user_key, reference)?;
         let offset = reference.record_offset;
         let value = match readahead.window(self.meta.number, offset, end) {
@@ -317,9 +328,6 @@ impl BlobFile {
             None => self.read_uncached(user_key, reference)?,
         };
         readahead.note_read(self.meta.number, offset, end);
-        if let (Some(cache), true) = (cache, fill_cache) {
-            cache.insert(self.meta.number, reference.record_offset, Arc::new(Block::raw(value.clone())));
-        }
         Ok(value)
     }
 }
@@ -449,7 +457,8 @@ impl Drop for BlobFile {
 
 /// Resolves a `BlobIndex` entry's value: decodes the reference and reads it from the column
 /// family's blob files. A reference that does not decode or names a file the version does not
-/// hold is corruption of the table that holds it (`table`).
+/// hold is corruption of the table that holds it (`table`). A scan passes its `readahead`
+/// (see [`BlobFile::read_value_ahead`]).
 pub(crate) fn resolve(
     blob_files: &BTreeMap<u64, Arc<BlobFile>>,
     user_key: &[u8],
@@ -457,28 +466,7 @@ pub(crate) fn resolve(
     cache: Option<&BlockCache>,
     fill_cache: bool,
     table: &std::path::Path,
-) -> Result<Vec<u8>> {
-    let reference = BlobReference::decode(encoded_reference).map_err(|reason| Error::corruption(table, 0, reason))?;
-    let file = blob_files.get(&reference.file_number).ok_or_else(|| {
-        Error::corruption(
-            table,
-            0,
-            format!("entry references blob file {} that no version lists", reference.file_number),
-        )
-    })?;
-    file.read_value(user_key, &reference, cache, fill_cache)
-}
-
-/// Like [`resolve`], for a scan, reading ahead in the blob file (see
-/// [`BlobFile::read_value_ahead`]).
-pub(crate) fn resolve_ahead(
-    blob_files: &BTreeMap<u64, Arc<BlobFile>>,
-    user_key: &[u8],
-    encoded_reference: &[u8],
-    cache: Option<&BlockCache>,
-    fill_cache: bool,
-    table: &std::path::Path,
-    readahead: &mut BlobReadahead,
+    readahead: Option<&mut BlobReadahead>,
 ) -> Result<Vec<u8>> {
     let reference = BlobReference::decode(encoded_reference).map_err(|reason| Error::corruption(table, 0, reason))?;
     let file = blob_files.get(&reference.file_number).ok_or_else(|| {
@@ -528,7 +516,7 @@ mod tests {
         let file = BlobFile::new(meta, Arc::clone(&janitor));
         let mut readahead = BlobReadahead::default();
         for (n, ((key, value), reference)) in values.iter().zip(&references).enumerate() {
-            let read = file.read_value_ahead(key, reference, None, false, &mut readahead).expect("read");
+            let read = file.read_value_ahead(key, reference, None, false, Some(&mut readahead)).expect("read");
             assert_eq!(&read, value, "record {n}");
             if n >= 4 {
                 assert!(readahead.window_bytes(5) >= 1000, "a window after record {n}");
@@ -536,7 +524,7 @@ mod tests {
         }
         assert!(readahead.window_bytes(5) > READAHEAD_START_BYTES, "windows grew: {}", readahead.window_bytes(5));
         // A jump back reads the record alone, and the windows start small again.
-        let read = file.read_value_ahead(values[5].0, &references[5], None, false, &mut readahead).expect("read");
+        let read = file.read_value_ahead(values[5].0, &references[5], None, false, Some(&mut readahead)).expect("read");
         assert_eq!(read, values[5].1);
         assert_eq!(readahead.next_window_bytes(5), READAHEAD_START_BYTES);
         // Damage inside a window is found like damage read alone (I36).
@@ -552,7 +540,7 @@ mod tests {
         let mut readahead = BlobReadahead::default();
         let mut failed_at = None;
         for (n, ((key, _), reference)) in values.iter().zip(&references).enumerate() {
-            if let Err(error) = file.read_value_ahead(key, reference, None, false, &mut readahead) {
+            if let Err(error) = file.read_value_ahead(key, reference, None, false, Some(&mut readahead)) {
                 assert!(error.is_corruption());
                 failed_at = Some(n);
                 break;

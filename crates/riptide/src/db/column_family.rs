@@ -207,5 +207,5 @@ impl ColumnFamilyState {
 
 /// The options' `ttl` in microseconds (at least 1), 0 for none.
 fn ttl_micros(options: &ColumnFamilyOptions) -> u64 {
-    options.ttl.map_or(0, |ttl| u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX).max(1))
+    options.ttl.map_or(0, |ttl| crate::ttl::duration_us(ttl).max(1))
 }

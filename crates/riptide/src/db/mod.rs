@@ -358,7 +358,7 @@ impl Db {
         if ttl.is_zero() {
             return Err(Error::invalid("a time to live must be longer than zero"));
         }
-        Ok(self.now_us().saturating_add(u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX)))
+        Ok(self.now_us().saturating_add(crate::ttl::duration_us(ttl)))
     }
 
     /// Adds a merge operand for `key` (see [`WriteBatch::merge`]): reads combine it with the

@@ -115,6 +115,7 @@ pub(crate) fn get(
                 Some(&inner.block_cache),
                 options.fill_cache,
                 &table,
+                None,
             )?;
             Ok(Some(value))
         }
@@ -215,18 +216,8 @@ fn merged_get(
     }
     let merged = MergingIterator::new(children, comparator.clone());
     let mut iterator = UserIterator::new(Box::new(merged), comparator.clone(), sequence, Some(key.to_vec()), None);
-    iterator.set_range_tombstones(view_range_tombstones(view));
-    iterator.set_read_time(match &options.snapshot {
-        Some(snapshot) => snapshot.read_time_us(),
-        None => inner.snapshots.clock().now_us(),
-    });
-    iterator.set_merge_operator(column_family.merge_operator());
-    iterator.set_blob_source(BlobSource {
-        files: Arc::clone(&view.version.blob_files),
-        cache: Arc::clone(&inner.block_cache),
-        fill_cache: options.fill_cache,
-        readahead: None,
-    });
+    // A one-key read: no readahead.
+    configure_user_iterator(&mut iterator, inner, column_family, view, view_range_tombstones(view), options, false);
     iterator.seek(key);
     iterator.status()?;
     // Keys that compare equal are byte-identical (the comparator's contract).
@@ -441,22 +432,36 @@ pub(crate) fn new_iterator(
         options.lower_bound.clone(),
         options.upper_bound.clone(),
     );
-    user.set_range_tombstones(tombstones);
-    // I42: the iterator reads entries with an expiry as of one time, its snapshot's or now
-    // (the clock is read only when the view holds such entries).
-    user.set_read_time(match &options.snapshot {
+    configure_user_iterator(&mut user, inner, column_family, &view, tombstones, options, options.blob_readahead);
+    Ok(DbIterator::new(user, view, options.snapshot.clone()))
+}
+
+/// Gives a user iterator over `view` what reading it needs besides its entries: the view's
+/// range tombstone sets `tombstones` (I38), its read time (I42: the snapshot's, or the clock's when the view
+/// holds entries with an expiry), the merge operator (I43) and the blob files, read ahead when
+/// `readahead`.
+fn configure_user_iterator(
+    iterator: &mut UserIterator,
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    view: &super::ReadView,
+    tombstones: Vec<Arc<crate::range_tombstone::FragmentedTombstones>>,
+    options: &ReadOptions,
+    readahead: bool,
+) {
+    iterator.set_range_tombstones(tombstones);
+    iterator.set_read_time(match &options.snapshot {
         Some(snapshot) => snapshot.read_time_us(),
-        None if view_has_expiring_entries(&view) => inner.snapshots.clock().now_us(),
+        None if view_has_expiring_entries(view) => inner.snapshots.clock().now_us(),
         None => 0,
     });
-    user.set_merge_operator(column_family.merge_operator());
-    user.set_blob_source(BlobSource {
+    iterator.set_merge_operator(column_family.merge_operator());
+    iterator.set_blob_source(BlobSource {
         files: Arc::clone(&view.version.blob_files),
         cache: Arc::clone(&inner.block_cache),
         fill_cache: options.fill_cache,
-        readahead: options.blob_readahead.then(Default::default),
+        readahead: readahead.then(Default::default),
     });
-    Ok(DbIterator::new(user, view, options.snapshot.clone()))
 }
 
 /// Whether a memtable or a table of the view holds entries with an expiry.

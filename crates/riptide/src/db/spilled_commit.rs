@@ -138,9 +138,8 @@ fn write_table(
         let mut internal_key = Vec::new();
         // I42: puts into a column family with a `ttl` expire that long after the commit, as
         // they would in a committed batch.
-        let expires_at_us = options.ttl.map(|ttl| {
-            inner.snapshots.clock().now_us().saturating_add(u64::try_from(ttl.as_micros()).unwrap_or(u64::MAX))
-        });
+        let expires_at_us =
+            options.ttl.map(|ttl| inner.snapshots.clock().now_us().saturating_add(crate::ttl::duration_us(ttl)));
         let mut stored = Vec::new();
         cursor.seek_to_first();
         while let Some((key, written)) = cursor.current() {

@@ -274,17 +274,17 @@ fn write_pending(
 /// recovery replays the very same expiries. Batches that write no such column family pass
 /// through untouched; the check costs one atomic load per column family written.
 fn with_column_family_ttls(inner: &DbInner, batch: WriteBatch, column_family_ids: &[u32]) -> WriteBatch {
-    let ttl_of = |id: u32| -> Option<u64> {
-        if id == DEFAULT_COLUMN_FAMILY_ID {
-            inner.default_column_family.ttl_us()
-        } else {
-            inner.column_family_handles.read().get(&id).and_then(|shared| shared.ttl_us())
-        }
-    };
     let mut ttls: Vec<(u32, u64)> = Vec::new();
-    for id in std::iter::once(DEFAULT_COLUMN_FAMILY_ID).chain(column_family_ids.iter().copied()) {
-        if let Some(ttl) = ttl_of(id) {
-            ttls.push((id, ttl));
+    if let Some(ttl) = inner.default_column_family.ttl_us() {
+        ttls.push((DEFAULT_COLUMN_FAMILY_ID, ttl));
+    }
+    if !column_family_ids.is_empty() {
+        // One look at the handles for every family the batch names.
+        let handles = inner.column_family_handles.read();
+        for &id in column_family_ids {
+            if let Some(ttl) = handles.get(&id).and_then(|shared| shared.ttl_us()) {
+                ttls.push((id, ttl));
+            }
         }
     }
     if ttls.is_empty() {

@@ -190,25 +190,15 @@ impl UserIterator {
     fn resolve_blob(&self, user_key: &[u8], encoded_reference: &[u8]) -> Result<Vec<u8>> {
         let table = std::path::Path::new("<iterator input>");
         match &self.blobs {
-            Some(blobs) => match &blobs.readahead {
-                Some(readahead) => crate::blob::resolve_ahead(
-                    &blobs.files,
-                    user_key,
-                    encoded_reference,
-                    Some(&blobs.cache),
-                    blobs.fill_cache,
-                    table,
-                    &mut readahead.borrow_mut(),
-                ),
-                None => crate::blob::resolve(
-                    &blobs.files,
-                    user_key,
-                    encoded_reference,
-                    Some(&blobs.cache),
-                    blobs.fill_cache,
-                    table,
-                ),
-            },
+            Some(blobs) => crate::blob::resolve(
+                &blobs.files,
+                user_key,
+                encoded_reference,
+                Some(&blobs.cache),
+                blobs.fill_cache,
+                table,
+                blobs.readahead.as_ref().map(std::cell::RefCell::borrow_mut).as_deref_mut(),
+            ),
             None => Err(Error::corruption(table, 0, "a blob reference in a stream without blob files")),
         }
     }
