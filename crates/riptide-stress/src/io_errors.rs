@@ -68,15 +68,7 @@ pub fn fault_case(workload: &Workload, fail_at: u64, setting: FaultSetting) -> R
     let (mut history, db) =
         power_loss::run_script(workload, Arc::new(fault.clone()), path, AfterLifecycleFailure::GoOn);
     if let Some(db) = db {
-        let probe = vec![Operation {
-            family: 0,
-            key: PROBE_KEY.to_vec(),
-            value: Some(b"ok".to_vec()),
-            range_end: None,
-            expires_at_us: None,
-            merge: false,
-            single_delete: false,
-        }];
+        let probe = vec![Operation::plain(0, PROBE_KEY.to_vec(), Some(b"ok".to_vec()))];
         history.writes.push(probe);
         if db.put_opt(PROBE_KEY, b"ok", &WriteOptions { sync: true }).is_ok() {
             history.acknowledged_writes = history.writes.len();

@@ -223,15 +223,7 @@ mod tests {
     use crate::power_loss::workloads::Operation;
 
     fn put(family: FamilyIndex, key: &str, value: &str) -> Write {
-        vec![Operation {
-            family,
-            key: key.into(),
-            value: Some(value.into()),
-            range_end: None,
-            expires_at_us: None,
-            merge: false,
-            single_delete: false,
-        }]
+        vec![Operation::plain(family, key.into(), Some(value.into()))]
     }
 
     fn state(families: &[(&str, &[(&str, &str)])]) -> State {
@@ -294,17 +286,7 @@ mod failed_step_tests {
     /// recovery and took the writes with it; the check must not call that legal.
     #[test]
     fn a_failed_drop_followed_by_acknowledged_writes_cannot_have_taken_effect() {
-        let write = |value: &str| {
-            vec![Operation {
-                family: 1,
-                key: b"k".to_vec(),
-                value: Some(value.into()),
-                range_end: None,
-                expires_at_us: None,
-                merge: false,
-                single_delete: false,
-            }]
-        };
+        let write = |value: &str| vec![Operation::plain(1, b"k".to_vec(), Some(value.into()))];
         let history = History {
             writes: vec![write("1"), write("2")],
             durable_writes: 2,

@@ -45,6 +45,14 @@ pub struct Operation {
     pub single_delete: bool,
 }
 
+impl Operation {
+    /// A put (`value` is `Some`) or a delete of `key` in `family`, with no range, expiry,
+    /// merge or single delete.
+    pub fn plain(family: FamilyIndex, key: Vec<u8>, value: Option<Vec<u8>>) -> Operation {
+        Operation { family, key, value, range_end: None, expires_at_us: None, merge: false, single_delete: false }
+    }
+}
+
 /// The merge operator of the `merges` workload: the value beneath, then the operands, joined by
 /// commas.
 #[derive(Debug)]
@@ -208,21 +216,30 @@ fn random_operation(
     let family = families[rng.gen_range(0..families.len())];
     let number = rng.gen_range(0..keys);
     let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..max_value_bytes)));
-    Operation {
-        family,
-        key: key(number),
-        value,
-        range_end: None,
-        expires_at_us: None,
-        merge: false,
-        single_delete: false,
-    }
+    Operation::plain(family, key(number), value)
 }
 
 /// A random write of one to `max_operations` operations over `keys` keys of the default
 /// column family.
 fn random_write(rng: &mut SmallRng, step: usize, keys: u64, max_operations: usize, max_value_bytes: usize) -> Write {
     (0..rng.gen_range(1..=max_operations)).map(|_| random_operation(rng, &[0], step, keys, max_value_bytes)).collect()
+}
+
+/// `writes` (steps of one workload, in order) with a flush after every `flush_every`-th of them,
+/// a compaction of everything after the one numbered `compact_after`, and another at the end.
+fn with_maintenance(writes: Vec<Step>, flush_every: usize, compact_after: usize) -> Vec<Step> {
+    let mut steps = Vec::with_capacity(writes.len() + writes.len() / flush_every + 2);
+    for (step, write) in writes.into_iter().enumerate() {
+        steps.push(write);
+        if step % flush_every == flush_every - 1 {
+            steps.push(Step::Flush);
+        }
+        if step == compact_after {
+            steps.push(Step::CompactAll);
+        }
+    }
+    steps.push(Step::CompactAll);
+    steps
 }
 
 /// Transactions that spill their writes and commit through tables (across two column
@@ -284,15 +301,7 @@ fn two_phase_commit(rng: &mut SmallRng) -> Vec<Step> {
             .map(|_| {
                 let number = 1000 + transaction * 10 + rng.gen_range(0..10);
                 let value = rng.gen_bool(0.85).then(|| value(number, step, rng.gen_range(0..150)));
-                Operation {
-                    family: 0,
-                    key: key(number),
-                    value,
-                    range_end: None,
-                    expires_at_us: None,
-                    merge: false,
-                    single_delete: false,
-                }
+                Operation::plain(0, key(number), value)
             })
             .collect()
     };
@@ -364,29 +373,13 @@ fn column_family_lifecycle(rng: &mut SmallRng) -> Vec<Step> {
     let name = free_name(&live, &freed, rng);
     steps.push(Step::CreateFamily { family: next_family, name: name.clone(), memtable_size_bytes: 4096 });
     for number in 0..2 {
-        let operation = Operation {
-            family: next_family,
-            key: key(number),
-            value: Some(value(number, 0, 3000)),
-            range_end: None,
-            expires_at_us: None,
-            merge: false,
-            single_delete: false,
-        };
+        let operation = Operation::plain(next_family, key(number), Some(value(number, 0, 3000)));
         steps.push(Step::Write { write: vec![operation], sync: false });
     }
     steps.push(Step::DropFamily { family: next_family });
     freed.push(name);
     next_family += 1;
-    let write = vec![Operation {
-        family: 0,
-        key: key(0),
-        value: Some(value(0, 0, 40)),
-        range_end: None,
-        expires_at_us: None,
-        merge: false,
-        single_delete: false,
-    }];
+    let write = vec![Operation::plain(0, key(0), Some(value(0, 0, 40)))];
     steps.push(Step::Write { write, sync: true });
     steps.push(Step::Reopen);
     for step in 0..48 {
@@ -474,129 +467,78 @@ pub fn canonical_workloads(seed: u64) -> Vec<Workload> {
     // Key-value separation: flushes write blob files beside their tables, compactions carry
     // references and record garbage, and the overwrites leave blob files mostly garbage so that
     // the last compactions move their live values (blob garbage collection).
-    let mut blob_files = Vec::new();
-    for step in 0..48 {
-        blob_files.push(Step::Write { write: random_write(&mut rng, step, 24, 2, 400), sync: rng.gen_bool(0.1) });
-        if step % 12 == 11 {
-            blob_files.push(Step::Flush);
-        }
-        if step == 35 {
-            blob_files.push(Step::CompactAll);
-        }
-    }
-    blob_files.push(Step::CompactAll);
+    let writes = (0..48)
+        .map(|step| Step::Write { write: random_write(&mut rng, step, 24, 2, 400), sync: rng.gen_bool(0.1) })
+        .collect();
+    let mut blob_files = with_maintenance(writes, 12, 35);
     blob_files.push(Step::Write { write: random_write(&mut rng, 48, 24, 2, 400), sync: true });
     // Range deletes: their records in the log, their move into the manifest at flushes (with
     // tables they cover whole removed in the same edit), compactions dropping what they cover
     // and the edit that retires them.
-    let mut range_deletes = Vec::new();
-    for step in 0..60 {
-        let mut write = random_write(&mut rng, step, 60, 3, 120);
-        if rng.gen_bool(0.2) {
-            let start = rng.gen_range(0..60);
-            let longest = if rng.gen_bool(0.2) { 60 } else { 12 };
-            let end = start + rng.gen_range(1..longest);
-            write.push(Operation {
-                family: 0,
-                key: key(start),
-                value: None,
-                range_end: Some(key(end)),
-                expires_at_us: None,
-                merge: false,
-                single_delete: false,
-            });
-        }
-        range_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
-        if step % 15 == 14 {
-            range_deletes.push(Step::Flush);
-        }
-        if step == 44 {
-            range_deletes.push(Step::CompactAll);
-        }
-    }
-    range_deletes.push(Step::CompactAll);
+    let writes = (0..60)
+        .map(|step| {
+            let mut write = random_write(&mut rng, step, 60, 3, 120);
+            if rng.gen_bool(0.2) {
+                let start = rng.gen_range(0..60);
+                let longest = if rng.gen_bool(0.2) { 60 } else { 12 };
+                let end = start + rng.gen_range(1..longest);
+                write.push(Operation { range_end: Some(key(end)), ..Operation::plain(0, key(start), None) });
+            }
+            Step::Write { write, sync: rng.gen_bool(0.1) }
+        })
+        .collect();
+    let range_deletes = with_maintenance(writes, 15, 44);
     // Time to live: puts with expiries on both sides of the workload's fixed clock, so that
     // some read as deletes from the start (hiding older values, written as deletes by the
     // flush), between flushes and compactions that must keep or drop them by their expiry.
-    let mut expiry = Vec::new();
-    for step in 0..60 {
-        let mut write = random_write(&mut rng, step, 40, 3, 120);
-        for operation in &mut write {
-            if operation.value.is_some() && rng.gen_bool(0.5) {
-                operation.expires_at_us = Some(CLOCK_US - 5_000_000 + rng.gen_range(0..10_000_000));
+    let writes = (0..60)
+        .map(|step| {
+            let mut write = random_write(&mut rng, step, 40, 3, 120);
+            for operation in &mut write {
+                if operation.value.is_some() && rng.gen_bool(0.5) {
+                    operation.expires_at_us = Some(CLOCK_US - 5_000_000 + rng.gen_range(0..10_000_000));
+                }
             }
-        }
-        expiry.push(Step::Write { write, sync: rng.gen_bool(0.1) });
-        if step % 15 == 14 {
-            expiry.push(Step::Flush);
-        }
-        if step == 44 {
-            expiry.push(Step::CompactAll);
-        }
-    }
-    expiry.push(Step::CompactAll);
+            Step::Write { write, sync: rng.gen_bool(0.1) }
+        })
+        .collect();
+    let mut expiry = with_maintenance(writes, 15, 44);
     expiry.push(Step::Write { write: random_write(&mut rng, 60, 40, 2, 120), sync: true });
     // Merge operands over puts, deletes and each other, folded by flushes and compactions.
-    let mut merges = Vec::new();
-    for step in 0..60 {
-        let mut write = random_write(&mut rng, step, 20, 3, 40);
-        for operation in &mut write {
-            if operation.value.is_some() && rng.gen_bool(0.6) {
-                operation.merge = true;
-                operation.value = Some(format!("m{step}").into_bytes());
+    let writes = (0..60)
+        .map(|step| {
+            let mut write = random_write(&mut rng, step, 20, 3, 40);
+            for operation in &mut write {
+                if operation.value.is_some() && rng.gen_bool(0.6) {
+                    operation.merge = true;
+                    operation.value = Some(format!("m{step}").into_bytes());
+                }
             }
-        }
-        merges.push(Step::Write { write, sync: rng.gen_bool(0.1) });
-        if step % 15 == 14 {
-            merges.push(Step::Flush);
-        }
-        if step == 44 {
-            merges.push(Step::CompactAll);
-        }
-    }
-    merges.push(Step::CompactAll);
+            Step::Write { write, sync: rng.gen_bool(0.1) }
+        })
+        .collect();
+    let mut merges = with_maintenance(writes, 15, 44);
     merges.push(Step::Write { write: random_write(&mut rng, 60, 20, 2, 40), sync: true });
     // Single deletes where their contract holds: every key is put once, then single-deleted
     // (sometimes put again once and single-deleted again), between flushes and compactions, so
     // that the pairs meet in memtables, in flushes and in compactions of several levels.
-    let mut single_deletes = Vec::new();
     let mut put_once: Vec<u64> = Vec::new();
-    for step in 0..70 {
-        let mut write = Vec::new();
-        for slot in 0..rng.gen_range(1..4u64) {
-            let number = 2000 + step as u64 * 4 + slot;
-            write.push(Operation {
-                family: 0,
-                key: key(number),
-                value: Some(value(number, step, rng.gen_range(0..100))),
-                range_end: None,
-                expires_at_us: None,
-                merge: false,
-                single_delete: false,
-            });
-            put_once.push(number);
-        }
-        if put_once.len() > 6 && rng.gen_bool(0.7) {
-            let number = put_once.remove(rng.gen_range(0..put_once.len()));
-            write.push(Operation {
-                family: 0,
-                key: key(number),
-                value: None,
-                range_end: None,
-                expires_at_us: None,
-                merge: false,
-                single_delete: true,
-            });
-        }
-        single_deletes.push(Step::Write { write, sync: rng.gen_bool(0.1) });
-        if step % 12 == 11 {
-            single_deletes.push(Step::Flush);
-        }
-        if step == 40 {
-            single_deletes.push(Step::CompactAll);
-        }
-    }
-    single_deletes.push(Step::CompactAll);
+    let writes = (0..70)
+        .map(|step| {
+            let mut write = Vec::new();
+            for slot in 0..rng.gen_range(1..4u64) {
+                let number = 2000 + step as u64 * 4 + slot;
+                write.push(Operation::plain(0, key(number), Some(value(number, step, rng.gen_range(0..100)))));
+                put_once.push(number);
+            }
+            if put_once.len() > 6 && rng.gen_bool(0.7) {
+                let number = put_once.remove(rng.gen_range(0..put_once.len()));
+                write.push(Operation { single_delete: true, ..Operation::plain(0, key(number), None) });
+            }
+            Step::Write { write, sync: rng.gen_bool(0.1) }
+        })
+        .collect();
+    let single_deletes = with_maintenance(writes, 12, 40);
     vec![
         Workload { name: "put-sync", options: small_options(), steps: put_sync },
         Workload { name: "flush", options: small_options(), steps: flush },
