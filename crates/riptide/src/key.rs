@@ -94,6 +94,14 @@ pub(crate) fn user_key(internal_key: &[u8]) -> &[u8] {
     &internal_key[..internal_key.len() - TRAILER_SIZE_BYTES]
 }
 
+/// True when `internal_key` has a trailer whose kind is `kind`: the trailer's low byte (the
+/// last 8 bytes, little-endian), read without parsing the key, so that stream stages can pass
+/// the common entry with one comparison.
+#[inline]
+pub(crate) fn has_kind(internal_key: &[u8], kind: ValueKind) -> bool {
+    internal_key.len() >= TRAILER_SIZE_BYTES && internal_key[internal_key.len() - TRAILER_SIZE_BYTES] == kind as u8
+}
+
 /// The packed trailer of a well-formed internal key.
 #[inline]
 pub(crate) fn trailer(internal_key: &[u8]) -> u64 {

@@ -100,9 +100,9 @@ pub(crate) fn write_level0_table(
                 filter.note_kept();
                 let value = iterator.value();
                 let key = iterator.key();
-                let expiring = key.len() >= crate::key::TRAILER_SIZE_BYTES
-                    && key[key.len() - crate::key::TRAILER_SIZE_BYTES] == ValueKind::PutWithExpiry as u8;
-                if expiring && filter.has_expired(ValueKind::PutWithExpiry, value) {
+                if crate::key::has_kind(key, ValueKind::PutWithExpiry)
+                    && filter.has_expired(ValueKind::PutWithExpiry, value)
+                {
                     // I42: expired for every reader: written as the delete it reads as.
                     let parsed = parse_internal_key(key)
                         .ok_or_else(|| crate::error::Error::corruption(&path, 0, "malformed memtable key"))?;

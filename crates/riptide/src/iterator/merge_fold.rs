@@ -126,13 +126,9 @@ impl<I: InternalIterator> MergeFold<I> {
         if self.operator.is_none() || !self.pending.is_empty() || !self.inner.valid() {
             return;
         }
-        let key = self.inner.key();
-        if key.len() < crate::key::TRAILER_SIZE_BYTES
-            || key[key.len() - crate::key::TRAILER_SIZE_BYTES] != ValueKind::Merge as u8
-        {
-            return;
+        if crate::key::has_kind(self.inner.key(), ValueKind::Merge) {
+            self.fold();
         }
-        self.fold();
     }
 
     /// True when a range tombstone newer than `sequence` and at most `top` holds `user_key`:

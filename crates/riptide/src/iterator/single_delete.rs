@@ -111,12 +111,8 @@ impl<I: InternalIterator> SingleDeletePairs<I> {
     /// return.
     fn settle(&mut self) {
         while self.inner.valid() {
-            // The kind is the trailer's low byte (the last 8 bytes, little-endian): checked first,
-            // so that the common entry costs one comparison here.
-            let key = self.inner.key();
-            if key.len() < crate::key::TRAILER_SIZE_BYTES
-                || key[key.len() - crate::key::TRAILER_SIZE_BYTES] != ValueKind::SingleDelete as u8
-            {
+            // The kind is checked first, so that the common entry costs one comparison here.
+            if !crate::key::has_kind(self.inner.key(), ValueKind::SingleDelete) {
                 return;
             }
             let Some(single_delete) = parse_internal_key(self.inner.key()) else { return };
