@@ -331,12 +331,16 @@ fn is_minimal_prefix(bytes: &[u8], total_bytes: usize) -> bool {
 impl WriteBatch {
     /// Creates an empty batch.
     pub fn new() -> WriteBatch {
-        WriteBatch {
-            rep: vec![0; BATCH_HEADER_SIZE_BYTES],
-            max_key_bytes: 0,
-            max_value_bytes: 0,
-            has_column_family_records: false,
-        }
+        WriteBatch::with_capacity_bytes(0)
+    }
+
+    /// Creates an empty batch whose buffer holds `record_bytes` of records before it grows.
+    /// Callers that know what they will add (a transaction's commit) size it once instead of
+    /// letting the buffer double its way up.
+    pub(crate) fn with_capacity_bytes(record_bytes: usize) -> WriteBatch {
+        let mut rep = Vec::with_capacity(BATCH_HEADER_SIZE_BYTES.saturating_add(record_bytes));
+        rep.resize(BATCH_HEADER_SIZE_BYTES, 0);
+        WriteBatch { rep, max_key_bytes: 0, max_value_bytes: 0, has_column_family_records: false }
     }
 
     /// Adds a record that sets `key` to `value` in the default column family.

@@ -50,6 +50,7 @@ pub(crate) fn get_varint32(input: &[u8]) -> Option<(u32, usize)> {
 }
 
 /// Appends a length-prefixed byte string.
+#[inline]
 pub(crate) fn put_length_prefixed(out: &mut Vec<u8>, bytes: &[u8]) {
     put_varint64(out, bytes.len() as u64);
     out.extend_from_slice(bytes);

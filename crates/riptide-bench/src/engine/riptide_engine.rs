@@ -9,8 +9,8 @@
 //! only with `--sync` ([`transaction_options`]). Each session holds at most one transaction;
 //! [`classify_error`] tells the aborts (conflict, deadlock, lock timeout) from real failures.
 //!
-//! For tuning experiments, the environment variable `RIPTIDE_BENCH_TUNING` overrides compaction
-//! and background options, e.g. `max_background_compactions=1,compaction_priority=round_robin`;
+//! For tuning experiments, the environment variable `RIPTIDE_BENCH_TUNING` overrides compaction,
+//! background and table block options, e.g. `max_background_compactions=1,compaction_priority=round_robin`;
 //! the report's configuration dump shows the options a run really used.
 
 use std::path::Path;
@@ -97,6 +97,8 @@ fn apply_tuning(options: &mut Options, tuning: &str) -> Result<()> {
             "level_size_ratio" => options.level_size_ratio = number()?,
             "base_level_size_bytes" => options.base_level_size_bytes = number()?,
             "target_file_size_bytes" => options.target_file_size_bytes = number()?,
+            "block_size_bytes" => options.block_size_bytes = number()? as usize,
+            "block_restart_interval" => options.block_restart_interval = number()? as usize,
             "level0_compaction_trigger_files" => options.level0_compaction_trigger_files = number()? as usize,
             "level0_slowdown_writes_files" => options.level0_slowdown_writes_files = number()? as usize,
             "level0_stop_writes_files" => options.level0_stop_writes_files = number()? as usize,

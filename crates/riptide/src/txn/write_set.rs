@@ -293,7 +293,9 @@ impl WriteSet {
     /// The write batch that commits the set: the default column family first, then by id, each
     /// family's keys in its order. Only for a write set that has not spilled.
     pub(crate) fn to_batch(&self) -> WriteBatch {
-        let mut batch = WriteBatch::new();
+        // The in-memory layers' charge covers every record's encoding (key, value, their
+        // lengths, kind and family take less than the per-entry overhead it counts).
+        let mut batch = WriteBatch::with_capacity_bytes(self.memory_bytes);
         self.for_each_merged(|id, key, written| match written {
             Some(value) => batch.put_in(id, key, value),
             None => batch.delete_in(id, key),
