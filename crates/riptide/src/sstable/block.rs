@@ -21,8 +21,6 @@
 use std::ops::Deref;
 use std::path::Path;
 
-use smallvec::SmallVec;
-
 use crate::coding::{get_varint32, put_varint32, read_u32};
 use crate::comparator::KeyComparator;
 use crate::error::Error;
@@ -30,9 +28,6 @@ use crate::key::TRAILER_SIZE_BYTES;
 
 /// Size of one restart offset and of the restart count.
 const RESTART_ENTRY_SIZE_BYTES: usize = 4;
-/// Bytes of key a [`BlockIter`] rebuilds without a heap allocation: internal keys of user keys
-/// up to 56 bytes, which covers the benchmark's 16-byte keys and most SQL index keys.
-const INLINE_KEY_BYTES: usize = 64;
 
 /// Where and why a block failed to decode. Offsets are within the uncompressed block; the table
 /// layer turns this into an [`Error::Corruption`] naming the file and the block's file offset.
@@ -269,7 +264,7 @@ impl Block {
 
     /// A cursor over this block.
     pub(crate) fn iter<B: Deref<Target = Block>>(block: B) -> BlockIter<B> {
-        BlockIter::new(block)
+        BlockIter::new(block, Vec::new())
     }
 }
 
@@ -325,11 +320,7 @@ pub(crate) struct BlockIter<B: Deref<Target = Block>> {
     next_offset: usize,
     /// Index of the restart point at or before `current`.
     restart_index: usize,
-    /// The current key when it shares a prefix with the one before it. Keys up to
-    /// [`INLINE_KEY_BYTES`] stay inside the cursor: a point read makes a cursor per lookup, and
-    /// a heap buffer cost it an allocation and a free each time (about 3 % of a read's
-    /// instructions under callgrind).
-    key_buffer: SmallVec<[u8; INLINE_KEY_BYTES]>,
+    key_buffer: Vec<u8>,
     /// True when the key is `block[key_start..key_end]` rather than `key_buffer`.
     key_borrowed: bool,
     key_start: usize,
@@ -340,15 +331,16 @@ pub(crate) struct BlockIter<B: Deref<Target = Block>> {
 }
 
 impl<B: Deref<Target = Block>> BlockIter<B> {
-    /// A cursor over `block`, not yet positioned.
-    pub(crate) fn new(block: B) -> BlockIter<B> {
+    /// A cursor over `block` that rebuilds keys in `key_buffer` (its allocation is reused).
+    pub(crate) fn new(block: B, mut key_buffer: Vec<u8>) -> BlockIter<B> {
+        key_buffer.clear();
         let end = block.restarts_offset;
         BlockIter {
             block,
             current: end,
             next_offset: end,
             restart_index: 0,
-            key_buffer: SmallVec::new(),
+            key_buffer,
             key_borrowed: false,
             key_start: 0,
             key_end: 0,
@@ -356,6 +348,11 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             value_end: 0,
             corruption: None,
         }
+    }
+
+    /// Ends the cursor, handing back its key buffer for reuse.
+    pub(crate) fn into_key_buffer(self) -> Vec<u8> {
+        self.key_buffer
     }
 
     /// Switches to another block, keeping the key buffer. The cursor is not valid afterwards.

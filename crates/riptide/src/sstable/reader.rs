@@ -15,6 +15,7 @@
 //! later is reported as [`Error::Corruption`], never as a panic or a wrong entry that a checksum
 //! could have caught.
 
+use std::cell::Cell;
 use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
@@ -31,6 +32,14 @@ use crate::sstable::format::{
 };
 use crate::sstable::index::IndexGuide;
 use crate::sstable::properties::TableProperties;
+
+std::thread_local! {
+    /// The key buffer of this thread's point reads (see `Table::find`).
+    static LOOKUP_KEY_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+}
+
+/// A point read's key buffer larger than this (a huge key) is freed rather than kept.
+const MAX_LOOKUP_KEY_BUFFER_BYTES: usize = 4096;
 
 /// How one read treats checksums and the block cache.
 #[derive(Clone, Copy, Debug)]
@@ -345,21 +354,28 @@ impl Table {
         }
         let handle = self.decode_handle(index_iter.value())?;
         let block = self.read_data_block(handle, options)?;
-        let mut data_iter = Block::iter(&*block);
+        // The cursor rebuilds prefix-compressed keys in a buffer; a point read borrows this
+        // thread's instead of allocating and freeing one per lookup.
+        let mut data_iter = BlockIter::new(&*block, LOOKUP_KEY_BUFFER.with(Cell::take));
         data_iter.seek(lookup_key, &self.comparator);
-        if !data_iter.valid() {
+        let result = if !data_iter.valid() {
             // Past the block's last key (possible with a shortened separator): the next block
             // starts with a larger user key, so the key is absent.
-            return match data_iter.corruption() {
+            match data_iter.corruption() {
                 Some(corruption) => Err(corruption.into_error(&self.path, handle.offset)),
                 None => Ok(None),
-            };
+            }
+        } else if key::user_key(data_iter.key()) != user_key {
+            // Keys that compare equal are byte-identical (the comparator's contract).
+            Ok(None)
+        } else {
+            Ok(Some(found(data_iter.key(), data_iter.value())))
+        };
+        let buffer = data_iter.into_key_buffer();
+        if buffer.capacity() <= MAX_LOOKUP_KEY_BUFFER_BYTES {
+            LOOKUP_KEY_BUFFER.with(|cell| cell.set(buffer));
         }
-        // Keys that compare equal are byte-identical (the comparator's contract).
-        if key::user_key(data_iter.key()) != user_key {
-            return Ok(None);
-        }
-        Ok(Some(found(data_iter.key(), data_iter.value())))
+        result
     }
 
     /// A cursor over the whole table.
