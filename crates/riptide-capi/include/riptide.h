@@ -2160,6 +2160,33 @@ riptide_code_t riptide_txn_get_for_update_cf(const riptide_txn_t *txn,
                                              size_t *out_value_len,
                                              riptide_error_t **err);
 
+// Reads `key` under a shared lock (SQL's `LOCK IN SHARE MODE`): as
+// `riptide_txn_get_for_update`, except that in pessimistic mode the lock is shared, so other
+// transactions may share-lock and read the key too while none may write it until this one
+// ends. A later write of the key by this transaction upgrades the lock (two sharers that both
+// upgrade deadlock: one gets `RIPTIDE_DEADLOCK`).
+//
+// # Safety
+// As `riptide_txn_get`.
+riptide_code_t riptide_txn_get_for_share(const riptide_txn_t *txn,
+                                         const uint8_t *key,
+                                         size_t key_len,
+                                         uint8_t **out_value,
+                                         size_t *out_value_len,
+                                         riptide_error_t **err);
+
+// `riptide_txn_get_for_share` in column family `cf`.
+//
+// # Safety
+// As `riptide_txn_get`.
+riptide_code_t riptide_txn_get_for_share_cf(const riptide_txn_t *txn,
+                                            const riptide_cf_t *cf,
+                                            const uint8_t *key,
+                                            size_t key_len,
+                                            uint8_t **out_value,
+                                            size_t *out_value_len,
+                                            riptide_error_t **err);
+
 // `riptide_txn_get` into a pinned value handle (see `riptide_get_pinned`); `cf` may be NULL
 // for the default column family.
 //

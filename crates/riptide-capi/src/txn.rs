@@ -168,6 +168,17 @@ pub unsafe extern "C" fn riptide_txn_rollback(
     call(err, || Ok(take(txn)?.rollback()?))
 }
 
+/// How a transactional read locks its key.
+#[derive(Clone, Copy)]
+enum ReadLock {
+    /// No lock: the snapshot's value.
+    None,
+    /// An exclusive lock (`get_for_update`).
+    ForUpdate,
+    /// A shared lock (`get_for_share`).
+    ForShare,
+}
+
 /// # Safety
 /// `key` must be valid for `key_len` reads.
 unsafe fn read(
@@ -175,16 +186,18 @@ unsafe fn read(
     cf: Option<*const riptide_cf_t>,
     key: *const u8,
     key_len: usize,
-    for_update: bool,
+    lock: ReadLock,
 ) -> Result<Option<Vec<u8>>, CapiError> {
     // SAFETY: forwarded contract.
     let key = unsafe { bytes(key, key_len, "key") }?;
     with_txn(txn, |object, transaction| {
-        let value = match (family(object.db_id, cf)?, for_update) {
-            (None, false) => transaction.get(key)?,
-            (None, true) => transaction.get_for_update(key)?,
-            (Some(cf), false) => transaction.get_cf(&cf, key)?,
-            (Some(cf), true) => transaction.get_for_update_cf(&cf, key)?,
+        let value = match (family(object.db_id, cf)?, lock) {
+            (None, ReadLock::None) => transaction.get(key)?,
+            (None, ReadLock::ForUpdate) => transaction.get_for_update(key)?,
+            (None, ReadLock::ForShare) => transaction.get_for_share(key)?,
+            (Some(cf), ReadLock::None) => transaction.get_cf(&cf, key)?,
+            (Some(cf), ReadLock::ForUpdate) => transaction.get_for_update_cf(&cf, key)?,
+            (Some(cf), ReadLock::ForShare) => transaction.get_for_share_cf(&cf, key)?,
         };
         Ok(value)
     })
@@ -196,14 +209,14 @@ unsafe fn get_copy(
     txn: *const riptide_txn_t,
     cf: Option<*const riptide_cf_t>,
     key: (*const u8, usize),
-    for_update: bool,
+    lock: ReadLock,
     out_value: *mut *mut u8,
     out_value_len: *mut usize,
 ) -> Result<(), CapiError> {
     // SAFETY: forwarded contract.
     let (value_slot, len_slot) = unsafe { (out(out_value, "out_value")?, out(out_value_len, "out_value_len")?) };
     // SAFETY: forwarded contract.
-    deliver_copy(unsafe { read(txn, cf, key.0, key.1, for_update) }?, value_slot, len_slot)
+    deliver_copy(unsafe { read(txn, cf, key.0, key.1, lock) }?, value_slot, len_slot)
 }
 
 /// Reads `key` from the default column family: the transaction's own write if any, else the
@@ -223,7 +236,7 @@ pub unsafe extern "C" fn riptide_txn_get(
     err: *mut *mut riptide_error_t,
 ) -> riptide_code_t {
     // SAFETY: by the function's contract.
-    call(err, || unsafe { get_copy(txn, None, (key, key_len), false, out_value, out_value_len) })
+    call(err, || unsafe { get_copy(txn, None, (key, key_len), ReadLock::None, out_value, out_value_len) })
 }
 
 /// `riptide_txn_get` in column family `cf`.
@@ -241,7 +254,7 @@ pub unsafe extern "C" fn riptide_txn_get_cf(
     err: *mut *mut riptide_error_t,
 ) -> riptide_code_t {
     // SAFETY: by the function's contract.
-    call(err, || unsafe { get_copy(txn, Some(cf), (key, key_len), false, out_value, out_value_len) })
+    call(err, || unsafe { get_copy(txn, Some(cf), (key, key_len), ReadLock::None, out_value, out_value_len) })
 }
 
 /// Reads `key` for update: locks it exclusively (pessimistic; may return `RIPTIDE_LOCK_TIMEOUT`,
@@ -260,7 +273,7 @@ pub unsafe extern "C" fn riptide_txn_get_for_update(
     err: *mut *mut riptide_error_t,
 ) -> riptide_code_t {
     // SAFETY: by the function's contract.
-    call(err, || unsafe { get_copy(txn, None, (key, key_len), true, out_value, out_value_len) })
+    call(err, || unsafe { get_copy(txn, None, (key, key_len), ReadLock::ForUpdate, out_value, out_value_len) })
 }
 
 /// `riptide_txn_get_for_update` in column family `cf`.
@@ -278,7 +291,46 @@ pub unsafe extern "C" fn riptide_txn_get_for_update_cf(
     err: *mut *mut riptide_error_t,
 ) -> riptide_code_t {
     // SAFETY: by the function's contract.
-    call(err, || unsafe { get_copy(txn, Some(cf), (key, key_len), true, out_value, out_value_len) })
+    call(err, || unsafe { get_copy(txn, Some(cf), (key, key_len), ReadLock::ForUpdate, out_value, out_value_len) })
+}
+
+/// Reads `key` under a shared lock (SQL's `LOCK IN SHARE MODE`): as
+/// `riptide_txn_get_for_update`, except that in pessimistic mode the lock is shared, so other
+/// transactions may share-lock and read the key too while none may write it until this one
+/// ends. A later write of the key by this transaction upgrades the lock (two sharers that both
+/// upgrade deadlock: one gets `RIPTIDE_DEADLOCK`).
+///
+/// # Safety
+/// As `riptide_txn_get`.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_txn_get_for_share(
+    txn: *const riptide_txn_t,
+    key: *const u8,
+    key_len: usize,
+    out_value: *mut *mut u8,
+    out_value_len: *mut usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    // SAFETY: by the function's contract.
+    call(err, || unsafe { get_copy(txn, None, (key, key_len), ReadLock::ForShare, out_value, out_value_len) })
+}
+
+/// `riptide_txn_get_for_share` in column family `cf`.
+///
+/// # Safety
+/// As `riptide_txn_get`.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_txn_get_for_share_cf(
+    txn: *const riptide_txn_t,
+    cf: *const riptide_cf_t,
+    key: *const u8,
+    key_len: usize,
+    out_value: *mut *mut u8,
+    out_value_len: *mut usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    // SAFETY: by the function's contract.
+    call(err, || unsafe { get_copy(txn, Some(cf), (key, key_len), ReadLock::ForShare, out_value, out_value_len) })
 }
 
 /// `riptide_txn_get` into a pinned value handle (see `riptide_get_pinned`); `cf` may be NULL
@@ -301,7 +353,7 @@ pub unsafe extern "C" fn riptide_txn_get_pinned(
         let slot = unsafe { out(out_pinnable, "out_pinnable") }?;
         let cf = (!cf.is_null()).then_some(cf);
         // SAFETY: by the function's contract.
-        deliver_pinned(unsafe { read(txn, cf, key, key_len, false) }?, slot)
+        deliver_pinned(unsafe { read(txn, cf, key, key_len, ReadLock::None) }?, slot)
     })
 }
 

@@ -573,6 +573,51 @@ static void test_iterators_and_snapshots(void) {
     OK(riptide_readoptions_destroy(ro));
 }
 
+static void test_shared_locks(void) {
+    char path[300];
+    new_path(path, sizeof path);
+    riptide_db_t *db = open_db(path);
+    riptide_cf_t *cf = NULL;
+    OK(riptide_create_column_family(db, "rows", NULL, &cf, NULL));
+    OK(riptide_put(db, NULL, K("row"), K("v"), NULL));
+    OK(riptide_put_cf(db, NULL, cf, K("row"), K("w"), NULL));
+    riptide_txn_options_t *to = NULL;
+    OK(riptide_txn_options_create(&to, NULL));
+    OK(riptide_txn_options_set_lock_timeout_us(to, 0, NULL));
+    riptide_txn_t *a = NULL, *b = NULL;
+    OK(riptide_txn_begin(db, to, &a, NULL));
+    OK(riptide_txn_begin(db, to, &b, NULL));
+    uint8_t *value = NULL;
+    size_t len = 0;
+    /* Two transactions share-lock the same rows and both read them. */
+    OK(riptide_txn_get_for_share(a, K("row"), &value, &len, NULL));
+    CHECK(value && len == 1 && value[0] == 'v');
+    riptide_free(value);
+    OK(riptide_txn_get_for_share(b, K("row"), &value, &len, NULL));
+    CHECK(value && len == 1 && value[0] == 'v');
+    riptide_free(value);
+    OK(riptide_txn_get_for_share_cf(a, cf, K("row"), &value, &len, NULL));
+    CHECK(value && len == 1 && value[0] == 'w');
+    riptide_free(value);
+    OK(riptide_txn_get_for_share_cf(b, cf, K("absent"), &value, &len, NULL));
+    CHECK(value == NULL);
+    /* Neither can write a row the other shares, nor lock it for update. */
+    EXPECT(RIPTIDE_LOCK_TIMEOUT, riptide_txn_put(b, K("row"), K("x"), NULL));
+    EXPECT(RIPTIDE_LOCK_TIMEOUT, riptide_txn_get_for_update_cf(b, cf, K("row"), &value, &len, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_txn_get_for_share(a, NULL, 1, &value, &len, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_txn_get_for_share(a, K("row"), NULL, &len, NULL));
+    /* Once the other sharer ends, the row can be written. */
+    OK(riptide_txn_commit(b, NULL));
+    OK(riptide_txn_destroy(b));
+    OK(riptide_txn_put(a, K("row"), K("x"), NULL));
+    OK(riptide_txn_commit(a, NULL));
+    OK(riptide_txn_destroy(a));
+    expect_value(db, NULL, "row", "x");
+    OK(riptide_txn_options_destroy(to));
+    OK(riptide_cf_destroy(cf));
+    OK(riptide_close(db, NULL));
+}
+
 static void test_transactions(void) {
     char path[300], keys[256];
     new_path(path, sizeof path);
@@ -1428,6 +1473,7 @@ int main(void) {
         {"column_families", test_column_families},
         {"iterators_and_snapshots", test_iterators_and_snapshots},
         {"transactions", test_transactions},
+        {"shared_locks", test_shared_locks},
         {"two_phase_commit", test_two_phase_commit},
         {"stats_and_maintenance", test_stats_and_maintenance},
         {"blob_files", test_blob_files},

@@ -435,19 +435,34 @@ impl Transaction {
     /// at once: [`Error::Conflict`] here means the key changed since the snapshot. Returns the
     /// value as [`Transaction::get`] would.
     pub fn get_for_update(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_for_update_in(None, key)
+        self.locking_get(None, key, LockMode::Exclusive)
     }
 
     /// [`Transaction::get_for_update`] in `column_family`.
     pub fn get_for_update_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<Option<Vec<u8>>> {
-        self.get_for_update_in(Some(column_family), key)
+        self.locking_get(Some(column_family), key, LockMode::Exclusive)
     }
 
-    fn get_for_update_in(&self, column_family: Option<&ColumnFamily>, key: &[u8]) -> Result<Option<Vec<u8>>> {
+    /// Reads `key` under a shared lock (SQL's `LOCK IN SHARE MODE`): as
+    /// [`Transaction::get_for_update`], except that in pessimistic mode the lock is shared, so
+    /// other transactions may share-lock and read the key too, while none can write it (or
+    /// lock it for update) until this one ends. A later write or `get_for_update` of the key by
+    /// this transaction upgrades the lock, waiting for the other sharers to end (two sharers
+    /// that both upgrade deadlock, and one of them gets [`Error::Deadlock`]).
+    pub fn get_for_share(&self, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.locking_get(None, key, LockMode::Shared)
+    }
+
+    /// [`Transaction::get_for_share`] in `column_family`.
+    pub fn get_for_share_cf(&self, column_family: &ColumnFamily, key: &[u8]) -> Result<Option<Vec<u8>>> {
+        self.locking_get(Some(column_family), key, LockMode::Shared)
+    }
+
+    fn locking_get(&self, column_family: Option<&ColumnFamily>, key: &[u8], mode: LockMode) -> Result<Option<Vec<u8>>> {
         let family = self.family(column_family)?;
         self.check_key(key)?;
         self.check_active(&self.state.lock())?;
-        self.lock_key(family.id, key)?;
+        self.lock_key(family.id, key, mode)?;
         {
             let mut state = self.state.lock();
             if let Some(written) = state.writes.get(family.id, key)? {
@@ -505,7 +520,7 @@ impl Transaction {
             }
         }
         self.check_active(&self.state.lock())?;
-        self.lock_key(family.id, key)?;
+        self.lock_key(family.id, key, LockMode::Exclusive)?;
         let mut state = self.state.lock();
         self.check_active(&state)?;
         let added_bytes = write_set::entry_size_bytes(key.len(), value.map_or(0, <[u8]>::len));
@@ -523,9 +538,11 @@ impl Transaction {
         Ok(())
     }
 
-    /// Pessimistic mode: takes an exclusive lock on `key` (without the state mutex, since it
-    /// may wait), then checks that nobody wrote it after the snapshot.
-    fn lock_key(&self, column_family: u32, key: &[u8]) -> Result<()> {
+    /// Pessimistic mode: takes a lock on `key` in `mode` (without the state mutex, since it
+    /// may wait), then checks that nobody wrote it after the snapshot. A shared lock gets the
+    /// same check: a locking read promises the value it returns is the key's latest, which a
+    /// write committed after the snapshot would break.
+    fn lock_key(&self, column_family: u32, key: &[u8], mode: LockMode) -> Result<()> {
         if !self.pessimistic() {
             return Ok(());
         }
@@ -548,7 +565,7 @@ impl Transaction {
         let policy =
             WaitPolicy { timeout: self.options.lock_timeout, detect_deadlocks: self.options.deadlock_detection };
         let locks = &self.db.transactions.locks;
-        let granted = locks.acquire(self.id, &self.slot, &lock_key, LockMode::Exclusive, policy)?;
+        let granted = locks.acquire(self.id, &self.slot, &lock_key, mode, policy)?;
         if granted == Granted::New {
             let mut state = self.state.lock();
             if state.finished || state.prepared_xid.is_some() {
