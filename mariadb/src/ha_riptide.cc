@@ -141,11 +141,12 @@ int ha_riptide::start_stmt(THD *thd, thr_lock_type) { return riptide_sql::begin_
 THR_LOCK_DATA **ha_riptide::store_lock(THD *thd, THR_LOCK_DATA **to, enum thr_lock_type lock_type) {
   if (lock_type != TL_IGNORE) {
     // Reads lock the rows they return in statements that write the table, and in SELECT ...
-    // FOR UPDATE / LOCK IN SHARE MODE (which takes exclusive locks here: the C ABI has no
-    // shared row lock).
+    // FOR UPDATE (exclusive locks) / LOCK IN SHARE MODE (shared locks, which other sharers
+    // may hold too).
     lock_rows_ = lock_type == TL_READ_WITH_SHARED_LOCKS || lock_type >= TL_WRITE_ALLOW_WRITE;
+    share_rows_ = lock_type == TL_READ_WITH_SHARED_LOCKS;
     const enum_sql_command command = static_cast<enum_sql_command>(thd_sql_command(thd));
-    if (command == SQLCOM_INSERT_SELECT && lock_type < TL_WRITE_ALLOW_WRITE) lock_rows_ = false;
+    if (command == SQLCOM_INSERT_SELECT && lock_type < TL_WRITE_ALLOW_WRITE) lock_rows_ = share_rows_ = false;
   }
   if (lock_type != TL_IGNORE && lock_data_.type == TL_UNLOCK) {
     // Rows are locked by the engine: let writers of one table run together, as InnoDB does.

@@ -150,6 +150,8 @@ class ha_riptide final : public handler {
   // Whether the current statement locks the rows it reads (UPDATE, DELETE, SELECT ... FOR
   // UPDATE / LOCK IN SHARE MODE, REPLACE and INSERT ... ON DUPLICATE KEY UPDATE).
   bool lock_rows_ = false;
+  // Whether those row locks are shared (SELECT ... LOCK IN SHARE MODE) rather than exclusive.
+  bool share_rows_ = false;
   riptide_iterator_t *iterator_ = nullptr;
   // Options of the iterators (bounds set per index), created on first use.
   riptide_readoptions_t *read_options_ = nullptr;

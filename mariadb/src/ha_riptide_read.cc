@@ -3,9 +3,9 @@
 //
 // Reads go through a transaction iterator over the table's column family, bounded to the
 // active index's id; a locking read (UPDATE, DELETE, SELECT ... FOR UPDATE) locks each row's
-// primary key with get_for_update and uses the value that returns, so under READ COMMITTED it
-// sees the latest committed row and under REPEATABLE READ a row changed after the snapshot
-// fails with ER_LOCK_DEADLOCK (first committer wins).
+// primary key with get_for_update (LOCK IN SHARE MODE: get_for_share) and uses the value that
+// returns, so under READ COMMITTED it sees the latest committed row and under REPEATABLE READ a
+// row changed after the snapshot fails with ER_LOCK_DEADLOCK (first committer wins).
 #include <my_global.h>
 #include <key.h>
 #include <mysqld_error.h>
@@ -75,9 +75,13 @@ int ha_riptide::get(const std::string &key, bool lock, std::string *value, bool 
   riptide_error_t *error = nullptr;
   riptide_txn_t *txn = transaction();
   if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
-  const riptide_code_t code =
-      lock ? riptide_txn_get_for_update_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error)
-           : riptide_txn_get_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error);
+  riptide_code_t code;
+  if (!lock)
+    code = riptide_txn_get_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error);
+  else if (share_rows_)
+    code = riptide_txn_get_for_share_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error);
+  else
+    code = riptide_txn_get_for_update_cf(txn, family(), bytes(key), key.size(), &bytes_out, &length, &error);
   if (code != RIPTIDE_OK) return report(code, error);
   *found = bytes_out != nullptr;
   if (bytes_out != nullptr) {
@@ -291,6 +295,7 @@ int ha_riptide::reset() {
   // The end of a statement's use of the table: forget the pushed condition and row locking.
   cancel_pushed_idx_cond();
   lock_rows_ = false;
+  share_rows_ = false;
   return 0;
 }
 
