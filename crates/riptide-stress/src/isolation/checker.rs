@@ -825,10 +825,10 @@ fn close_cycle(from: usize, mut path: Vec<usize>) -> Vec<usize> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::isolation::history::TransactionRecord;
+    use crate::isolation::history::{ReadLock, TransactionRecord};
 
     fn read(key: usize, list: &[Element]) -> Operation {
-        Operation::Read { key, list: list.to_vec(), for_update: false }
+        Operation::Read { key, list: list.to_vec(), lock: ReadLock::None }
     }
 
     fn append(key: usize, element: Element, saw: &[Element]) -> Operation {

@@ -80,18 +80,30 @@ pub fn describe_key(index: usize) -> String {
     String::from_utf8_lossy(&key_name(index)).into_owned()
 }
 
+/// The row lock a point read takes (in pessimistic mode; optimistic mode validates the key at
+/// commit instead).
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub enum ReadLock {
+    /// `get`: none.
+    None,
+    /// `get_for_update`: exclusive.
+    ForUpdate,
+    /// `get_for_share`: shared.
+    ForShare,
+}
+
 /// One micro-operation of a transaction and what it saw.
 #[derive(Clone, Debug, PartialEq, Eq)]
 pub enum Operation {
-    /// A point read (`get`, or `get_for_update` when `for_update`): the list the key held in
-    /// the transaction's view (empty when absent).
+    /// A point read (`get`, `get_for_update` or `get_for_share`, as `lock` says): the list the
+    /// key held in the transaction's view (empty when absent).
     Read {
         /// The key's index.
         key: usize,
         /// What the read returned.
         list: Vec<Element>,
-        /// True when the read was `get_for_update`.
-        for_update: bool,
+        /// The lock the read took.
+        lock: ReadLock,
     },
     /// An append: the transaction read `read` (its own view of the key, by `get`), then wrote
     /// `read` followed by `element`.
@@ -141,8 +153,12 @@ impl Operation {
     /// The operation for messages.
     pub fn describe(&self) -> String {
         match self {
-            Operation::Read { key, list, for_update } => {
-                let verb = if *for_update { "read for update" } else { "read" };
+            Operation::Read { key, list, lock } => {
+                let verb = match lock {
+                    ReadLock::None => "read",
+                    ReadLock::ForUpdate => "read for update",
+                    ReadLock::ForShare => "read for share",
+                };
                 format!("{verb} {} = {}", describe_key(*key), describe_list(list))
             }
             Operation::Append { key, element, read } => {

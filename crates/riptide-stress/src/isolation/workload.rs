@@ -2,7 +2,7 @@
 //! isolation level and concurrency mode, recording the [`History`] the checker reads.
 //!
 //! Every transaction makes one to six micro-operations on a small key space, so that
-//! contention is real: point reads (`get`, sometimes `get_for_update`), appends (`get` of the
+//! contention is real: point reads (`get`, sometimes `get_for_update` or `get_for_share`), appends (`get` of the
 //! transaction's own view, then `put` of that list with a new element at the end), and, in some
 //! transactions, a range read with an iterator (forward or backward, within bounds); some
 //! transactions open a savepoint around some of their operations and roll back to it or
@@ -46,7 +46,8 @@ use riptide::{
 };
 
 use super::history::{
-    decode_list, encode_list, key_name, parse_key_name, Element, History, Operation, Outcome, TransactionRecord,
+    decode_list, encode_list, key_name, parse_key_name, Element, History, Operation, Outcome, ReadLock,
+    TransactionRecord,
 };
 
 /// What the transactions do.
@@ -146,6 +147,7 @@ impl WorkloadConfig {
 enum Step {
     Read(usize),
     ReadForUpdate(usize),
+    ReadForShare(usize),
     Append(usize),
     Scan { start: usize, end: usize, reverse: bool },
     Savepoint,
@@ -174,8 +176,10 @@ fn plan_mixed(rng: &mut SmallRng, config: &WorkloadConfig) -> Plan {
                 Step::Scan { start, end, reverse: rng.gen_bool(0.5) }
             } else if roll < 60 {
                 Step::Append(key)
-            } else if roll < 68 {
+            } else if roll < 65 {
                 Step::ReadForUpdate(key)
+            } else if roll < 70 {
+                Step::ReadForShare(key)
             } else {
                 Step::Read(key)
             }
@@ -268,6 +272,13 @@ impl Shared<'_> {
         match self.handle(key) {
             None => transaction.get_for_update(&key_name(key)),
             Some(family) => transaction.get_for_update_cf(family, &key_name(key)),
+        }
+    }
+
+    fn get_for_share(&self, transaction: &Transaction, key: usize) -> riptide::Result<Option<Vec<u8>>> {
+        match self.handle(key) {
+            None => transaction.get_for_share(&key_name(key)),
+            Some(family) => transaction.get_for_share_cf(family, &key_name(key)),
         }
     }
 
@@ -490,12 +501,16 @@ fn perform(
     match step {
         Step::Read(key) => {
             let value = shared.get(transaction, key).map_err(|error| engine_error(error, "get"))?;
-            operations.push(Operation::Read { key, list: list_of(value, key)?, for_update: false });
+            operations.push(Operation::Read { key, list: list_of(value, key)?, lock: ReadLock::None });
         }
         Step::ReadForUpdate(key) => {
             let value =
                 shared.get_for_update(transaction, key).map_err(|error| engine_error(error, "get_for_update"))?;
-            operations.push(Operation::Read { key, list: list_of(value, key)?, for_update: true });
+            operations.push(Operation::Read { key, list: list_of(value, key)?, lock: ReadLock::ForUpdate });
+        }
+        Step::ReadForShare(key) => {
+            let value = shared.get_for_share(transaction, key).map_err(|error| engine_error(error, "get_for_share"))?;
+            operations.push(Operation::Read { key, list: list_of(value, key)?, lock: ReadLock::ForShare });
         }
         Step::Append(key) => {
             let value = shared.get(transaction, key).map_err(|error| engine_error(error, "get"))?;
@@ -505,7 +520,7 @@ fn perform(
             written.push(element);
             if let Err(error) = shared.put(transaction, key, &encode_list(&written)) {
                 // The read happened; the write did not.
-                operations.push(Operation::Read { key, list: read, for_update: false });
+                operations.push(Operation::Read { key, list: read, lock: ReadLock::None });
                 return Err(engine_error(error, "put"));
             }
             operations.push(Operation::Append { key, element, read });
