@@ -4,6 +4,10 @@
 #include <mysqld_error.h>
 #include <sql_class.h>
 
+#include <mutex>
+#include <set>
+#include <string>
+
 #include "engine.h"
 
 namespace riptide_sql {
@@ -41,9 +45,11 @@ int end_transaction(Connection *state, bool commit) {
     // spares it the commit's log sync (riptide_flush_log_at_trx_commit = 1), which would
     // otherwise cost every read-only transaction a disk flush. Its reads were consistent
     // either way, and a read-only SERIALIZABLE transaction needs no validation.
+    // A prepared transaction's write set lives in the engine's prepared registry (its write
+    // count reads 0): it is always decided as asked.
     uint64_t writes = 1;
-    if (commit && riptide_txn_info(state->transaction, nullptr, &writes, nullptr, nullptr, nullptr) == RIPTIDE_OK &&
-        writes == 0)
+    if (commit && !state->prepared &&
+        riptide_txn_info(state->transaction, nullptr, &writes, nullptr, nullptr, nullptr) == RIPTIDE_OK && writes == 0)
       commit = false;
     code = commit ? riptide_txn_commit(state->transaction, &error) : riptide_txn_rollback(state->transaction, &error);
     riptide_txn_destroy(state->transaction);
@@ -51,6 +57,7 @@ int end_transaction(Connection *state, bool commit) {
   state->transaction = nullptr;
   state->savepoint_depth = 0;
   state->statement_savepoint = false;
+  state->prepared = false;
   if (code == RIPTIDE_OK) return 0;
   if (commit && (code == RIPTIDE_CONFLICT || code == RIPTIDE_DEADLOCK)) {
     // The commit's validation failed: nothing was written. Say so with the error a client
@@ -162,9 +169,126 @@ int savepoint_release(handlerton *, THD *thd, void *slot) {
   return 0;
 }
 
+// The engine's xid for a server XID: formatID (4 bytes, little endian), the lengths of the
+// global transaction id and of the branch qualifier (a byte each, at most 64), then their
+// bytes. docs/sql/storage.md describes it.
+std::string encode_xid(const XID &xid) {
+  std::string bytes;
+  const uint32_t format = static_cast<uint32_t>(xid.formatID);
+  for (int shift = 0; shift < 32; shift += 8) bytes.push_back(static_cast<char>((format >> shift) & 0xff));
+  bytes.push_back(static_cast<char>(xid.gtrid_length));
+  bytes.push_back(static_cast<char>(xid.bqual_length));
+  bytes.append(xid.data, static_cast<size_t>(xid.gtrid_length + xid.bqual_length));
+  return bytes;
+}
+
+// The server XID of an engine xid written by encode_xid; false for bytes it did not write.
+bool decode_xid(const uint8_t *bytes, size_t length, XID *xid) {
+  if (length < 6) return false;
+  uint32_t format = 0;
+  for (int i = 0; i < 4; i++) format |= static_cast<uint32_t>(bytes[i]) << (8 * i);
+  const size_t gtrid = bytes[4], bqual = bytes[5];
+  if (gtrid > MAXGTRIDSIZE || bqual > MAXBQUALSIZE || length != 6 + gtrid + bqual) return false;
+  xid->set(static_cast<long>(static_cast<int32_t>(format)), reinterpret_cast<const char *>(bytes + 6), gtrid,
+           reinterpret_cast<const char *>(bytes + 6 + gtrid), bqual);
+  return true;
+}
+
+// The first phase of a two-phase commit (XA PREPARE, or the binlog's prepare): makes the
+// transaction's writes durable but invisible under the connection's XID. A statement inside a
+// multi-statement transaction has nothing to prepare, nor has a transaction that wrote
+// nothing (its commit is a rollback anyway).
+int prepare(handlerton *, THD *thd, bool all) {
+  Connection *state = connection(thd);
+  const bool ends_transaction = all || !thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN);
+  if (!ends_transaction || state->transaction == nullptr || state->prepared) return 0;
+  uint64_t writes = 0;
+  riptide_error_t *error = nullptr;
+  riptide_code_t code = riptide_txn_info(state->transaction, nullptr, &writes, nullptr, nullptr, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  if (writes == 0) return 0;
+  XID xid;
+  thd_get_xid(thd, reinterpret_cast<MYSQL_XID *>(&xid));
+  const std::string bytes = encode_xid(xid);
+  code = riptide_txn_prepare(state->transaction, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
+                             &error);
+  if (code == RIPTIDE_CONFLICT || code == RIPTIDE_DEADLOCK) {
+    // Validation failed: the transaction stays active and the server rolls it back.
+    riptide_error_free(error);
+    my_error(ER_LOCK_DEADLOCK, MYF(0));
+    return HA_ERR_LOCK_DEADLOCK;
+  }
+  if (code != RIPTIDE_OK) return report(code, error);
+  state->prepared = true;
+  return 0;
+}
+
+// Engine xids already handed to the server by recover(): the server calls it until it returns
+// nothing, and the prepared transactions it leaves undecided (an external transaction
+// manager's) must not come back each time.
+std::mutex reported_mutex;
+std::set<std::string> reported_xids;
+
+int recover(handlerton *, XID *xid_list, uint length) {
+  uint8_t **xids = nullptr;
+  size_t *lengths = nullptr;
+  size_t count = 0;
+  if (riptide_prepared_transactions(database(), &xids, &lengths, &count, nullptr) != RIPTIDE_OK) return 0;
+  uint found = 0;
+  {
+    std::lock_guard<std::mutex> guard(reported_mutex);
+    for (size_t i = 0; i < count && found < length; i++) {
+      std::string bytes(reinterpret_cast<const char *>(xids[i]), lengths[i]);
+      if (reported_xids.count(bytes) != 0) continue;
+      if (!decode_xid(xids[i], lengths[i], &xid_list[found])) {
+        sql_print_warning("RIPTIDE: a prepared transaction's xid of %zu bytes is not a server XID; left prepared",
+                          lengths[i]);
+        reported_xids.insert(bytes);
+        continue;
+      }
+      reported_xids.insert(bytes);
+      found++;
+    }
+  }
+  riptide_free_bytes_list(xids, lengths, count);
+  return static_cast<int>(found);
+}
+
+// The X/Open XA return code for an unknown xid (XAER_NOTA), which the server's headers leave to
+// each engine to define.
+constexpr int kXaerNota = -4;
+
+int decide_by_xid(XID *xid, bool commit) {
+  const std::string bytes = encode_xid(*xid);
+  riptide_error_t *error = nullptr;
+  const uint8_t *data = reinterpret_cast<const uint8_t *>(bytes.data());
+  const riptide_code_t code = commit ? riptide_commit_prepared(database(), data, bytes.size(), &error)
+                                     : riptide_rollback_prepared(database(), data, bytes.size(), &error);
+  if (code == RIPTIDE_INVALID_ARGUMENT) {
+    // Not prepared here (another engine's branch, or already decided).
+    riptide_error_free(error);
+    return kXaerNota;
+  }
+  if (code != RIPTIDE_OK) return report(code, error);
+  std::lock_guard<std::mutex> guard(reported_mutex);
+  reported_xids.erase(bytes);
+  return 0;
+}
+
+int commit_by_xid(handlerton *, XID *xid) { return decide_by_xid(xid, true); }
+
+int rollback_by_xid(handlerton *, XID *xid) { return decide_by_xid(xid, false); }
+
 int close_connection(handlerton *hton, THD *thd) {
   Connection *state = static_cast<Connection *>(thd_get_ha_data(thd, hton));
   if (state != nullptr) {
+    if (state->prepared) {
+      // A prepared XA transaction outlives its connection (the server detached it): drop the
+      // handle only; the engine keeps the transaction prepared, locks and all.
+      riptide_txn_destroy(state->transaction);
+      state->transaction = nullptr;
+      state->prepared = false;
+    }
     end_transaction(state, false);
     if (state->options != nullptr) riptide_txn_options_destroy(state->options);
     delete state;
@@ -211,6 +335,10 @@ void install_transaction_callbacks(handlerton *hton) {
   hton->savepoint_release = savepoint_release;
   hton->close_connection = close_connection;
   hton->start_consistent_snapshot = start_consistent_snapshot;
+  hton->prepare = prepare;
+  hton->recover = recover;
+  hton->commit_by_xid = commit_by_xid;
+  hton->rollback_by_xid = rollback_by_xid;
 }
 
 }  // namespace riptide_sql

@@ -24,6 +24,10 @@ struct Connection {
   unsigned savepoint_depth = 0;
   // True while the current statement has its own savepoint (in a multi-statement transaction).
   bool statement_savepoint = false;
+  // True once the transaction is prepared (XA PREPARE, or the first phase of the binlog's
+  // two-phase commit): it can only be committed or rolled back, and a disconnect leaves it
+  // prepared in the engine for XA COMMIT / XA ROLLBACK by xid (or recovery after a restart).
+  bool prepared = false;
 };
 
 // The connection's state, created on first use.
@@ -35,7 +39,8 @@ Connection *connection(THD *thd);
 // transaction.cc). Returns 0 or a handler error code.
 int begin_statement(THD *thd, bool locking);
 
-// Installs commit, rollback, savepoint and connection-close callbacks on `hton`.
+// Installs commit, rollback, savepoint, XA (prepare, recover, commit and rollback by xid) and
+// connection-close callbacks on `hton`.
 void install_transaction_callbacks(handlerton *hton);
 
 }  // namespace riptide_sql
