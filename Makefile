@@ -24,13 +24,14 @@ test: setup
 
 ## test-sql: the SQL layer's tests on a real MariaDB (installed at the version whose source
 ## builds the plugin, by mariadb/setup.sh): the plugin is built, ENGINE=RIPTIDE's mtr suite runs,
-## the kill -9 crash test runs SQL_TEST_CRASH_CYCLES cycles (default 2; `make sql-crash-test`
-## runs more), and sqlbench's gofmt, go vet, unit tests and integration tests run against a
+## the kill -9 crash test runs SQL_TEST_CRASH_CYCLES cycles without and with the binary log
+## (default 2 each; `make sql-crash-test` runs more), and sqlbench's gofmt, go vet, unit tests and integration tests run against a
 ## private server at a tiny scale (InnoDB, MyRocks, RIPTIDE). Part of `test`.
 SQL_TEST_CRASH_CYCLES ?= 2
 test-sql: plugin
 	bash mariadb/mysql-test/run.sh
 	bash mariadb/tests/crash.sh $(SQL_TEST_CRASH_CYCLES)
+	CRASH_BINLOG=1 bash mariadb/tests/crash.sh $(SQL_TEST_CRASH_CYCLES)
 	bash bench/sql/run.sh integration-test
 
 ## capi-test: the C side of the C ABI's tests (also run by `test`): builds libriptide.a/.so, runs
@@ -165,11 +166,13 @@ sql-engine-test: plugin
 	bash mariadb/mysql-test/run.sh
 
 ## sql-crash-test: kill -9 of mariadbd under a concurrent RIPTIDE write load, restart, check
-## row counts and every secondary index against the primary (SQL_CRASH_CYCLES, default 3);
-## appends a `sql-crash` ledger line.
+## row counts and every secondary index against the primary (SQL_CRASH_CYCLES, default 3), then
+## the same with the binary log on (two-phase commits; the engine must hold exactly what the
+## binlog holds); appends `sql-crash` and `sql-crash-binlog` ledger lines.
 SQL_CRASH_CYCLES ?= 3
 sql-crash-test: plugin
 	CRASH_LEDGER=1 bash mariadb/tests/crash.sh $(SQL_CRASH_CYCLES)
+	CRASH_LEDGER=1 CRASH_BINLOG=1 bash mariadb/tests/crash.sh $(SQL_CRASH_CYCLES)
 
 sql-stop:
 	bash mariadb/server.sh stop

@@ -16,6 +16,12 @@
 #   - each secondary index has as many entries as the primary, with the same sums and checksums
 #     (COUNT, SUM(k), BIT_XOR(CRC32(s)) read through each index with FORCE INDEX);
 #   - CHECK TABLE (every row's entries present and pointing back at it) says OK.
+# With CRASH_BINLOG=1 the server also writes a binary log (sync_binlog=1), so every commit is a
+# two-phase commit between RIPTIDE and the binlog, and each restart's recovery decides the
+# transactions a kill left prepared; then one more check: the engine holds exactly the
+# transactions the binlog holds (its row count equals the rows the binlog inserted into the
+# table, read back with mariadb-binlog), neither a commit the binlog lost nor a binlogged one
+# the engine lost.
 # Prints a cargo-style `test result:` line; the logs stay in var/crash/. With CRASH_LEDGER=1
 # (make sql-crash-test) it appends a `sql-crash` line to reliability/ledger.tsv.
 set -uo pipefail
@@ -23,7 +29,9 @@ root="$(cd "$(dirname "$0")/../.." && pwd)"
 cd "$root"
 cycles="${1:-3}"
 writers="${CRASH_WRITERS:-2}"
+binlog="${CRASH_BINLOG:-0}"
 name=crash
+[ "$binlog" = 1 ] && name=crash-binlog
 dir="var/$name"
 client=(mariadb --no-defaults -S "$dir/mariadbd.sock" -u root --batch --skip-column-names)
 passed=0
@@ -35,7 +43,9 @@ finish() {
   if [ "${CRASH_LEDGER:-0}" = 1 ]; then
     # shellcheck source=../../reliability/common.sh
     source reliability/common.sh
-    ledger_append sql-crash - "$((passed + failed)) kill cycles, $all_acknowledged transactions acknowledged" "$failed"
+    harness=sql-crash
+    [ "$binlog" = 1 ] && harness=sql-crash-binlog
+    ledger_append "$harness" - "$((passed + failed)) kill cycles, $all_acknowledged transactions acknowledged" "$failed"
   fi
   echo "test result: $([ "$failed" -eq 0 ] && echo ok || echo FAILED). $passed passed; $failed failed; 0 ignored; 0 measured; 0 filtered out"
 }
@@ -45,6 +55,17 @@ trap finish EXIT
 bash mariadb/server.sh stop "$name" >/dev/null 2>&1 || true
 rm -rf "$dir"
 export MARIADB_EXTRA_ARGS="--riptide-flush-log-at-trx-commit=1 --riptide-lock-wait-timeout=10"
+if [ "$binlog" = 1 ]; then
+  MARIADB_EXTRA_ARGS+=" --log-bin=crash-bin --sync-binlog=1 --binlog-format=ROW"
+fi
+
+# Rows the binary log inserted into crash.c, over every binlog file the server lists.
+binlog_inserts() {
+  local files=()
+  while read -r file; do files+=("$dir/data/$(basename "$file")"); done <"$dir/data/crash-bin.index"
+  mariadb-binlog --no-defaults --base64-output=decode-rows -v "${files[@]}" 2>/dev/null |
+    grep -c '^### INSERT INTO `crash`.`c`'
+}
 start() { bash mariadb/server.sh start "$name" >/dev/null || { tail -20 "$dir/error.log"; return 1; }; }
 start || { fail "the server did not start"; exit 1; }
 "${client[@]}" -e "CREATE DATABASE crash; CREATE TABLE crash.c (id BIGINT PRIMARY KEY, k INT NOT NULL,
@@ -106,6 +127,10 @@ for cycle in $(seq 1 "$cycles"); do
   check=$("${client[@]}" crash -e "CHECK TABLE c" | awk '{print $NF}' | tail -1)
   [ "$check" = "OK" ] || fail "cycle $cycle: CHECK TABLE says $check"
   rows=$(echo "$primary" | cut -f1)
+  if [ "$binlog" = 1 ]; then
+    logged=$(binlog_inserts)
+    [ "$logged" = "$rows" ] || fail "cycle $cycle: the binlog inserted $logged rows, the engine holds $rows"
+  fi
   echo "crash test: cycle $cycle: killed with $acknowledged_total transactions acknowledged this cycle; $rows rows, indexes consistent"
   all_acknowledged=$((all_acknowledged + acknowledged_total))
   passed=$((passed + 1))
