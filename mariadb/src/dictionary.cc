@@ -169,8 +169,9 @@ TableShare::~TableShare() {
   if (family != nullptr) riptide_cf_destroy(family);
 }
 
-int TableShare::load(TABLE *table) {
-  if (int result = family_handle(table->s->normalized_path.str, &family)) return result;
+int TableShare::load(TABLE *table, const char *opened_path) {
+  path = opened_path;
+  if (int result = family_handle(path.c_str(), &family)) return result;
   std::string stored;
   bool found = false;
   if (int result = get_meta(family, kDictionaryKey, &stored, &found)) return result;
@@ -181,9 +182,9 @@ int TableShare::load(TABLE *table) {
     if (int result = put_meta(family, kDictionaryKey, expected, true)) return result;
   } else if (stored != expected) {
     sql_print_error("RIPTIDE: the data dictionary of %s does not match its .frm (dictionary version %u)",
-                    table->s->normalized_path.str, stored.empty() ? 0u : static_cast<uchar>(stored[0]));
+                    path.c_str(), stored.empty() ? 0u : static_cast<uchar>(stored[0]));
     my_printf_error(ER_UNKNOWN_ERROR, "RIPTIDE: the data dictionary of %s does not match its .frm", MYF(0),
-                    table->s->normalized_path.str);
+                    path.c_str());
     return HA_ERR_TABLE_DEF_CHANGED;
   }
   if (int result = load_counters(table)) return result;
@@ -309,7 +310,7 @@ int TableShare::recreate(TABLE *table) {
   if (code != RIPTIDE_OK) return report(code, error);
   riptide_cf_destroy(family);
   family = nullptr;
-  const std::string name = table_family_name(table->s->normalized_path.str);
+  const std::string name = table_family_name(path.c_str());
   code = create_family(name.c_str(), &family, &error);
   if (code != RIPTIDE_OK) return report(code, error);
   next_row_id = 1;

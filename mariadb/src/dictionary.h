@@ -63,6 +63,9 @@ class TableShare : public Handler_share {
   ~TableShare() override;
 
   THR_LOCK lock;
+  // The path the server opened the table under: the table's ("./db/t"), or one partition's
+  // ("./db/t#P#p0"), which the partition handler opens as a table of its own.
+  std::string path;
   // The table's column family.
   riptide_cf_t *family = nullptr;
   // The next hidden row id (tables without a primary key).
@@ -82,9 +85,9 @@ class TableShare : public Handler_share {
   uint64_t rows_at_estimate = 0;
   uint64_t estimate_time_us = 0;
 
-  // Opens the share of `table` (column family, dictionary check, counters). Returns 0 or a
-  // handler error.
-  int load(TABLE *table);
+  // Opens the share of `table` opened under `path` (column family, dictionary check,
+  // counters). Returns 0 or a handler error.
+  int load(TABLE *table, const char *path);
   // Moves the AUTO_INCREMENT counter to at least `next` and persists it.
   int raise_auto_increment(uint64_t next);
   // Persists `next` as the counter if it is above what was persisted (or `always`).

@@ -75,13 +75,13 @@ int ha_riptide::delete_table(const char *name) { return riptide_sql::drop_table_
 
 int ha_riptide::rename_table(const char *from, const char *to) { return riptide_sql::rename_table_family(from, to); }
 
-int ha_riptide::open(const char *, int, uint) {
+int ha_riptide::open(const char *name, int, uint) {
   lock_shared_ha_data();
   share_ = static_cast<riptide_sql::TableShare *>(get_ha_share_ptr());
   int result = 0;
   if (share_ == nullptr) {
     auto *share = new riptide_sql::TableShare();
-    result = share->load(table);
+    result = share->load(table, name);
     if (result == 0) {
       set_ha_share_ptr(share);
       share_ = share;
