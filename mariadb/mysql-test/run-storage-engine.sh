@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# Runs MariaDB's generic storage_engine suite and its trx sub-suite (Debian's mariadb-test) against RIPTIDE and, in the
+# Runs MariaDB's generic storage_engine suite and its trx and parts sub-suites (Debian's mariadb-test) against RIPTIDE and, in the
 # same run, against InnoDB, and compares the engines test by test: the suite's expected results
 # are partly stale in 10.11 (InnoDB itself fails many), so what matters is the tests InnoDB
 # passes and RIPTIDE does not.
@@ -35,15 +35,16 @@ bless { };
 EOF
 log="$root/var/mtr/storage_engine.log"
 (cd "$home/mysql-test" && perl mariadb-test-run.pl \
-  --suite=storage_engine-riptide,storage_engine-innobase,storage_engine/trx-riptide,storage_engine/trx-innobase \
+  --suite=storage_engine-riptide,storage_engine-innobase,storage_engine/trx-riptide,storage_engine/trx-innobase,storage_engine/parts-riptide,storage_engine/parts-innobase \
   --vardir="$root/var/mtr/var-se" --force --max-test-fail=0 --parallel=1 --retry=0 --testcase-timeout=5 \
   --suite-timeout=120 "$@") >"$log" 2>&1
 report="$root/var/mtr/storage_engine.txt"
 awk '
-  /^storage_engine(\/trx)?-(riptide|innobase)\.[^ ]+ +.*\[ (pass|fail|skipped|disabled|retry-fail) \]/ {
-    split($1, a, "."); engine = a[1]; sub("storage_engine(/trx)?-", "", engine);
+  /^storage_engine(\/(trx|parts))?-(riptide|innobase)\.[^ ]+ +.*\[ (pass|fail|skipped|disabled|retry-fail) \]/ {
+    split($1, a, "."); engine = a[1]; sub("storage_engine(/(trx|parts))?-", "", engine);
     test = substr($1, length(a[1]) + 2);
     if (a[1] ~ /\/trx/) test = "trx/" test;
+    if (a[1] ~ /\/parts/) test = "parts/" test;
     match($0, /\[ [a-z-]+ \]/); outcome = substr($0, RSTART + 2, RLENGTH - 4);
     result[test, engine] = outcome; tests[test] = 1
   }
