@@ -66,19 +66,9 @@ pub(crate) fn get(
     let read_options = block_options(options);
     let comparator = &view.version.comparator;
     let found = 'search: {
-        for file in &view.version.levels[0] {
-            if file.overlaps(key, key, comparator) {
-                if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
-                    break 'search Some((file, answer));
-                }
-            }
-        }
-        for level in 1..view.version.levels.len() {
-            if let Some(index) = view.version.find_file(level, key) {
-                let file = &view.version.levels[level][index];
-                if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
-                    break 'search Some((file, answer));
-                }
+        for file in view.version.files_for_key(key) {
+            if let Some(answer) = table_get(&inner.table_cache, file, &lookup, read_options, comparator)? {
+                break 'search Some((file, answer));
             }
         }
         None
@@ -197,21 +187,10 @@ fn merged_get(
             children.push(Box::new(memtable.iter()));
         }
     }
-    let mut add_table = |file: &TableFile| -> Result<()> {
+    for file in view.version.files_for_key(key) {
         let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
         if table.may_contain(key) {
             children.push(Box::new(table.iter(read_options)));
-        }
-        Ok(())
-    };
-    for file in &view.version.levels[0] {
-        if file.overlaps(key, key, comparator) {
-            add_table(file)?;
-        }
-    }
-    for level in 1..view.version.levels.len() {
-        if let Some(index) = view.version.find_file(level, key) {
-            add_table(&view.version.levels[level][index])?;
         }
     }
     let merged = MergingIterator::new(children, comparator.clone());

@@ -279,7 +279,7 @@ struct EntryHeader {
 
 /// Decodes the entry header at `offset`, checking that the key and value end by `limit` (the start
 /// of the restart array).
-#[inline]
+#[inline(always)]
 fn decode_entry_header(data: &[u8], offset: usize, limit: usize) -> Result<EntryHeader, BlockCorruption> {
     let corruption = |reason| BlockCorruption { offset_in_block: offset, reason };
     let area = data.get(offset..limit).ok_or_else(|| corruption("entry offset outside the block"))?;

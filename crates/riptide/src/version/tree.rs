@@ -208,8 +208,18 @@ impl Version {
         self.levels[level].iter().any(|f| f.overlaps(smallest, largest, &self.comparator))
     }
 
+    /// The files that may hold `key`, in a point lookup's search order (newest data first):
+    /// each level-0 file whose range holds it, newest first, then the one file of each deeper
+    /// level whose range holds it.
+    pub(crate) fn files_for_key<'a>(&'a self, key: &'a [u8]) -> impl Iterator<Item = &'a TableFile> + 'a {
+        let level0 = self.levels[0].iter().filter(move |file| file.overlaps(key, key, &self.comparator));
+        let deeper = (1..self.levels.len())
+            .filter_map(move |level| self.find_file(level, key).map(|index| &self.levels[level][index]));
+        level0.chain(deeper).map(|file| &**file)
+    }
+
     /// For levels 1 and deeper: the index of the only file that may hold `key`.
-    pub(crate) fn find_file(&self, level: usize, key: &[u8]) -> Option<usize> {
+    fn find_file(&self, level: usize, key: &[u8]) -> Option<usize> {
         debug_assert!(level > 0);
         let files = &self.levels[level];
         let comparator = &self.comparator;
