@@ -238,15 +238,13 @@ int recover(handlerton *, XID *xid_list, uint length) {
   {
     std::lock_guard<std::mutex> guard(reported_mutex);
     for (size_t i = 0; i < count && found < length; i++) {
-      std::string bytes(reinterpret_cast<const char *>(xids[i]), lengths[i]);
-      if (reported_xids.count(bytes) != 0) continue;
+      // Each xid is looked at once per server run, whether or not it decodes.
+      if (!reported_xids.insert(std::string(reinterpret_cast<const char *>(xids[i]), lengths[i])).second) continue;
       if (!decode_xid(xids[i], lengths[i], &xid_list[found])) {
         sql_print_warning("RIPTIDE: a prepared transaction's xid of %zu bytes is not a server XID; left prepared",
                           lengths[i]);
-        reported_xids.insert(bytes);
         continue;
       }
-      reported_xids.insert(bytes);
       found++;
     }
   }
