@@ -346,6 +346,26 @@ impl InternalIterator for MergingIterator {
         self.heap.first().map_or(&[][..], |&child| self.children[child].value())
     }
 
+    fn seek_forward(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.direction != Direction::Forward {
+            self.seek(target);
+            return;
+        }
+        // Only the children still before the target move, each once and from where it stands
+        // (every other child is already at its first entry at or after the target); the heap is
+        // repaired after each, so its top is always the least child left to move.
+        while let Some(&top) = self.heap.first() {
+            if self.comparator.compare_internal_keys(self.children[top].key(), target).is_ge() {
+                break;
+            }
+            self.children[top].seek_forward(target);
+            self.repair_top();
+        }
+    }
+
     fn skip_older_forward(&mut self, older_than: u64, target: &[u8]) {
         self.skip_older(Direction::Forward, older_than, target);
     }
@@ -456,19 +476,40 @@ pub(crate) mod tests {
         steps: usize,
     ) {
         let mut position: Option<usize> = None;
+        // Whether the last movement went forward (a seek counts), which `seek_forward` needs.
+        let mut moving_forward = false;
         for step in 0..steps {
-            let choice = rng.gen_range(0..10);
+            let choice = rng.gen_range(0..12);
             let operation;
             if position.is_some() && choice < 4 {
                 operation = "next";
                 iterator.next();
                 position = position.and_then(|p| (p + 1 < expected.len()).then_some(p + 1));
-            } else if position.is_some() && choice < 8 {
+                moving_forward = true;
+            } else if position.is_some() && choice < 7 {
                 operation = "prev";
                 iterator.prev();
                 position = position.and_then(|p| p.checked_sub(1));
-            } else if choice == 8 {
+                moving_forward = false;
+            } else if let (Some(current), true, true) = (position, moving_forward, choice < 10) {
+                operation = "seek_forward";
+                // A target at or after the current entry: a later entry's key (usually a near
+                // one, as a scan skipping versions asks for), or just past its user key's
+                // versions (a byte appended to the user key).
+                let index = (current + rng.gen_range(0..12)).min(expected.len() - 1);
+                let mut target = expected[index].0.clone();
+                // Strictly after the current entry: with a key present in two sources, the
+                // current entry may be the second of the pair.
+                if rng.gen_bool(0.3) || compare_internal_keys(&target, &expected[current].0).is_le() {
+                    let split = target.len() - crate::key::TRAILER_SIZE_BYTES;
+                    target.insert(split, 0);
+                }
+                iterator.seek_forward(&target);
+                let found = expected.partition_point(|(key, _)| compare_internal_keys(key, &target).is_lt());
+                position = (found < expected.len()).then_some(found);
+            } else if choice < 10 {
                 operation = "seek";
+                moving_forward = true;
                 let target = if !expected.is_empty() && rng.gen_bool(0.5) {
                     expected[rng.gen_range(0..expected.len())].0.clone()
                 } else {
@@ -481,10 +522,12 @@ pub(crate) mod tests {
                 operation = "seek_to_first";
                 iterator.seek_to_first();
                 position = (!expected.is_empty()).then_some(0);
+                moving_forward = true;
             } else {
                 operation = "seek_to_last";
                 iterator.seek_to_last();
                 position = expected.len().checked_sub(1);
+                moving_forward = false;
             }
             assert_eq!(iterator.valid(), position.is_some(), "validity after {operation} at step {step}");
             if let Some(index) = position {

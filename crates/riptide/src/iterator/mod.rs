@@ -41,6 +41,14 @@ pub(crate) trait InternalIterator: Send {
     fn value(&self) -> &[u8];
     /// The first error met, if any.
     fn status(&self) -> Result<()>;
+    /// Moves to the first entry whose internal key is `>= target`, where `target` is not before
+    /// the current entry and the last movement went forward (a seek counts). The result is that of
+    /// `seek`; sources may get there faster from where they stand, which is what a scan
+    /// stepping over many versions of one key needs (a memtable searches from its last search
+    /// path instead of from its head). The default seeks.
+    fn seek_forward(&mut self, target: &[u8]) {
+        self.seek(target);
+    }
     /// A hint after a covered entry while moving forward (range tombstones, I38): sources
     /// whose every entry is older than `older_than` may move straight to their first entry at
     /// or after the internal key `target`, because every entry they would pass is covered by a

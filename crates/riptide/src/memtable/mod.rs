@@ -241,7 +241,8 @@ impl MemTable {
 
     /// An iterator over all entries in internal-key order, keeping this memtable alive.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIterator {
-        MemTableIterator { memtable: Arc::clone(self), current: None }
+        let path = self.list.path_at_head();
+        MemTableIterator { memtable: Arc::clone(self), current: None, path, path_usable: false }
     }
 
     /// Bytes of memory the memtable holds: the capacity of its arena chunks, which is what the
@@ -274,6 +275,11 @@ pub(crate) struct MemTableIterator {
     memtable: Arc<MemTable>,
     /// The current node, or `None` when not positioned on an entry.
     current: Option<Position>,
+    /// Where the last seek passed through the list, for `seek_forward`.
+    path: skiplist::SearchPath,
+    /// True while every node of `path` precedes the current entry: after a seek (or a move to
+    /// the first entry) followed by forward steps only. A step backward ends it.
+    path_usable: bool,
 }
 
 impl MemTableIterator {
@@ -292,15 +298,30 @@ impl InternalIterator for MemTableIterator {
 
     fn seek_to_first(&mut self) {
         self.current = self.memtable.list.first().map(|node| node.position());
+        self.path = self.memtable.list.path_at_head();
+        self.path_usable = true;
     }
 
     fn seek_to_last(&mut self) {
         self.current = self.memtable.list.last().map(|node| node.position());
+        self.path_usable = false;
     }
 
     fn seek(&mut self, target: &[u8]) {
         let (user_key, trailer) = skiplist::split_internal_key(target);
-        self.current = self.memtable.list.seek(user_key, trailer).map(|node| node.position());
+        self.current = self.memtable.list.seek_recording(user_key, trailer, &mut self.path).map(|node| node.position());
+        self.path_usable = true;
+    }
+
+    fn seek_forward(&mut self, target: &[u8]) {
+        if !self.path_usable {
+            self.seek(target);
+            return;
+        }
+        // The path precedes the current entry, which precedes the target (the caller's
+        // promise), so a finger search from it is exact.
+        let (user_key, trailer) = skiplist::split_internal_key(target);
+        self.current = self.memtable.list.seek_from(user_key, trailer, &mut self.path).map(|node| node.position());
     }
 
     fn next(&mut self) {
@@ -308,6 +329,7 @@ impl InternalIterator for MemTableIterator {
     }
 
     fn prev(&mut self) {
+        self.path_usable = false;
         // Links only point forward, so the predecessor is found by a fresh O(log n) search.
         self.current =
             self.current_node().and_then(|node| self.memtable.list.before(node.key())).map(|node| node.position());
@@ -494,6 +516,31 @@ mod tests {
         }
         let many = memtable.fragmented_range_tombstones().unwrap();
         assert_eq!(many.covering_sequence(b"k04999", u64::MAX), 5_099);
+    }
+
+    /// Random walks (forward searches included) over a memtable holding many versions of a
+    /// few keys, as hot rows leave it, against the sorted list of its entries.
+    #[test]
+    fn random_walks_over_many_versions_match_the_sorted_entries() {
+        use crate::iterator::merge::tests::walk_and_compare;
+        for seed in 0..30u64 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let memtable = Arc::new(MemTable::new(64 << 10, KeyComparator::Bytewise));
+            let mut expected = Vec::new();
+            for sequence in 1..=rng.gen_range(0..600u64) {
+                let length = rng.gen_range(0..=3);
+                let user_key: Vec<u8> = (0..length).map(|_| b"abc"[rng.gen_range(0..3)]).collect();
+                let (kind, value) = if rng.gen_bool(0.8) {
+                    (ValueKind::Put, sequence.to_le_bytes().to_vec())
+                } else {
+                    (ValueKind::Delete, Vec::new())
+                };
+                memtable.insert(&user_key, sequence, kind, &value);
+                expected.push((make_internal_key(&user_key, sequence, kind), value));
+            }
+            expected.sort_by(|a, b| compare_internal_keys(&a.0, &b.0));
+            walk_and_compare(&mut memtable.iter(), &expected, &mut rng, 300);
+        }
     }
 
     #[test]

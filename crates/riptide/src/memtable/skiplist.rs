@@ -191,6 +191,15 @@ unsafe impl Send for Position {}
 // SAFETY: see the `Send` implementation above.
 unsafe impl Sync for Position {}
 
+/// Where a search passed through a list: for every level, a node (or the head) before the
+/// target of the search that recorded it, whose height exceeds the level. Forward searches
+/// start from it ([`SkipList::seek_from`]). It holds addresses only, like [`Position`], and is
+/// used only with the list it came from.
+#[derive(Clone, Copy, Debug)]
+pub(crate) struct SearchPath {
+    predecessors: [Position; MAX_HEIGHT],
+}
+
 /// The concurrent skiplist; see the module documentation.
 pub(crate) struct SkipList {
     /// Owns every node, including the head.
@@ -409,6 +418,96 @@ impl SkipList {
                 current = next;
                 continue;
             }
+            if level == 0 {
+                // SAFETY: a linked node of this list, which `&self` keeps alive.
+                return unsafe { NodeRef::from_link(next) };
+            }
+            known_not_less = next;
+            level -= 1;
+        }
+    }
+
+    /// A search path at the head of the list, before every entry: the start of a cursor's
+    /// forward searches before its first [`SkipList::seek_recording`].
+    pub(crate) fn path_at_head(&self) -> SearchPath {
+        SearchPath { predecessors: [Position { node: self.head }; MAX_HEIGHT] }
+    }
+
+    /// [`SkipList::seek`] that records in `path`, for every level, the last node it passed
+    /// before the target (the head where it passed none), for later forward searches
+    /// ([`SkipList::seek_from`]).
+    pub(crate) fn seek_recording(&self, user_key: &[u8], trailer: u64, path: &mut SearchPath) -> Option<NodeRef<'_>> {
+        *path = self.path_at_head();
+        let top_level = self.height.load(MemoryOrdering::Relaxed) - 1;
+        self.descend(self.head.as_ptr(), top_level, user_key, trailer, path)
+    }
+
+    /// The first node at or after the target, searched from `path` rather than from the head:
+    /// a finger search whose cost grows with the logarithm of the distance from the path's
+    /// last search, not of the list's length. A scan that must step over many versions of one
+    /// key jumps over them this way. `path` comes from this list ([`SkipList::path_at_head`],
+    /// `seek_recording` or `seek_from`), and every node in it must precede the target: the
+    /// targets of one path never go backward. The path is updated for the next search.
+    pub(crate) fn seek_from(&self, user_key: &[u8], trailer: u64, path: &mut SearchPath) -> Option<NodeRef<'_>> {
+        let height = self.height.load(MemoryOrdering::Relaxed);
+        // Climb from level 0 while the path's successor at a level is still before the target;
+        // the first level whose successor is not is where the target lies, and the levels
+        // above keep their predecessors. Nodes inserted since the path was recorded are found
+        // too: a predecessor stays before the target, and the walk reads the current links.
+        let mut level = 0;
+        loop {
+            let predecessor = path.predecessors[level].node.as_ptr();
+            // SAFETY: a path's node at `level` is the head or was reached at `level`, so its
+            // height exceeds `level`.
+            let next = unsafe { tower_slot(predecessor, level) }.load(MemoryOrdering::Acquire);
+            let next_is_before = !next.is_null()
+                // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
+                && self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
+            if !next_is_before {
+                if level == 0 {
+                    // SAFETY: a linked node of this list, which `&self` keeps alive.
+                    return unsafe { NodeRef::from_link(next) };
+                }
+                // The levels below restart from their own predecessors, which follow this one.
+                let below = path.predecessors[level - 1].node.as_ptr();
+                return self.descend(below, level - 1, user_key, trailer, path);
+            }
+            if level + 1 >= height {
+                // Even the top level's successor is before the target: walk on from there.
+                return self.descend(predecessor, level, user_key, trailer, path);
+            }
+            level += 1;
+        }
+    }
+
+    /// The search of `seek`, from node `start` (the head, or a node before the target whose
+    /// height exceeds `top_level`) down from `top_level`, recording the last node before the
+    /// target at each level into `path`.
+    fn descend(
+        &self,
+        start: *mut Node,
+        top_level: usize,
+        user_key: &[u8],
+        trailer: u64,
+        path: &mut SearchPath,
+    ) -> Option<NodeRef<'_>> {
+        let mut current = start;
+        let mut level = top_level;
+        let mut known_not_less: *mut Node = ptr::null_mut();
+        loop {
+            // SAFETY: `current` is `start` or a node reached at a level >= `level`, so its height
+            // exceeds `level`.
+            let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
+            let next_is_before = !next.is_null()
+                && next != known_not_less
+                // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
+                && self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
+            if next_is_before {
+                current = next;
+                continue;
+            }
+            // SAFETY: `current` is the head or a node of this list, never null.
+            path.predecessors[level] = Position { node: unsafe { NonNull::new_unchecked(current) } };
             if level == 0 {
                 // SAFETY: a linked node of this list, which `&self` keeps alive.
                 return unsafe { NodeRef::from_link(next) };
@@ -783,6 +882,47 @@ mod tests {
         assert_eq!(empty, 0, "an empty range");
     }
 
+    /// Forward searches from a path (`seek_from`) must find exactly what a fresh `seek` finds,
+    /// also when entries were inserted since the path was recorded: before the path's nodes,
+    /// between them and the target, and beyond.
+    #[test]
+    fn forward_searches_from_a_path_find_what_a_seek_finds_while_the_list_grows() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        for seed in 0..40u64 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let list = SkipList::new(1 << 16, KeyComparator::Bytewise);
+            let mut present = std::collections::HashSet::new();
+            let mut insert = |rng: &mut SmallRng, list: &SkipList| loop {
+                let number: u64 = rng.gen_range(0..20_000);
+                if present.insert(number) {
+                    list.insert(&number.to_be_bytes(), 1 << 8 | 1, b"v");
+                    return;
+                }
+            };
+            for _ in 0..rng.gen_range(0..3_000) {
+                insert(&mut rng, &list);
+            }
+            let mut path = list.path_at_head();
+            let mut target = 0u64;
+            for round in 0..400 {
+                for _ in 0..rng.gen_range(0..4) {
+                    insert(&mut rng, &list);
+                }
+                // Mostly short hops (versions of one key), sometimes long ones.
+                target += if rng.gen_bool(0.9) { rng.gen_range(0..8) } else { rng.gen_range(0..2_000) };
+                let key = target.to_be_bytes();
+                let fresh = list.seek(&key, u64::MAX).map(|node| node.key().to_vec());
+                let found = if rng.gen_bool(0.05) {
+                    list.seek_recording(&key, u64::MAX, &mut path)
+                } else {
+                    list.seek_from(&key, u64::MAX, &mut path)
+                };
+                assert_eq!(found.map(|node| node.key().to_vec()), fresh, "seed {seed}, round {round}, target {target}");
+            }
+        }
+    }
+
     #[test]
     fn heights_follow_a_quarter_branching() {
         let mut counts = [0usize; MAX_HEIGHT + 1];
@@ -951,6 +1091,46 @@ mod loom_models {
             reader.join().expect("reader");
             assert_eq!(list.verify_structure(), 6);
             assert_eq!(walk(&list, VALUE_BYTES), [10, 20, 30, 33, 35, 40]);
+        });
+    }
+
+    /// A reader searching forward from a recorded path while a writer inserts into the gap it
+    /// searches: each search must return an entry at or after its target and none that was
+    /// linked before the search began and lies between the target and what it returned.
+    #[test]
+    fn forward_search_from_a_path_while_a_writer_inserts() {
+        const VALUE_BYTES: usize = 2;
+        model(2, || {
+            let list = Arc::new(SkipList::new(0, KeyComparator::Bytewise));
+            insert(&list, 10, 2, VALUE_BYTES);
+            insert(&list, 40, 2, VALUE_BYTES);
+            let writer = {
+                let list = Arc::clone(&list);
+                thread::spawn(move || {
+                    insert(&list, 20, 2, VALUE_BYTES);
+                    insert(&list, 30, 1, VALUE_BYTES);
+                })
+            };
+            let mut path = list.path_at_head();
+            let first = list
+                .seek_recording(&12u64.to_be_bytes(), u64::MAX, &mut path)
+                .map(|node| checked_number(node, VALUE_BYTES));
+            assert!(matches!(first, Some(20 | 40)), "{first:?}");
+            let second =
+                list.seek_from(&25u64.to_be_bytes(), u64::MAX, &mut path).map(|node| checked_number(node, VALUE_BYTES));
+            assert!(matches!(second, Some(30 | 40)), "{second:?}");
+            let third =
+                list.seek_from(&35u64.to_be_bytes(), u64::MAX, &mut path).map(|node| checked_number(node, VALUE_BYTES));
+            assert_eq!(third, Some(40));
+            writer.join().expect("writer");
+            let last =
+                list.seek_from(&36u64.to_be_bytes(), u64::MAX, &mut path).map(|node| checked_number(node, VALUE_BYTES));
+            assert_eq!(last, Some(40));
+            let mut fresh = list.path_at_head();
+            let after_writer = list
+                .seek_from(&21u64.to_be_bytes(), u64::MAX, &mut fresh)
+                .map(|node| checked_number(node, VALUE_BYTES));
+            assert_eq!(after_writer, Some(30), "a search after the writer finished sees its entries");
         });
     }
 
