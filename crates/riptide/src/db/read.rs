@@ -288,14 +288,16 @@ pub struct RangeStats {
     pub table_bytes: u64,
     /// Entries (versions, tombstones included) in tables, estimated from table properties.
     pub table_entries: u64,
-    /// Entries in memtables (counted exactly up to 256 per memtable; beyond that estimated
-    /// from the skiplist's levels, usually within a few tens of percent).
+    /// User keys in memtables, each counted once however many versions it has there (counted
+    /// exactly up to 256 per memtable; beyond that estimated from the skiplist's levels,
+    /// usually within a few tens of percent).
     pub memtable_entries: u64,
 }
 
 impl RangeStats {
-    /// Estimated entries in the range, tables and memtables together. Overwritten and
-    /// deleted keys count once per version, so this is an upper estimate of live keys.
+    /// Estimated entries in the range, tables and memtables together. Deleted keys count,
+    /// and a key in a memtable and in tables (or in several of them) counts in each, so this
+    /// is an upper estimate of live keys.
     pub fn entries(&self) -> u64 {
         self.table_entries + self.memtable_entries
     }
@@ -318,6 +320,11 @@ pub(crate) fn approximate_range_stats(
     Ok(RangeStats { table_bytes, table_entries, memtable_entries })
 }
 
+/// The user keys of `[start, end)` in `memtable`: counted one by one up to
+/// `MEMTABLE_EXACT_COUNT_LIMIT`, each key's versions jumped over by their run hint (a row
+/// updated many times is one row to an optimizer, and stepping through its versions cost as
+/// much as the query); a longer range is estimated from the skiplist's levels, which count
+/// versions, scaled by the keys per version of the part counted.
 fn count_memtable_range(memtable: &Arc<crate::memtable::MemTable>, start: &[u8], end: &[u8]) -> u64 {
     let start_key = lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER);
     let mut iterator = memtable.iter();
@@ -327,12 +334,16 @@ fn count_memtable_range(memtable: &Arc<crate::memtable::MemTable>, start: &[u8],
     while iterator.valid() && comparator.compare_user_keys(crate::key::user_key(iterator.key()), end).is_lt() {
         if counted == MEMTABLE_EXACT_COUNT_LIMIT {
             // A long range: estimate it, never below what was counted.
+            let reached_key = lookup_key(crate::key::user_key(iterator.key()), crate::key::MAX_SEQUENCE_NUMBER);
             let end_key = lookup_key(end, crate::key::MAX_SEQUENCE_NUMBER);
-            let estimate = memtable.estimate_entries_in_range(&start_key, &end_key, MEMTABLE_ESTIMATE_STEPS);
-            return estimate.max(counted);
+            let counted_versions =
+                memtable.estimate_entries_in_range(&start_key, &reached_key, MEMTABLE_ESTIMATE_STEPS).max(1);
+            let all_versions = memtable.estimate_entries_in_range(&start_key, &end_key, MEMTABLE_ESTIMATE_STEPS);
+            let estimate = u128::from(counted) * u128::from(all_versions) / u128::from(counted_versions);
+            return u64::try_from(estimate).unwrap_or(u64::MAX).max(counted);
         }
         counted += 1;
-        iterator.next();
+        iterator.next_user_key();
     }
     counted
 }

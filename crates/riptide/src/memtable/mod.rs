@@ -291,6 +291,29 @@ impl MemTableIterator {
     }
 }
 
+impl MemTableIterator {
+    /// Moves to the first entry of the next user key, past every version of the current one
+    /// (jumping over a hot key's versions by its run hint, I44). Requires a position.
+    pub(crate) fn next_user_key(&mut self) {
+        let Some(node) = self.current_node() else {
+            return;
+        };
+        // Keys that compare equal are byte-identical (the comparator's contract).
+        let user_key = skiplist::split_internal_key(node.key()).0;
+        let mut next = match self.memtable.list.skip_run(node, user_key, 0) {
+            Some(found) => found,
+            None => node.next(),
+        };
+        while let Some(candidate) = next {
+            if skiplist::split_internal_key(candidate.key()).0 != user_key {
+                break;
+            }
+            next = candidate.next();
+        }
+        self.current = next.map(|node| node.position());
+    }
+}
+
 impl InternalIterator for MemTableIterator {
     fn valid(&self) -> bool {
         self.current.is_some()
@@ -318,9 +341,16 @@ impl InternalIterator for MemTableIterator {
             self.seek(target);
             return;
         }
+        let (user_key, trailer) = skiplist::split_internal_key(target);
+        // A hot key's versions: jump to where they end.
+        if let Some(node) = self.current_node() {
+            if let Some(found) = self.memtable.list.skip_run(node, user_key, trailer) {
+                self.current = found.map(|node| node.position());
+                return;
+            }
+        }
         // The path precedes the current entry, which precedes the target (the caller's
         // promise), so a finger search from it is exact.
-        let (user_key, trailer) = skiplist::split_internal_key(target);
         self.current = self.memtable.list.seek_from(user_key, trailer, &mut self.path).map(|node| node.position());
     }
 

@@ -1,10 +1,12 @@
 //! A concurrent skiplist of internal keys whose nodes live in an [`Arena`].
 //!
 //! Each entry is one arena block laid out as
-//! `[tower slot height-1] .. [tower slot 0] [header] [internal key] [value]`: the node pointer
-//! addresses the header, the tower of next-pointers grows downwards from it (so the slot of level
-//! `l` is at a fixed offset whatever the node's height), and the key and value follow the header
-//! contiguously. Nothing is allocated per node besides that one block, and nothing is freed until
+//! `[tower slot height-1] .. [tower slot 0] [header] [run hint] [internal key] [value]`: the node
+//! pointer addresses the header, the tower of next-pointers grows downwards from it (so the slot
+//! of level `l` is at a fixed offset whatever the node's height), and the key and value follow the
+//! header contiguously. The run hint is there only in a new version of a key already present: it
+//! points to where that key's versions ended when the node was linked, so scans jump over a hot
+//! key's versions (I44). Nothing is allocated per node besides that one block, and nothing is freed until
 //! the list (and its arena) is dropped.
 //!
 //! Concurrency contract: `insert` takes `&self` and is lock-free: a writer links its node level by
@@ -28,7 +30,8 @@
 //! order under the list's comparator (user key in the column family's order, then trailer
 //! descending); level 0 holds every inserted node; no internal key appears
 //! twice (the engine never reuses a (user key, sequence) pair); `height` is at least the height
-//! of every linked node.
+//! of every linked node; a run hint names a later node of the same user key with only that key's
+//! nodes between (I44).
 
 use std::cell::{Cell, RefCell};
 use std::cmp::Ordering;
@@ -70,6 +73,13 @@ const TOWER_SLOT_BYTES: usize = size_of::<AtomicPtr<Node>>();
 /// Bytes of the node header.
 const HEADER_BYTES: usize = size_of::<Node>();
 
+/// Set in [`Node::key_length_bytes`] when a run hint follows the header (see [`run_hint_slot`]).
+/// Keys are capped at 1 MiB, so the bit is free.
+const RUN_HINT_FLAG: u32 = 1 << 31;
+
+/// Bytes of a run hint: one node pointer.
+const RUN_HINT_BYTES: usize = size_of::<AtomicPtr<Node>>();
+
 // The header sits `height * TOWER_SLOT_BYTES` past an aligned block start and the tower slots
 // below it must stay aligned, so both sizes must keep the arena's alignment guarantee useful.
 const _: () = assert!(std::mem::align_of::<Node>() <= ARENA_ALIGNMENT_BYTES);
@@ -101,9 +111,39 @@ unsafe fn node_key<'a>(node: *const Node) -> &'a [u8] {
     // SAFETY: the header is initialised and immutable once the node is written.
     unsafe { (*node).payload.read() };
     // SAFETY: as above.
-    let length = unsafe { (*node).key_length_bytes } as usize;
-    // SAFETY: the key bytes follow the header inside the node's block and never change.
-    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES), length) }
+    let (key_offset, length) = unsafe { key_place(node) };
+    // SAFETY: the key bytes follow the header (and the run hint, if any) inside the node's block
+    // and never change.
+    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(key_offset), length) }
+}
+
+/// Where the key of `node` starts, as an offset from the node pointer, and its length.
+///
+/// # Safety
+/// `node` is a fully written node.
+#[inline]
+unsafe fn key_place(node: *const Node) -> (usize, usize) {
+    // SAFETY: forwarded to the caller.
+    let stored = unsafe { (*node).key_length_bytes };
+    let hint_bytes = if stored & RUN_HINT_FLAG != 0 { RUN_HINT_BYTES } else { 0 };
+    (HEADER_BYTES + hint_bytes, (stored & !RUN_HINT_FLAG) as usize)
+}
+
+/// The run hint slot of `node`, when it has one: a node of the same user key, at or after
+/// `node`, such that every node between the two holds that user key too (a later version of a
+/// key points to where the key's versions ended when it was inserted). Versions of a key never
+/// leave the list and anything inserted between two of them sorts between them, so a hint
+/// stays true forever (I44); it may fall short of the run's end (older versions inserted later).
+///
+/// # Safety
+/// `node` is a fully written node.
+#[inline]
+unsafe fn run_hint_slot<'a>(node: *const Node) -> Option<&'a AtomicPtr<Node>> {
+    // SAFETY: forwarded to the caller; the slot lies right after the header when flagged.
+    unsafe {
+        ((*node).key_length_bytes & RUN_HINT_FLAG != 0)
+            .then(|| &*node.cast::<u8>().add(HEADER_BYTES).cast::<AtomicPtr<Node>>())
+    }
 }
 
 /// The value stored in `node`.
@@ -115,10 +155,9 @@ unsafe fn node_value<'a>(node: *const Node) -> &'a [u8] {
     // SAFETY: the header is initialised and immutable once the node is written.
     unsafe { (*node).payload.read() };
     // SAFETY: as above.
-    let (key_length, value_length) =
-        unsafe { ((*node).key_length_bytes as usize, (*node).value_length_bytes as usize) };
+    let ((key_offset, key_length), value_length) = unsafe { (key_place(node), (*node).value_length_bytes as usize) };
     // SAFETY: the value bytes follow the key inside the node's block and never change.
-    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES + key_length), value_length) }
+    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(key_offset + key_length), value_length) }
 }
 
 /// A reference to a node of a skiplist borrowed for `'a`: its key and value live as long.
@@ -160,6 +199,16 @@ impl<'a> NodeRef<'a> {
     pub(crate) fn value(self) -> &'a [u8] {
         // SAFETY: as for `key`.
         unsafe { node_value(self.node.as_ptr()) }
+    }
+
+    /// The node its run hint names (see [`run_hint_slot`]), if it has one.
+    #[inline]
+    fn run_end(self) -> Option<NodeRef<'a>> {
+        // SAFETY: a `NodeRef` only exists for fully written nodes; the hint was stored before
+        // the node was published and names a node published before it.
+        unsafe {
+            run_hint_slot(self.node.as_ptr()).and_then(|slot| NodeRef::from_link(slot.load(MemoryOrdering::Acquire)))
+        }
     }
 
     /// The following node at level 0, or `None` at the end of the list.
@@ -230,7 +279,7 @@ impl SkipList {
     /// `capacity_hint_bytes`.
     pub(crate) fn new(capacity_hint_bytes: usize, comparator: KeyComparator) -> SkipList {
         let arena = Arena::new(capacity_hint_bytes);
-        let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[]);
+        let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[], false);
         let id = NEXT_LIST_ID.fetch_add(1, MemoryOrdering::Relaxed);
         SkipList { arena, head, id, height: AtomicUsize::new(1), comparator }
     }
@@ -272,41 +321,80 @@ impl SkipList {
     /// so that its runs are repeatable and its towers meet at the levels it means to test.
     #[inline]
     fn insert_with_height(&self, height: usize, user_key: &[u8], trailer: u64, value: &[u8]) {
-        let node = allocate_node(&self.arena, height, user_key, trailer, value);
         let list_height = self.height.fetch_max(height, MemoryOrdering::Relaxed).max(height);
         // Start from this thread's splice of its previous insert: consecutive inserts of nearby
         // keys (sequential loads, sorted batches) then skip most of the search. The thread-local
         // is unavailable only during thread teardown or (impossibly) re-entrance; a fresh splice
         // is correct, just slower.
-        let linked = INSERT_SPLICE.try_with(|cell| match cell.try_borrow_mut() {
+        let inserted = INSERT_SPLICE.try_with(|cell| match cell.try_borrow_mut() {
             Ok(mut splice) => {
-                self.link(node, height, list_height, &mut splice, user_key, trailer);
+                self.insert_with_splice(&mut splice, height, list_height, user_key, trailer, value);
                 true
             }
             Err(_) => false,
         });
-        if !matches!(linked, Ok(true)) {
+        if !matches!(inserted, Ok(true)) {
             let mut fresh = Splice::EMPTY;
-            self.link(node, height, list_height, &mut fresh, user_key, trailer);
+            self.insert_with_splice(&mut fresh, height, list_height, user_key, trailer, value);
         }
     }
 
-    /// Links `node` (of `height` levels, with key `user_key ++ trailer`) at every level, using
-    /// and then updating `splice`.
-    fn link(
+    /// Finds where the entry goes (updating `splice`), allocates its node and links it.
+    fn insert_with_splice(
         &self,
-        node: NonNull<Node>,
+        splice: &mut Splice,
         height: usize,
         list_height: usize,
-        splice: &mut Splice,
         user_key: &[u8],
         trailer: u64,
+        value: &[u8],
     ) {
         self.prepare_splice(splice, list_height, user_key, trailer);
+        // A new version of a key already present goes right before the key's versions (newer
+        // trailers sort first): it gets a run hint, so that scans can jump over them all. Only
+        // such nodes pay for the hint's bytes.
+        let with_run_hint = self.run_end_after(splice.successors[0], user_key).is_some();
+        let node = allocate_node(&self.arena, height, user_key, trailer, value, with_run_hint);
+        self.link(node, height, splice, user_key, trailer);
+    }
+
+    /// The run end a node of `user_key` inserted right before `successor` (at level 0) gets as
+    /// its hint: `successor`'s own hint, or `successor`, when `successor` holds the same user
+    /// key; `None` otherwise. Keys that compare equal are byte-identical (the comparator's
+    /// contract), so bytes are compared. This is what keeps I44.
+    fn run_end_after(&self, successor: *mut Node, user_key: &[u8]) -> Option<*mut Node> {
+        if successor.is_null() {
+            return None;
+        }
+        // SAFETY: splice successors of this list are live, fully written nodes.
+        let successor_key = unsafe { node_key(successor) };
+        if split_internal_key(successor_key).0 != user_key {
+            return None;
+        }
+        // SAFETY: as above.
+        let hint =
+            unsafe { run_hint_slot(successor) }.map_or(ptr::null_mut(), |slot| slot.load(MemoryOrdering::Acquire));
+        Some(if hint.is_null() { successor } else { hint })
+    }
+
+    /// Links `node` (of `height` levels, with key `user_key ++ trailer`) at every level, using
+    /// and then updating `splice`, which `prepare_splice` made ready.
+    fn link(&self, node: NonNull<Node>, height: usize, splice: &mut Splice, user_key: &[u8], trailer: u64) {
+        // SAFETY: a freshly allocated node.
+        let run_hint = unsafe { run_hint_slot(node.as_ptr()) };
         for level in 0..height {
             loop {
                 let predecessor = splice.predecessors[level];
                 let successor = splice.successors[level];
+                if level == 0 {
+                    if let Some(slot) = run_hint {
+                        // The successor decides the hint; a retry may bring another (or a node
+                        // of another key, then the hint stays null: no jump, still correct).
+                        // Published by the Release CAS below, like the tower slots.
+                        let hint = self.run_end_after(successor, user_key).unwrap_or(ptr::null_mut());
+                        slot.store(hint, MemoryOrdering::Relaxed);
+                    }
+                }
                 // SAFETY: `node` has height `height > level` and its slots were initialised by
                 // `allocate_node`; until the CAS below succeeds no other thread can reach this
                 // slot, so a Relaxed store suffices: the Release CAS publishes it.
@@ -478,6 +566,39 @@ impl SkipList {
             }
             level += 1;
         }
+    }
+
+    /// For a cursor on `node` moving forward to a target after it: the first node at or after
+    /// the target, when `node`'s run hint lies before the target and a few steps from there
+    /// reach it (`Some(None)` when the list ends first); `None` when the caller must search.
+    /// This is how a scan passes the versions of a hot key: one jump to where they end instead
+    /// of a step, and a cache miss, per version.
+    pub(crate) fn skip_run<'a>(
+        &'a self,
+        node: NodeRef<'a>,
+        user_key: &[u8],
+        trailer: u64,
+    ) -> Option<Option<NodeRef<'a>>> {
+        /// Steps taken past the run's end before giving up on the hint: older versions inserted
+        /// after the hint was set, or nodes between the run and the target.
+        const STEPS_PAST_RUN_END: usize = 4;
+        let run_end = node.run_end()?;
+        // Every node between `node` and its run end sorts before the run end, hence before the
+        // target when the run end does.
+        if self.compare_with_target(run_end.key(), user_key, trailer) != Ordering::Less {
+            return None;
+        }
+        let mut current = run_end;
+        for _ in 0..STEPS_PAST_RUN_END {
+            match current.next() {
+                None => return Some(None),
+                Some(next) if self.compare_with_target(next.key(), user_key, trailer) != Ordering::Less => {
+                    return Some(Some(next));
+                }
+                Some(next) => current = next,
+            }
+        }
+        None
     }
 
     /// The search of `seek`, from node `start` (the head, or a node before the target whose
@@ -723,7 +844,25 @@ impl SkipList {
             }
             lower_level = this_level;
         }
+        self.verify_run_hints();
         entry_count
+    }
+
+    /// Checks every run hint: it names a later node of the same user key, and every node
+    /// between holds that user key too.
+    fn verify_run_hints(&self) {
+        let mut node = self.first();
+        while let Some(current) = node {
+            if let Some(run_end) = current.run_end() {
+                let user_key = split_internal_key(current.key()).0;
+                let mut walker = current;
+                while walker.position() != run_end.position() {
+                    walker = walker.next().expect("a run hint names a node further along level 0");
+                    assert_eq!(split_internal_key(walker.key()).0, user_key, "a run hint spans another user key");
+                }
+            }
+            node = current.next();
+        }
     }
 }
 
@@ -755,18 +894,29 @@ pub(crate) fn split_internal_key(internal_key: &[u8]) -> (&[u8], u64) {
 
 /// Allocates and fills a node of `height` levels with null links. The node is private to the
 /// caller until linked.
-fn allocate_node(arena: &Arena, height: usize, user_key: &[u8], trailer: u64, value: &[u8]) -> NonNull<Node> {
+fn allocate_node(
+    arena: &Arena,
+    height: usize,
+    user_key: &[u8],
+    trailer: u64,
+    value: &[u8],
+    with_run_hint: bool,
+) -> NonNull<Node> {
     debug_assert!((1..=MAX_HEIGHT).contains(&height));
     let key_length_bytes = user_key.len() + TRAILER_SIZE_BYTES;
-    // The engine caps keys at 1 MiB and values at 1 GiB, so the lengths fit the u32 header; this
-    // check keeps a broken caller from silently truncating an entry.
+    // The engine caps keys at 1 MiB and values at 1 GiB, so the lengths fit the u32 header (the
+    // key's with its top bit to spare for the run hint flag); this check keeps a broken caller
+    // from silently truncating an entry.
     let (Ok(stored_key_length), Ok(stored_value_length)) =
         (u32::try_from(key_length_bytes), u32::try_from(value.len()))
     else {
         panic!("memtable entry too large: key {key_length_bytes} bytes, value {} bytes", value.len());
     };
+    assert!(stored_key_length & RUN_HINT_FLAG == 0, "memtable key too large: {key_length_bytes} bytes");
+    let hint_bytes = if with_run_hint { RUN_HINT_BYTES } else { 0 };
+    let stored_key_length = if with_run_hint { stored_key_length | RUN_HINT_FLAG } else { stored_key_length };
     let tower_bytes = height * TOWER_SLOT_BYTES;
-    let total_bytes = tower_bytes + HEADER_BYTES + key_length_bytes + value.len();
+    let total_bytes = tower_bytes + HEADER_BYTES + hint_bytes + key_length_bytes + value.len();
     let block = arena.allocate(total_bytes);
     // SAFETY: the block is at least `total_bytes` long, aligned to `ARENA_ALIGNMENT_BYTES`, and
     // exclusively ours. The header lands at `tower_bytes`, a multiple of the slot size, so it and
@@ -779,7 +929,12 @@ fn allocate_node(arena: &Arena, height: usize, user_key: &[u8], trailer: u64, va
             value_length_bytes: stored_value_length,
             payload: PublishedOnce::new(),
         });
-        let key_start = node.cast::<u8>().add(HEADER_BYTES);
+        if with_run_hint {
+            // Right after the header, at a multiple of the slot size like the tower slots.
+            let slot = node.cast::<u8>().add(HEADER_BYTES).cast::<AtomicPtr<Node>>();
+            slot.write(AtomicPtr::new(ptr::null_mut()));
+        }
+        let key_start = node.cast::<u8>().add(HEADER_BYTES + hint_bytes);
         ptr::copy_nonoverlapping(user_key.as_ptr(), key_start, user_key.len());
         let trailer_bytes = trailer.to_le_bytes();
         ptr::copy_nonoverlapping(trailer_bytes.as_ptr(), key_start.add(user_key.len()), TRAILER_SIZE_BYTES);
@@ -923,6 +1078,50 @@ mod tests {
         }
     }
 
+    /// Versions of a few keys inserted with sequences in random order (as concurrent writers
+    /// can): the hints stay within their runs (checked by `verify_structure`), later versions
+    /// of a key get them, and `skip_run` lands where a seek lands.
+    #[test]
+    fn run_hints_stay_within_their_key_and_skip_to_the_next_key() {
+        use rand::rngs::SmallRng;
+        use rand::seq::SliceRandom;
+        use rand::{Rng, SeedableRng};
+        for seed in 0..30u64 {
+            let mut rng = SmallRng::seed_from_u64(seed);
+            let list = SkipList::new(1 << 16, KeyComparator::Bytewise);
+            let mut entries: Vec<(u64, u64)> = Vec::new();
+            let mut sequence = 0;
+            for key in 0..rng.gen_range(1..40u64) {
+                for _ in 0..rng.gen_range(1..60) {
+                    sequence += 1;
+                    entries.push((key * 3, sequence));
+                }
+            }
+            // Mostly in order, with some local shuffling, like writers racing.
+            for chunk in entries.chunks_mut(rng.gen_range(1..6)) {
+                chunk.shuffle(&mut rng);
+            }
+            for &(key, sequence) in &entries {
+                list.insert(&key.to_be_bytes(), sequence << 8 | 1, b"v");
+            }
+            assert_eq!(list.verify_structure(), entries.len());
+            let hinted =
+                std::iter::successors(list.first(), |node| node.next()).filter(|node| node.run_end().is_some()).count();
+            assert!(hinted > 0, "seed {seed}: no version got a run hint");
+            // From every node, jumping past its key's versions lands on the next key's first
+            // node (or the end), whenever the hint allows a jump.
+            let mut node = list.first();
+            while let Some(current) = node {
+                let user_key = split_internal_key(current.key()).0.to_vec();
+                let expected = list.seek(&user_key, 0).map(|found| found.key().to_vec());
+                if let Some(found) = list.skip_run(current, &user_key, 0) {
+                    assert_eq!(found.map(|found| found.key().to_vec()), expected, "seed {seed}");
+                }
+                node = current.next();
+            }
+        }
+    }
+
     #[test]
     fn heights_follow_a_quarter_branching() {
         let mut counts = [0usize; MAX_HEIGHT + 1];
@@ -942,9 +1141,10 @@ mod tests {
     /// Inserts `number` (as an 8-byte big-endian user key) with a chosen height and splice.
     fn insert_with(list: &SkipList, number: u64, height: usize, splice: &mut Splice) -> *mut Node {
         let user_key = number.to_be_bytes();
-        let node = allocate_node(&list.arena, height, &user_key, number << 8 | 1, b"");
         let list_height = list.height.fetch_max(height, MemoryOrdering::Relaxed).max(height);
-        list.link(node, height, list_height, splice, &user_key, number << 8 | 1);
+        list.prepare_splice(splice, list_height, &user_key, number << 8 | 1);
+        let node = allocate_node(&list.arena, height, &user_key, number << 8 | 1, b"", false);
+        list.link(node, height, splice, &user_key, number << 8 | 1);
         node.as_ptr()
     }
 
@@ -1131,6 +1331,38 @@ mod loom_models {
                 .seek_from(&21u64.to_be_bytes(), u64::MAX, &mut fresh)
                 .map(|node| checked_number(node, VALUE_BYTES));
             assert_eq!(after_writer, Some(30), "a search after the writer finished sees its entries");
+        });
+    }
+
+    /// Two writers add versions of one key while a reader, standing on the key's newest
+    /// version it found, jumps past the key's versions by the run hint: the jump must land on
+    /// the next key or give up, never on a version of the key or past the next key, and every
+    /// hint must stay within its key's run.
+    #[test]
+    fn versions_of_one_key_from_two_writers_and_a_jumping_reader() {
+        let key = 10u64.to_be_bytes();
+        model(2, move || {
+            let list = Arc::new(SkipList::new(0, KeyComparator::Bytewise));
+            list.insert_with_height(1, &key, 1 << 8 | 1, b"v");
+            list.insert_with_height(1, &key, 2 << 8 | 1, b"v");
+            list.insert_with_height(1, &40u64.to_be_bytes(), 1 << 8 | 1, b"v");
+            let writers: Vec<_> = [4u64, 3]
+                .into_iter()
+                .map(|sequence| {
+                    let list = Arc::clone(&list);
+                    thread::spawn(move || list.insert_with_height(1, &key, sequence << 8 | 1, b"v"))
+                })
+                .collect();
+            let newest = list.seek(&key, u64::MAX).expect("a version of the key");
+            assert_eq!(split_internal_key(newest.key()).0, key);
+            if let Some(found) = list.skip_run(newest, &key, 0) {
+                let found = found.expect("the next key is there");
+                assert_eq!(split_internal_key(found.key()).0, 40u64.to_be_bytes(), "the jump lands on the next key");
+            }
+            for writer in writers {
+                writer.join().expect("writer");
+            }
+            assert_eq!(list.verify_structure(), 5);
         });
     }
 
