@@ -43,14 +43,6 @@ use crate::iterator::InternalIterator;
 use crate::key::{append_internal_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER, TRAILER_SIZE_BYTES};
 use crate::range_tombstone::{Fragment, FragmentedTombstones};
 
-/// How many versions of one key (older versions of a key already passed, or versions newer
-/// than the snapshot) a forward scan steps over one at a time before it jumps past the rest
-/// with one search ([`InternalIterator::seek_forward`]). A step is cheaper than a search while
-/// versions are few; a row updated hundreds of times while its memtable fills (a hot row)
-/// would otherwise cost a step, and a cache miss, per version. RocksDB makes the same trade
-/// (`max_sequential_skip_in_iterations`, also 8).
-const STEPS_OVER_VERSIONS_BEFORE_SEEK: usize = 8;
-
 /// The direction of the last movement, which decides where the inner iterator sits.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Direction {
@@ -519,9 +511,6 @@ impl UserIterator {
     fn find_next_user_entry(&mut self, mut skipping: bool) {
         debug_assert_eq!(self.direction, Direction::Forward);
         self.forward_merged = false;
-        // Entries stepped over one by one since the last visible one: versions of the skipped
-        // key, or versions newer than the snapshot.
-        let mut steps_over_versions = 0;
         while self.inner.valid() {
             let Some(parsed) = parse_internal_key(self.inner.key()) else {
                 self.fail_corrupt();
@@ -535,33 +524,25 @@ impl UserIterator {
                 break;
             }
             if parsed.sequence > self.sequence {
-                steps_over_versions += 1;
-                if steps_over_versions > STEPS_OVER_VERSIONS_BEFORE_SEEK {
-                    // Many versions newer than the snapshot: jump to this key's newest visible
-                    // one.
-                    self.seek_key.clear();
-                    append_internal_key(&mut self.seek_key, parsed.user_key, self.sequence, ValueKind::FOR_SEEK);
-                    self.inner.seek_forward(&self.seek_key);
-                    steps_over_versions = 0;
-                    continue;
-                }
+                // Newer than the snapshot, and so may be the versions after it: go to the key's
+                // newest visible version (a target after this entry, so the scan moves on).
+                self.seek_key.clear();
+                append_internal_key(&mut self.seek_key, parsed.user_key, self.sequence, ValueKind::FOR_SEEK);
+                self.inner.seek_forward(&self.seek_key);
+                continue;
             } else {
                 // Entries of a skipped key sort before larger keys, so "not after" means "the
                 // same key".
                 let hidden = skipping && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_le();
-                if hidden {
-                    steps_over_versions += 1;
-                    if steps_over_versions > STEPS_OVER_VERSIONS_BEFORE_SEEK {
-                        // Many older versions of the skipped key: jump past all of them (the
-                        // smallest trailer, sequence 0 and kind 0, sorts after every version).
-                        self.seek_key.clear();
-                        append_internal_key(&mut self.seek_key, &self.saved_key, 0, ValueKind::Delete);
-                        self.inner.seek_forward(&self.seek_key);
-                        steps_over_versions = 0;
-                        continue;
-                    }
-                } else {
-                    steps_over_versions = 0;
+                if hidden && !(parsed.sequence == 0 && parsed.kind == ValueKind::Delete) {
+                    // An older version of the key passed: go past all of them at once (the
+                    // smallest trailer, sequence 0 and kind 0, sorts after every other version;
+                    // an entry with that very trailer is stepped over instead, since a seek to
+                    // it would not move).
+                    self.seek_key.clear();
+                    append_internal_key(&mut self.seek_key, &self.saved_key, 0, ValueKind::Delete);
+                    self.inner.seek_forward(&self.seek_key);
+                    continue;
                 }
                 if !hidden {
                     let tombstones = &self.tombstones;

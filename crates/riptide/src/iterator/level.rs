@@ -178,6 +178,23 @@ impl InternalIterator for LevelIterator {
         self.skip_exhausted_files_forward();
     }
 
+    fn seek_forward(&mut self, target: &[u8]) {
+        if self.error.is_some() {
+            return;
+        }
+        // Within the open file when the target is too: that file moves on from where it stands.
+        let within_open_file =
+            self.valid() && self.comparator.compare_internal_keys(&self.files[self.file_index].largest, target).is_ge();
+        if !within_open_file {
+            self.seek(target);
+            return;
+        }
+        if let Some(iterator) = &mut self.file_iterator {
+            iterator.seek_forward(target);
+        }
+        self.skip_exhausted_files_forward();
+    }
+
     fn next(&mut self) {
         assert!(self.valid(), "LevelIterator::next called on an invalid iterator");
         if let Some(iterator) = &mut self.file_iterator {

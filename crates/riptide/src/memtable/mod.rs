@@ -342,9 +342,15 @@ impl InternalIterator for MemTableIterator {
             return;
         }
         let (user_key, trailer) = skiplist::split_internal_key(target);
-        // A hot key's versions: jump to where they end.
         if let Some(node) = self.current_node() {
-            if let Some(found) = self.memtable.list.skip_run(node, user_key, trailer) {
+            // A hot key's versions: jump to where they end. Otherwise the target is usually the
+            // next node or the one after (a key's last version or two): step there.
+            let found = self
+                .memtable
+                .list
+                .skip_run(node, user_key, trailer)
+                .or_else(|| self.memtable.list.step_to(node, user_key, trailer));
+            if let Some(found) = found {
                 self.current = found.map(|node| node.position());
                 return;
             }

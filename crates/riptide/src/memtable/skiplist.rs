@@ -601,6 +601,32 @@ impl SkipList {
         None
     }
 
+    /// For a cursor on `node` moving forward to a target not before it: the first node at or
+    /// after the target when it is `node` or at most two steps along level 0 (`Some(None)`
+    /// when the list ends first); `None` when the caller must search.
+    pub(crate) fn step_to<'a>(
+        &'a self,
+        node: NodeRef<'a>,
+        user_key: &[u8],
+        trailer: u64,
+    ) -> Option<Option<NodeRef<'a>>> {
+        const STEPS: usize = 2;
+        if self.compare_with_target(node.key(), user_key, trailer) != Ordering::Less {
+            return Some(Some(node));
+        }
+        let mut current = node;
+        for _ in 0..STEPS {
+            match current.next() {
+                None => return Some(None),
+                Some(next) if self.compare_with_target(next.key(), user_key, trailer) != Ordering::Less => {
+                    return Some(Some(next));
+                }
+                Some(next) => current = next,
+            }
+        }
+        None
+    }
+
     /// The search of `seek`, from node `start` (the head, or a node before the target whose
     /// height exceeds `top_level`) down from `top_level`, recording the last node before the
     /// target at each level into `path`.

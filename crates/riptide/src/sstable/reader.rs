@@ -542,6 +542,31 @@ impl InternalIterator for TableIterator {
         self.skip_forward();
     }
 
+    fn seek_forward(&mut self, target: &[u8]) {
+        /// Entries stepped over before searching: a target this close (the rest of one key's
+        /// versions) costs less to walk to than a binary search.
+        const STEPS_BEFORE_SEARCH: usize = 4;
+        for _ in 0..STEPS_BEFORE_SEARCH {
+            if !self.valid() || self.table.comparator.compare_internal_keys(self.data.key(), target).is_ge() {
+                return;
+            }
+            self.next();
+        }
+        if !self.valid() {
+            return;
+        }
+        // A target at or before the current block's separator is in this block or starts the
+        // next one: search the block alone, not the index.
+        let within_block =
+            self.index.valid() && self.table.comparator.compare_internal_keys(self.index.key(), target).is_ge();
+        if within_block {
+            self.data.seek(target, &self.table.comparator);
+            self.skip_forward();
+        } else {
+            self.seek(target);
+        }
+    }
+
     #[inline]
     fn next(&mut self) {
         debug_assert!(self.valid());

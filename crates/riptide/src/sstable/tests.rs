@@ -500,3 +500,26 @@ fn tables_are_shared_across_threads() {
         }
     });
 }
+
+/// Random walks (forward seeks included) over tables holding many versions of a few keys in
+/// small blocks, so forward seeks step, search within a block and cross blocks.
+#[test]
+fn random_walks_over_many_versions_with_forward_seeks() {
+    use crate::iterator::merge::tests::walk_and_compare;
+    for seed in 0..12u64 {
+        let mut rng = SmallRng::seed_from_u64(seed);
+        let mut entries: Entries = Vec::new();
+        let mut sequence = 0;
+        for user_key in 0..rng.gen_range(1..30u32) {
+            for _ in 0..rng.gen_range(1..40) {
+                sequence += 1;
+                let key = make_internal_key(format!("k{user_key:04}").as_bytes(), sequence, ValueKind::Put);
+                entries.push((key, format!("value-{sequence}").into_bytes()));
+            }
+        }
+        entries.sort_by(|a, b| key::compare_internal_keys(&a.0, &b.0));
+        let (bytes, _) = build(&entries, options(Compression::Lz4, 256));
+        let table = open(bytes, Some(BlockCache::new(1 << 20))).unwrap();
+        walk_and_compare(&mut table.iter(READ), &entries, &mut rng, 400);
+    }
+}
