@@ -1,12 +1,12 @@
 //! A concurrent skiplist of internal keys whose nodes live in an [`Arena`].
 //!
 //! Each entry is one arena block laid out as
-//! `[tower slot height-1] .. [tower slot 0] [header] [run hint] [internal key] [value]`: the node
+//! `[tower slot height-1] .. [tower slot 0] [header] [internal key] [value] [run hint]`: the node
 //! pointer addresses the header, the tower of next-pointers grows downwards from it (so the slot
 //! of level `l` is at a fixed offset whatever the node's height), and the key and value follow the
-//! header contiguously. The run hint is there only in a new version of a key already present: it
-//! points to where that key's versions ended when the node was linked, so scans jump over a hot
-//! key's versions (I44). Nothing is allocated per node besides that one block, and nothing is freed until
+//! header contiguously. The run hint (aligned after the value) is there only in a new version of a
+//! key already present: it points to where that key's versions ended when the node was linked, so
+//! scans jump over a hot key's versions (I44). A scan reads it right after the value it returns. Nothing is allocated per node besides that one block, and nothing is freed until
 //! the list (and its arena) is dropped.
 //!
 //! Concurrency contract: `insert` takes `&self` and is lock-free: a writer links its node level by
@@ -73,8 +73,9 @@ const TOWER_SLOT_BYTES: usize = size_of::<AtomicPtr<Node>>();
 /// Bytes of the node header.
 const HEADER_BYTES: usize = size_of::<Node>();
 
-/// Set in [`Node::key_length_bytes`] when a run hint follows the header (see [`run_hint_slot`]).
-/// Keys are capped at 1 MiB, so the bit is free.
+/// Set in [`Node::value_length_bytes`] when a run hint follows the value (see
+/// [`run_hint_slot`]). Values are capped at 1 GiB, so the bit is free; keeping it out of the
+/// key's length leaves the key's place fixed, which every search step reads.
 const RUN_HINT_FLAG: u32 = 1 << 31;
 
 /// Bytes of a run hint: one node pointer.
@@ -111,22 +112,16 @@ unsafe fn node_key<'a>(node: *const Node) -> &'a [u8] {
     // SAFETY: the header is initialised and immutable once the node is written.
     unsafe { (*node).payload.read() };
     // SAFETY: as above.
-    let (key_offset, length) = unsafe { key_place(node) };
-    // SAFETY: the key bytes follow the header (and the run hint, if any) inside the node's block
-    // and never change.
-    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(key_offset), length) }
+    let length = unsafe { (*node).key_length_bytes } as usize;
+    // SAFETY: the key bytes follow the header inside the node's block and never change.
+    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES), length) }
 }
 
-/// Where the key of `node` starts, as an offset from the node pointer, and its length.
-///
-/// # Safety
-/// `node` is a fully written node.
+/// The offset from the node pointer of the run hint of a node whose key and value have these
+/// lengths: the first multiple of the slot size after the value.
 #[inline]
-unsafe fn key_place(node: *const Node) -> (usize, usize) {
-    // SAFETY: forwarded to the caller.
-    let stored = unsafe { (*node).key_length_bytes };
-    let hint_bytes = if stored & RUN_HINT_FLAG != 0 { RUN_HINT_BYTES } else { 0 };
-    (HEADER_BYTES + hint_bytes, (stored & !RUN_HINT_FLAG) as usize)
+fn run_hint_offset(key_length_bytes: usize, value_length_bytes: usize) -> usize {
+    (HEADER_BYTES + key_length_bytes + value_length_bytes).next_multiple_of(RUN_HINT_BYTES)
 }
 
 /// The run hint slot of `node`, when it has one: a node of the same user key, at or after
@@ -139,10 +134,14 @@ unsafe fn key_place(node: *const Node) -> (usize, usize) {
 /// `node` is a fully written node.
 #[inline]
 unsafe fn run_hint_slot<'a>(node: *const Node) -> Option<&'a AtomicPtr<Node>> {
-    // SAFETY: forwarded to the caller; the slot lies right after the header when flagged.
+    // SAFETY: forwarded to the caller; a flagged node's block holds the slot after its value,
+    // aligned for it (`allocate_node`).
     unsafe {
-        ((*node).key_length_bytes & RUN_HINT_FLAG != 0)
-            .then(|| &*node.cast::<u8>().add(HEADER_BYTES).cast::<AtomicPtr<Node>>())
+        let value_length = (*node).value_length_bytes;
+        (value_length & RUN_HINT_FLAG != 0).then(|| {
+            let offset = run_hint_offset((*node).key_length_bytes as usize, (value_length & !RUN_HINT_FLAG) as usize);
+            &*node.cast::<u8>().add(offset).cast::<AtomicPtr<Node>>()
+        })
     }
 }
 
@@ -155,9 +154,10 @@ unsafe fn node_value<'a>(node: *const Node) -> &'a [u8] {
     // SAFETY: the header is initialised and immutable once the node is written.
     unsafe { (*node).payload.read() };
     // SAFETY: as above.
-    let ((key_offset, key_length), value_length) = unsafe { (key_place(node), (*node).value_length_bytes as usize) };
+    let (key_length, value_length) =
+        unsafe { ((*node).key_length_bytes as usize, ((*node).value_length_bytes & !RUN_HINT_FLAG) as usize) };
     // SAFETY: the value bytes follow the key inside the node's block and never change.
-    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(key_offset + key_length), value_length) }
+    unsafe { std::slice::from_raw_parts(node.cast::<u8>().add(HEADER_BYTES + key_length), value_length) }
 }
 
 /// A reference to a node of a skiplist borrowed for `'a`: its key and value live as long.
@@ -931,18 +931,22 @@ fn allocate_node(
     debug_assert!((1..=MAX_HEIGHT).contains(&height));
     let key_length_bytes = user_key.len() + TRAILER_SIZE_BYTES;
     // The engine caps keys at 1 MiB and values at 1 GiB, so the lengths fit the u32 header (the
-    // key's with its top bit to spare for the run hint flag); this check keeps a broken caller
+    // value's with its top bit to spare for the run hint flag); this check keeps a broken caller
     // from silently truncating an entry.
     let (Ok(stored_key_length), Ok(stored_value_length)) =
         (u32::try_from(key_length_bytes), u32::try_from(value.len()))
     else {
         panic!("memtable entry too large: key {key_length_bytes} bytes, value {} bytes", value.len());
     };
-    assert!(stored_key_length & RUN_HINT_FLAG == 0, "memtable key too large: {key_length_bytes} bytes");
-    let hint_bytes = if with_run_hint { RUN_HINT_BYTES } else { 0 };
-    let stored_key_length = if with_run_hint { stored_key_length | RUN_HINT_FLAG } else { stored_key_length };
+    assert!(stored_value_length & RUN_HINT_FLAG == 0, "memtable value too large: {} bytes", value.len());
+    let stored_value_length = if with_run_hint { stored_value_length | RUN_HINT_FLAG } else { stored_value_length };
     let tower_bytes = height * TOWER_SLOT_BYTES;
-    let total_bytes = tower_bytes + HEADER_BYTES + hint_bytes + key_length_bytes + value.len();
+    let node_bytes = if with_run_hint {
+        run_hint_offset(key_length_bytes, value.len()) + RUN_HINT_BYTES
+    } else {
+        HEADER_BYTES + key_length_bytes + value.len()
+    };
+    let total_bytes = tower_bytes + node_bytes;
     let block = arena.allocate(total_bytes);
     // SAFETY: the block is at least `total_bytes` long, aligned to `ARENA_ALIGNMENT_BYTES`, and
     // exclusively ours. The header lands at `tower_bytes`, a multiple of the slot size, so it and
@@ -956,11 +960,11 @@ fn allocate_node(
             payload: PublishedOnce::new(),
         });
         if with_run_hint {
-            // Right after the header, at a multiple of the slot size like the tower slots.
-            let slot = node.cast::<u8>().add(HEADER_BYTES).cast::<AtomicPtr<Node>>();
+            // After the value, at a multiple of the slot size like the tower slots.
+            let slot = node.cast::<u8>().add(run_hint_offset(key_length_bytes, value.len())).cast::<AtomicPtr<Node>>();
             slot.write(AtomicPtr::new(ptr::null_mut()));
         }
-        let key_start = node.cast::<u8>().add(HEADER_BYTES + hint_bytes);
+        let key_start = node.cast::<u8>().add(HEADER_BYTES);
         ptr::copy_nonoverlapping(user_key.as_ptr(), key_start, user_key.len());
         let trailer_bytes = trailer.to_le_bytes();
         ptr::copy_nonoverlapping(trailer_bytes.as_ptr(), key_start.add(user_key.len()), TRAILER_SIZE_BYTES);
