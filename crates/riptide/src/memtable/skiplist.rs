@@ -249,6 +249,16 @@ pub(crate) struct SearchPath {
     predecessors: [Position; MAX_HEIGHT],
 }
 
+impl SearchPath {
+    /// Records `node` (the head or a node of the list, never null) as the last node before
+    /// the target at `level`.
+    #[inline]
+    fn record(&mut self, level: usize, node: *mut Node) {
+        // SAFETY: searches hand over the head or nodes reached through links, never null.
+        self.predecessors[level] = Position { node: unsafe { NonNull::new_unchecked(node) } };
+    }
+}
+
 /// The concurrent skiplist; see the module documentation.
 pub(crate) struct SkipList {
     /// Owns every node, including the head.
@@ -489,30 +499,8 @@ impl SkipList {
 
     /// The first node whose internal key is `>= user_key ++ trailer`.
     pub(crate) fn seek(&self, user_key: &[u8], trailer: u64) -> Option<NodeRef<'_>> {
-        let mut current = self.head.as_ptr();
-        let mut level = self.height.load(MemoryOrdering::Relaxed) - 1;
-        // A successor already found to be >= the target at a higher level is skipped without a
-        // second comparison when the search descends onto it.
-        let mut known_not_less: *mut Node = ptr::null_mut();
-        loop {
-            // SAFETY: `current` is the head or a node reached at a level >= `level`, so its height
-            // exceeds `level`.
-            let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
-            let next_is_before = !next.is_null()
-                && next != known_not_less
-                // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
-                && self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
-            if next_is_before {
-                current = next;
-                continue;
-            }
-            if level == 0 {
-                // SAFETY: a linked node of this list, which `&self` keeps alive.
-                return unsafe { NodeRef::from_link(next) };
-            }
-            known_not_less = next;
-            level -= 1;
-        }
+        let top_level = self.height.load(MemoryOrdering::Relaxed) - 1;
+        self.descend(self.head.as_ptr(), top_level, user_key, trailer, |_, _| {})
     }
 
     /// A search path at the head of the list, before every entry: the start of a cursor's
@@ -527,7 +515,7 @@ impl SkipList {
     pub(crate) fn seek_recording(&self, user_key: &[u8], trailer: u64, path: &mut SearchPath) -> Option<NodeRef<'_>> {
         *path = self.path_at_head();
         let top_level = self.height.load(MemoryOrdering::Relaxed) - 1;
-        self.descend(self.head.as_ptr(), top_level, user_key, trailer, path)
+        self.descend(self.head.as_ptr(), top_level, user_key, trailer, |level, node| path.record(level, node))
     }
 
     /// The first node at or after the target, searched from `path` rather than from the head:
@@ -558,11 +546,11 @@ impl SkipList {
                 }
                 // The levels below restart from their own predecessors, which follow this one.
                 let below = path.predecessors[level - 1].node.as_ptr();
-                return self.descend(below, level - 1, user_key, trailer, path);
+                return self.descend(below, level - 1, user_key, trailer, |level, node| path.record(level, node));
             }
             if level + 1 >= height {
                 // Even the top level's successor is before the target: walk on from there.
-                return self.descend(predecessor, level, user_key, trailer, path);
+                return self.descend(predecessor, level, user_key, trailer, |level, node| path.record(level, node));
             }
             level += 1;
         }
@@ -628,18 +616,22 @@ impl SkipList {
     }
 
     /// The search of `seek`, from node `start` (the head, or a node before the target whose
-    /// height exceeds `top_level`) down from `top_level`, recording the last node before the
-    /// target at each level into `path`.
+    /// height exceeds `top_level`) down from `top_level`, handing `record` the last node
+    /// before the target at each level (a search path; plain seeks ignore it, and the closure
+    /// compiles away).
+    #[inline]
     fn descend(
         &self,
         start: *mut Node,
         top_level: usize,
         user_key: &[u8],
         trailer: u64,
-        path: &mut SearchPath,
+        mut record: impl FnMut(usize, *mut Node),
     ) -> Option<NodeRef<'_>> {
         let mut current = start;
         let mut level = top_level;
+        // A successor already found to be >= the target at a higher level is skipped without a
+        // second comparison when the search descends onto it.
         let mut known_not_less: *mut Node = ptr::null_mut();
         loop {
             // SAFETY: `current` is `start` or a node reached at a level >= `level`, so its height
@@ -653,8 +645,7 @@ impl SkipList {
                 current = next;
                 continue;
             }
-            // SAFETY: `current` is the head or a node of this list, never null.
-            path.predecessors[level] = Position { node: unsafe { NonNull::new_unchecked(current) } };
+            record(level, current);
             if level == 0 {
                 // SAFETY: a linked node of this list, which `&self` keeps alive.
                 return unsafe { NodeRef::from_link(next) };
