@@ -70,6 +70,9 @@ pub(crate) fn pack_trailer(sequence: u64, kind: ValueKind) -> u64 {
 
 /// Appends the internal key for (`user_key`, `sequence`, `kind`) to `out`.
 pub(crate) fn append_internal_key(out: &mut Vec<u8>, user_key: &[u8], sequence: u64, kind: ValueKind) {
+    // One reservation for key and trailer: growing an empty buffer for the key and again for
+    // the trailer cost a fresh iterator's first seek an allocation and a reallocation.
+    out.reserve(user_key.len() + TRAILER_SIZE_BYTES);
     out.extend_from_slice(user_key);
     out.extend_from_slice(&pack_trailer(sequence, kind).to_le_bytes());
 }
