@@ -289,9 +289,7 @@ impl MemTableIterator {
         // the `Arc` keeps that list alive for as long as `self`.
         self.current.map(|position| unsafe { self.memtable.list.resolve(position) })
     }
-}
 
-impl MemTableIterator {
     /// Moves to the first entry of the next user key, past every version of the current one
     /// (jumping over a hot key's versions by its run hint, I44). Requires a position.
     pub(crate) fn next_user_key(&mut self) {

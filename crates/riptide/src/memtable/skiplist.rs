@@ -6,8 +6,9 @@
 //! of level `l` is at a fixed offset whatever the node's height), and the key and value follow the
 //! header contiguously. The run hint (aligned after the value) is there only in a new version of a
 //! key already present: it points to where that key's versions ended when the node was linked, so
-//! scans jump over a hot key's versions (I44). A scan reads it right after the value it returns. Nothing is allocated per node besides that one block, and nothing is freed until
-//! the list (and its arena) is dropped.
+//! scans jump over a hot key's versions (I44). A scan reads it right after the value it returns.
+//! Nothing is allocated per node besides that one block, and nothing is freed until the list (and
+//! its arena) is dropped.
 //!
 //! Concurrency contract: `insert` takes `&self` and is lock-free: a writer links its node level by
 //! level, bottom up, with one compare-and-swap per level, and when a CAS fails because another
@@ -576,17 +577,7 @@ impl SkipList {
         if self.compare_with_target(run_end.key(), user_key, trailer) != Ordering::Less {
             return None;
         }
-        let mut current = run_end;
-        for _ in 0..STEPS_PAST_RUN_END {
-            match current.next() {
-                None => return Some(None),
-                Some(next) if self.compare_with_target(next.key(), user_key, trailer) != Ordering::Less => {
-                    return Some(Some(next));
-                }
-                Some(next) => current = next,
-            }
-        }
-        None
+        self.step_past(run_end, user_key, trailer, STEPS_PAST_RUN_END)
     }
 
     /// For a cursor on `node` moving forward to a target not before it: the first node at or
@@ -602,8 +593,21 @@ impl SkipList {
         if self.compare_with_target(node.key(), user_key, trailer) != Ordering::Less {
             return Some(Some(node));
         }
+        self.step_past(node, user_key, trailer, STEPS)
+    }
+
+    /// From `node`, before the target, up to `steps` steps along level 0: the first node at or
+    /// after the target (`Some(None)` when the list ends first), or `None` when the steps run
+    /// out before it.
+    fn step_past<'a>(
+        &'a self,
+        node: NodeRef<'a>,
+        user_key: &[u8],
+        trailer: u64,
+        steps: usize,
+    ) -> Option<Option<NodeRef<'a>>> {
         let mut current = node;
-        for _ in 0..STEPS {
+        for _ in 0..steps {
             match current.next() {
                 None => return Some(None),
                 Some(next) if self.compare_with_target(next.key(), user_key, trailer) != Ordering::Less => {
