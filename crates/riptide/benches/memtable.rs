@@ -1,5 +1,6 @@
 //! Memtable throughput: inserts of 16-byte keys with 100-byte values from one and two threads,
-//! and point gets, for the arena skiplist and for a `Mutex<BTreeMap>` baseline.
+//! and point gets (independent ones, and a chain where each depends on the one before), for the
+//! arena skiplist and for a `Mutex<BTreeMap>` baseline.
 //!
 //! Each insert iteration fills a fresh memtable with `ENTRIES` entries and times only the inserts
 //! (not construction or drop). Keys are random, so inserts land all over the list as they would
@@ -154,6 +155,17 @@ fn gets(criterion: &mut Criterion) {
         bencher.iter(|| {
             cursor = (cursor + 1) % probes.len();
             black_box(baseline.get(&keys[probes[cursor]], u64::MAX >> 8))
+        })
+    });
+    // The same probes with each one depending on the previous answer, as when a caller acts
+    // on what a get returned before issuing the next: the gets cannot overlap their cache
+    // misses, so this measures one search's latency rather than the throughput of several.
+    let mut carry = 0usize;
+    group.bench_function("skiplist/hit_dependent", |bencher| {
+        bencher.iter(|| {
+            cursor = (cursor + 1) % probes.len();
+            let found = memtable.get(&keys[(probes[cursor] + carry) % ENTRIES], u64::MAX >> 8);
+            carry = found.map_or(1, |value| value.len() & 1);
         })
     });
     let absent = random_keys(1024, 4);
