@@ -76,9 +76,9 @@ fn put_value(stored: &mut Stored, key: Vec<u8>, value: Vec<u8>, expiry: Option<u
 /// The clock the model runs on, from an arbitrary time in 2026.
 const START_US: u64 = 1_790_000_000_000_000;
 
-fn check_iteration(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mut SmallRng) {
-    let lower = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..400)));
-    let upper = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..400)));
+fn check_iteration(db: &Db, model: &Model, snapshot: Option<&Snapshot>, keys: u64, rng: &mut SmallRng) {
+    let lower = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..keys)));
+    let upper = rng.gen_bool(0.5).then(|| key(rng.gen_range(0..keys)));
     let options = ReadOptions {
         snapshot: snapshot.cloned(),
         lower_bound: lower.clone(),
@@ -110,7 +110,7 @@ fn check_iteration(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mu
     assert!(!iterator.valid());
     iterator.status().expect("status");
     // A random seek compared with the model.
-    let target = key(rng.gen_range(0..400));
+    let target = key(rng.gen_range(0..keys));
     iterator.seek(&target);
     let expected_seek = expected.iter().find(|(k, _)| k.as_slice() >= target.as_slice());
     match expected_seek {
@@ -125,7 +125,9 @@ fn check_iteration(db: &Db, model: &Model, snapshot: Option<&Snapshot>, rng: &mu
     }
 }
 
-fn run(seed: u64, steps: usize, mut options: Options) {
+/// Runs `steps` random operations over keys `0..keys`: a few hundred keys give a key a few
+/// versions, a dozen give it hundreds (backward scans then read keys by seeking).
+fn run(seed: u64, steps: usize, keys: u64, mut options: Options) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let path = Path::new("/model");
     let file_system = MemFileSystem::new();
@@ -147,14 +149,14 @@ fn run(seed: u64, steps: usize, mut options: Options) {
         match rng.gen_range(0..100) {
             0..=2 => {
                 // A range delete, now and then over most of the key space.
-                let start = rng.gen_range(0..400);
-                let span = if rng.gen_bool(0.1) { rng.gen_range(0..400) } else { rng.gen_range(0..40) };
+                let start = rng.gen_range(0..keys);
+                let span = if rng.gen_bool(0.1) { rng.gen_range(0..keys) } else { rng.gen_range(0..40) };
                 let (start_key, end_key) = (key(start), key(start + span));
                 db.delete_range(&start_key, &end_key).expect("delete_range");
                 model.retain(|k, _| !(k.as_slice() >= start_key.as_slice() && k.as_slice() < end_key.as_slice()));
             }
             3..=39 => {
-                let n = rng.gen_range(0..400);
+                let n = rng.gen_range(0..keys);
                 let v = value(n, version, rng.gen_range(0..120));
                 if rng.gen_bool(0.2) {
                     // Expires within a few of the clock's steps.
@@ -173,7 +175,7 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                 *puts_since_single_delete.entry(key(n)).or_default() += 1;
             }
             40..=51 => {
-                let n = rng.gen_range(0..400);
+                let n = rng.gen_range(0..keys);
                 // A single delete where its contract holds, a delete otherwise.
                 let eligible = !deleted_plainly.contains(&key(n))
                     && puts_since_single_delete.get(&key(n)).copied().unwrap_or(0) <= 1;
@@ -189,7 +191,7 @@ fn run(seed: u64, steps: usize, mut options: Options) {
             52..=61 => {
                 let mut batch = WriteBatch::new();
                 for _ in 0..rng.gen_range(1..20) {
-                    let n = rng.gen_range(0..400);
+                    let n = rng.gen_range(0..keys);
                     if rng.gen_bool(0.7) {
                         let v = value(n, version, rng.gen_range(0..60));
                         if rng.gen_bool(0.2) {
@@ -221,12 +223,12 @@ fn run(seed: u64, steps: usize, mut options: Options) {
                 db.write(batch).expect("write");
             }
             62..=74 => {
-                let n = rng.gen_range(0..400);
+                let n = rng.gen_range(0..keys);
                 let now = view(&model, clock.now_us());
                 assert_eq!(db.get(&key(n)).expect("get"), now.get(&key(n)).cloned(), "seed {seed} key {n}");
             }
             75..=76 => clock.advance(std::time::Duration::from_micros(rng.gen_range(0..1_500_000))),
-            77..=81 => check_iteration(&db, &view(&model, clock.now_us()), None, &mut rng),
+            77..=81 => check_iteration(&db, &view(&model, clock.now_us()), None, keys, &mut rng),
             82..=84 => {
                 if snapshots.len() >= 3 {
                     snapshots.remove(0);
@@ -237,10 +239,10 @@ fn run(seed: u64, steps: usize, mut options: Options) {
             }
             85..=89 => {
                 if let Some((snapshot, snapshot_model)) = snapshots.get(rng.gen_range(0..snapshots.len().max(1))) {
-                    let n = rng.gen_range(0..400);
+                    let n = rng.gen_range(0..keys);
                     let options = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
                     assert_eq!(db.get_opt(&key(n), &options).expect("get"), snapshot_model.get(&key(n)).cloned());
-                    check_iteration(&db, snapshot_model, Some(snapshot), &mut rng);
+                    check_iteration(&db, snapshot_model, Some(snapshot), keys, &mut rng);
                 }
             }
             90..=93 => db.flush().expect("flush"),
@@ -263,7 +265,7 @@ fn run(seed: u64, steps: usize, mut options: Options) {
 #[test]
 fn model_small_tables() {
     for seed in 0..6 {
-        run(seed, 3000, small_options(Arc::new(MemFileSystem::new())));
+        run(seed, 3000, 400, small_options(Arc::new(MemFileSystem::new())));
     }
 }
 
@@ -279,13 +281,29 @@ fn model_every_compression_and_tiny_blocks() {
             bloom_bits_per_key: (seed as u32) * 5,
             ..small_options(Arc::new(MemFileSystem::new()))
         };
-        run(100 + seed as u64, 2000, options);
+        run(100 + seed as u64, 2000, 400, options);
     }
 }
 
 #[test]
 fn model_default_options() {
-    run(200, 3000, Options::default());
+    run(200, 3000, 400, Options::default());
+}
+
+#[test]
+fn model_hot_keys() {
+    // A few keys rewritten hundreds of times, in memtables and tables: backward scans read a key
+    // with many versions by seeking to its newest visible version (merges, expiries, blob
+    // references and range tombstones included) rather than stepping over every version. Odd
+    // seeds separate values into blob files; larger memtables keep longer runs of versions.
+    for seed in 0..16u64 {
+        let options = Options {
+            min_blob_size_bytes: (seed % 2 == 1).then_some(40),
+            memtable_size_bytes: 16 << (10 + seed % 4),
+            ..small_options(Arc::new(MemFileSystem::new()))
+        };
+        run(300 + seed, 3000, [2, 3, 5, 12][(seed / 4) as usize], options);
+    }
 }
 
 #[test]

@@ -17,7 +17,11 @@
 //!   is on the last entry whose user key is below it (or exhausted at the front). Moving backward
 //!   reads a key's versions oldest first, so the value must be copied until the newest visible
 //!   version has been passed; the buffers are reused, so steps do not allocate once they have
-//!   grown.
+//!   grown. A key with many versions is not read that way: after
+//!   [`REVERSE_VERSIONS_BEFORE_SEEK`] of them the iterator seeks forward to the key's newest
+//!   visible version, reads it there, and seeks back to before the key, so a backward scan over
+//!   a row updated a thousand times costs a few seeks, not a thousand steps (each of which,
+//!   in a memtable, is a search from the top of the skiplist).
 //!
 //! A version covered by a visible range tombstone (I38) reads as deleted. Moving forward, the
 //! iterator then lets sources older than the tombstone jump to the end of its fragment
@@ -48,6 +52,23 @@ use crate::range_tombstone::{Fragment, FragmentedTombstones};
 enum Direction {
     Forward,
     Reverse,
+}
+
+/// Moving backward, the versions of one user key the iterator steps over before it reads the
+/// key's newest visible version with a forward seek instead (and seeks back to before the key).
+/// The jump costs two seeks of every source; a step costs one step of one source, but a step
+/// back in a memtable is a search from the top of the skiplist. RocksDB steps over 8 versions
+/// in either direction before it seeks (`max_sequential_skip_in_iterations`).
+pub(crate) const REVERSE_VERSIONS_BEFORE_SEEK: usize = 8;
+
+/// What reading a key's newest visible version with a seek found (backward scans).
+enum NewestVersion {
+    /// The key is live: the iterator holds its key and value.
+    Live,
+    /// The key has no visible live version.
+    Gone,
+    /// Reading failed; the error is recorded.
+    Failed,
 }
 
 /// Where an iterator reads the values its blob references name: the blob files of the version
@@ -125,6 +146,11 @@ pub(crate) struct UserIterator {
     /// Forward: the current key's value was merged from several entries, so the inner iterator
     /// has moved past its newest one: the key is `saved_key`, the value `owned_value`.
     forward_merged: bool,
+    /// Reverse: scratch space holding the user key read by a seek ([`UserIterator::read_newest_visible_by_seek`]).
+    reverse_key: Vec<u8>,
+    /// Reverse: versions of one key stepped over before a seek reads it instead
+    /// ([`REVERSE_VERSIONS_BEFORE_SEEK`]; tests vary it).
+    reverse_versions_before_seek: usize,
 }
 
 impl UserIterator {
@@ -161,6 +187,8 @@ impl UserIterator {
             value_offset: 0,
             merge_operator: None,
             forward_merged: false,
+            reverse_key: Vec::new(),
+            reverse_versions_before_seek: REVERSE_VERSIONS_BEFORE_SEEK,
         }
     }
 
@@ -620,10 +648,14 @@ impl UserIterator {
 
     /// Scans backward from the inner position, collecting into `saved_key`/`saved_value` the
     /// newest visible version of the nearest user key that is not deleted, and stops at the lower
-    /// bound. Leaves the inner iterator on the entry before that key's entries.
+    /// bound. Leaves the inner iterator on the entry before that key's entries. Once it has
+    /// stepped over more than `reverse_versions_before_seek` visible versions of the key it is
+    /// reading, it reads the key's newest visible version with a seek instead.
     fn find_prev_user_entry(&mut self) {
         self.direction = Direction::Reverse;
         self.forward_merged = false;
+        // Visible versions of `saved_key` read since it was found live.
+        let mut versions_stepped = 0usize;
         // Whether `saved_key`/`saved_value` hold the newest visible version seen so far of the
         // key being read; a newer tombstone clears it.
         let mut found = false;
@@ -645,9 +677,39 @@ impl UserIterator {
                 break;
             }
             if parsed.sequence <= self.sequence {
-                if found && self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_lt() {
+                if !found {
+                    versions_stepped = 0;
+                } else if self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_lt() {
                     // Every version of the saved key has been read, and it is live.
                     break;
+                } else {
+                    // A newer version of the saved key (moving backward, keys never grow).
+                    versions_stepped += 1;
+                    if versions_stepped > self.reverse_versions_before_seek {
+                        // The key has many versions: read its newest visible one from the
+                        // front instead of stepping over the rest.
+                        self.reverse_key.clear();
+                        self.reverse_key.extend_from_slice(&self.saved_key);
+                        match self.read_newest_visible_by_seek() {
+                            NewestVersion::Live => {
+                                self.valid = true;
+                                if !self.inner.valid() {
+                                    self.check_inner_status();
+                                }
+                                return;
+                            }
+                            NewestVersion::Gone => {
+                                found = false;
+                                found_in_blob = false;
+                                operands.clear();
+                                continue;
+                            }
+                            NewestVersion::Failed => {
+                                self.valid = false;
+                                return;
+                            }
+                        }
+                    }
                 }
                 let covered = covering_tombstone(&self.tombstones, self.sequence, parsed.user_key, parsed.sequence);
                 if parsed.kind != ValueKind::Merge || covered.is_some() {
@@ -739,6 +801,94 @@ impl UserIterator {
             }
         } else if self.valid && found_in_blob {
             self.load_blob_value(true);
+        }
+    }
+
+    /// Backward, for the key in `reverse_key`: reads its newest visible version with a seek to
+    /// it at the snapshot (resolving a merge, an expiry, a blob reference or a covering range
+    /// tombstone as a forward read would), then leaves the inner iterator on the entry before
+    /// the key's entries. On [`NewestVersion::Live`] the key is in `saved_key` and the value in
+    /// `saved_value` (or in `owned_value`, with `value_is_owned`).
+    fn read_newest_visible_by_seek(&mut self) -> NewestVersion {
+        self.seek_key.clear();
+        append_internal_key(&mut self.seek_key, &self.reverse_key, self.sequence, ValueKind::FOR_SEEK);
+        self.inner.seek(&self.seek_key);
+        self.value_is_owned = false;
+        let outcome = self.read_newest_visible_at_inner();
+        if matches!(outcome, NewestVersion::Failed) {
+            return outcome;
+        }
+        self.seek_key.clear();
+        append_internal_key(&mut self.seek_key, &self.reverse_key, MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
+        self.position_before_seek_key();
+        outcome
+    }
+
+    /// [`UserIterator::read_newest_visible_by_seek`]'s read, with the inner iterator at the
+    /// first entry at or after (`reverse_key`, the snapshot).
+    fn read_newest_visible_at_inner(&mut self) -> NewestVersion {
+        if !self.inner.valid() {
+            return match self.inner.status() {
+                Ok(()) => NewestVersion::Gone,
+                Err(error) => {
+                    self.error = Some(error);
+                    NewestVersion::Failed
+                }
+            };
+        }
+        let Some(parsed) = parse_internal_key(self.inner.key()) else {
+            self.fail_corrupt();
+            return NewestVersion::Failed;
+        };
+        if !self.comparator.compare_user_keys(parsed.user_key, &self.reverse_key).is_eq() {
+            return NewestVersion::Gone;
+        }
+        debug_assert!(parsed.sequence <= self.sequence, "a seek at the snapshot lands on a visible entry");
+        // A forward read's rule. From `find_prev_user_entry` it never fires: the versions it
+        // stepped over were live, so no tombstone covers this newer one.
+        if covering_tombstone(&self.tombstones, self.sequence, parsed.user_key, parsed.sequence).is_some() {
+            return NewestVersion::Gone;
+        }
+        let kind = parsed.kind;
+        self.saved_key.clear();
+        self.saved_key.extend_from_slice(&self.reverse_key);
+        match kind {
+            ValueKind::Delete | ValueKind::SingleDelete => NewestVersion::Gone,
+            ValueKind::Put | ValueKind::BlobIndex => {
+                self.saved_value.clear();
+                self.saved_value.extend_from_slice(self.inner.value());
+                if kind == ValueKind::BlobIndex {
+                    self.load_blob_value(true);
+                    if self.error.is_some() {
+                        return NewestVersion::Failed;
+                    }
+                }
+                NewestVersion::Live
+            }
+            ValueKind::PutWithExpiry => {
+                let Some((expires_at_us, value)) = crate::ttl::split_expiring(self.inner.value()) else {
+                    self.fail_short_expiring();
+                    return NewestVersion::Failed;
+                };
+                if crate::ttl::is_expired(expires_at_us, self.read_time_us) {
+                    return NewestVersion::Gone;
+                }
+                self.saved_value.clear();
+                self.saved_value.extend_from_slice(value);
+                NewestVersion::Live
+            }
+            ValueKind::Merge => {
+                // I43: combine this operand with the entries beneath it, read forward.
+                let user_key = std::mem::take(&mut self.reverse_key);
+                self.merge_forward(&user_key);
+                self.reverse_key = user_key;
+                self.forward_merged = false;
+                if self.error.is_some() {
+                    NewestVersion::Failed
+                } else {
+                    NewestVersion::Live
+                }
+            }
         }
     }
 
@@ -866,6 +1016,16 @@ mod tests {
             .collect()
     }
 
+    /// How many versions backward scans step over before they seek: mostly small, so that the
+    /// models' few versions per key take the seeking path as often as the stepping one.
+    fn random_reverse_threshold(rng: &mut SmallRng) -> usize {
+        match rng.gen_range(0..4) {
+            0 => REVERSE_VERSIONS_BEFORE_SEEK,
+            1 => usize::MAX,
+            _ => rng.gen_range(0..3),
+        }
+    }
+
     fn random_user_key(rng: &mut SmallRng) -> Vec<u8> {
         let length = rng.gen_range(0..=3);
         (0..length).map(|_| b"abc"[rng.gen_range(0..3)]).collect()
@@ -949,6 +1109,7 @@ mod tests {
             let source_count = rng.gen_range(1..5);
             let inner = merged_sources(&writes, source_count, &mut rng);
             let mut iterator = UserIterator::new(inner, KeyComparator::Bytewise, sequence, lower, upper);
+            iterator.reverse_versions_before_seek = random_reverse_threshold(&mut rng);
             walk(&mut iterator, &expected, &mut rng, 60, case);
         }
     }
@@ -966,6 +1127,7 @@ mod tests {
             let source_count = rng.gen_range(1..4);
             let inner = merged_sources(&writes, source_count, &mut rng);
             let mut iterator = UserIterator::new(inner, KeyComparator::Bytewise, sequence, lower, upper);
+            iterator.reverse_versions_before_seek = random_reverse_threshold(&mut rng);
             check_scans_and_alternation(&mut iterator, &expected, case);
         }
     }
