@@ -146,8 +146,6 @@ pub(crate) struct UserIterator {
     /// Forward: the current key's value was merged from several entries, so the inner iterator
     /// has moved past its newest one: the key is `saved_key`, the value `owned_value`.
     forward_merged: bool,
-    /// Reverse: scratch space holding the user key read by a seek ([`UserIterator::read_newest_visible_by_seek`]).
-    reverse_key: Vec<u8>,
     /// Reverse: versions of one key stepped over before a seek reads it instead
     /// ([`REVERSE_VERSIONS_BEFORE_SEEK`]; tests vary it).
     reverse_versions_before_seek: usize,
@@ -187,7 +185,6 @@ impl UserIterator {
             value_offset: 0,
             merge_operator: None,
             forward_merged: false,
-            reverse_key: Vec::new(),
             reverse_versions_before_seek: REVERSE_VERSIONS_BEFORE_SEEK,
         }
     }
@@ -688,8 +685,6 @@ impl UserIterator {
                     if versions_stepped > self.reverse_versions_before_seek {
                         // The key has many versions: read its newest visible one from the
                         // front instead of stepping over the rest.
-                        self.reverse_key.clear();
-                        self.reverse_key.extend_from_slice(&self.saved_key);
                         match self.read_newest_visible_by_seek() {
                             NewestVersion::Live => {
                                 self.valid = true;
@@ -804,14 +799,14 @@ impl UserIterator {
         }
     }
 
-    /// Backward, for the key in `reverse_key`: reads its newest visible version with a seek to
-    /// it at the snapshot (resolving a merge, an expiry, a blob reference or a covering range
+    /// Backward, for the key in `saved_key`: reads its newest visible version with a seek to it
+    /// at the snapshot (resolving a merge, an expiry, a blob reference or a covering range
     /// tombstone as a forward read would), then leaves the inner iterator on the entry before
-    /// the key's entries. On [`NewestVersion::Live`] the key is in `saved_key` and the value in
+    /// the key's entries. `saved_key` keeps the key; on [`NewestVersion::Live`] the value is in
     /// `saved_value` (or in `owned_value`, with `value_is_owned`).
     fn read_newest_visible_by_seek(&mut self) -> NewestVersion {
         self.seek_key.clear();
-        append_internal_key(&mut self.seek_key, &self.reverse_key, self.sequence, ValueKind::FOR_SEEK);
+        append_internal_key(&mut self.seek_key, &self.saved_key, self.sequence, ValueKind::FOR_SEEK);
         self.inner.seek(&self.seek_key);
         self.value_is_owned = false;
         let outcome = self.read_newest_visible_at_inner();
@@ -819,13 +814,13 @@ impl UserIterator {
             return outcome;
         }
         self.seek_key.clear();
-        append_internal_key(&mut self.seek_key, &self.reverse_key, MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
+        append_internal_key(&mut self.seek_key, &self.saved_key, MAX_SEQUENCE_NUMBER, ValueKind::FOR_SEEK);
         self.position_before_seek_key();
         outcome
     }
 
     /// [`UserIterator::read_newest_visible_by_seek`]'s read, with the inner iterator at the
-    /// first entry at or after (`reverse_key`, the snapshot).
+    /// first entry at or after (`saved_key`, the snapshot).
     fn read_newest_visible_at_inner(&mut self) -> NewestVersion {
         if !self.inner.valid() {
             return match self.inner.status() {
@@ -840,7 +835,7 @@ impl UserIterator {
             self.fail_corrupt();
             return NewestVersion::Failed;
         };
-        if !self.comparator.compare_user_keys(parsed.user_key, &self.reverse_key).is_eq() {
+        if !self.comparator.compare_user_keys(parsed.user_key, &self.saved_key).is_eq() {
             return NewestVersion::Gone;
         }
         debug_assert!(parsed.sequence <= self.sequence, "a seek at the snapshot lands on a visible entry");
@@ -850,8 +845,6 @@ impl UserIterator {
             return NewestVersion::Gone;
         }
         let kind = parsed.kind;
-        self.saved_key.clear();
-        self.saved_key.extend_from_slice(&self.reverse_key);
         match kind {
             ValueKind::Delete | ValueKind::SingleDelete => NewestVersion::Gone,
             ValueKind::Put | ValueKind::BlobIndex => {
@@ -879,9 +872,9 @@ impl UserIterator {
             }
             ValueKind::Merge => {
                 // I43: combine this operand with the entries beneath it, read forward.
-                let user_key = std::mem::take(&mut self.reverse_key);
+                // `merge_forward` copies the key it is given back into `saved_key`.
+                let user_key = std::mem::take(&mut self.saved_key);
                 self.merge_forward(&user_key);
-                self.reverse_key = user_key;
                 self.forward_merged = false;
                 if self.error.is_some() {
                     NewestVersion::Failed

@@ -104,24 +104,28 @@ unsafe fn tower_slot<'a>(node: *const Node, level: usize) -> &'a AtomicPtr<Node>
     unsafe { &*node.cast::<u8>().sub((level + 1) * TOWER_SLOT_BYTES).cast::<AtomicPtr<Node>>() }
 }
 
-/// Starts loading the node that `slot` links to, without waiting for it. A search that has
-/// just loaded a link at one level goes either right along that level or down to the link one
-/// level lower; both nodes are usually cache misses, and they are independent, so fetching the
-/// lower one meanwhile overlaps the two misses instead of paying them one after the other.
-/// Prefetching never faults, so a null link costs nothing but the instruction. Under loom the
-/// link is not read at all: the models check the links a search follows, not hints to the
-/// cache.
+/// Starts loading the node that `node` links to one level below `level` (nothing at level 0),
+/// without waiting for it. A search that has just loaded `node`'s link at `level` goes either
+/// right along that level or down to the link one level lower; both nodes are usually cache
+/// misses, and they are independent, so fetching the lower one meanwhile overlaps the two misses
+/// instead of paying them one after the other. Prefetching never faults, so a null link costs
+/// nothing but the instruction. Under loom the link is not read at all: the models check the
+/// links a search follows, not hints to the cache.
+///
+/// # Safety
+/// `node` is the head or a fully written node of height greater than `level`.
 #[inline(always)]
-fn prefetch_node(slot: &AtomicPtr<Node>) {
+unsafe fn prefetch_level_below(node: *const Node, level: usize) {
     #[cfg(all(target_arch = "x86_64", not(loom)))]
-    {
-        let node = slot.load(MemoryOrdering::Relaxed);
+    if level > 0 {
+        // SAFETY: the caller's height guarantee covers `level - 1`.
+        let below = unsafe { tower_slot(node, level - 1) }.load(MemoryOrdering::Relaxed);
         // SAFETY: a prefetch reads nothing architecturally and cannot fault, whatever the
         // address; SSE is part of the x86_64 baseline.
-        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(node.cast::<i8>()) };
+        unsafe { std::arch::x86_64::_mm_prefetch::<{ std::arch::x86_64::_MM_HINT_T0 }>(below.cast::<i8>()) };
     }
     #[cfg(not(all(target_arch = "x86_64", not(loom))))]
-    let _ = slot;
+    let _ = (node, level);
 }
 
 /// The internal key stored in `node`.
@@ -661,10 +665,8 @@ impl SkipList {
             // SAFETY: `current` is `start` or a node reached at a level >= `level`, so its height
             // exceeds `level`.
             let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
-            if level > 0 {
-                // SAFETY: as above; `level - 1` is below `level`.
-                prefetch_node(unsafe { tower_slot(current, level - 1) });
-            }
+            // SAFETY: as above.
+            unsafe { prefetch_level_below(current, level) };
             let next_is_before = !next.is_null()
                 && next != known_not_less
                 // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
@@ -717,10 +719,8 @@ impl SkipList {
         loop {
             // SAFETY: as in `seek`, `current` has height greater than `level`.
             let next = unsafe { tower_slot(current, level) }.load(MemoryOrdering::Acquire);
-            if level > 0 {
-                // SAFETY: as above; `level - 1` is below `level`.
-                prefetch_node(unsafe { tower_slot(current, level - 1) });
-            }
+            // SAFETY: as above.
+            unsafe { prefetch_level_below(current, level) };
             let next_is_before = !next.is_null()
                 // SAFETY: `next` was Acquire-loaded from a link, so it is a fully written node.
                 && self.compare_with_target(unsafe { node_key(next) }, user_key, trailer) == Ordering::Less;
@@ -824,10 +824,8 @@ impl SkipList {
             // SAFETY: `predecessor` is the head or a node linked at this level (reached at it, or
             // recorded in a splice at it), so its height exceeds `level`.
             let next = unsafe { tower_slot(predecessor, level) }.load(MemoryOrdering::Acquire);
-            if level > 0 {
-                // SAFETY: as above; `level - 1` is below `level`.
-                prefetch_node(unsafe { tower_slot(predecessor, level - 1) });
-            }
+            // SAFETY: as above.
+            unsafe { prefetch_level_below(predecessor, level) };
             if next.is_null() || next == known_successor {
                 return (predecessor, next);
             }
