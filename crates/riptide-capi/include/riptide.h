@@ -402,8 +402,8 @@ typedef struct {
   uint64_t table_bytes;
   // Entries (versions and tombstones) in tables, estimated from table properties.
   uint64_t table_entries;
-  // User keys in memtables, each once however many versions it has there (exact up to 256
-  // per memtable, then estimated from the skiplist).
+  // User keys in memtables, each once however many versions it has there (counted in a short
+  // range, estimated from a sample of the skiplist in a longer one).
   uint64_t memtable_entries;
   // `table_entries + memtable_entries`: an upper estimate of the live keys.
   uint64_t entries;

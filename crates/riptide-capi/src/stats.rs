@@ -237,8 +237,8 @@ pub struct riptide_range_stats_t {
     pub table_bytes: u64,
     /// Entries (versions and tombstones) in tables, estimated from table properties.
     pub table_entries: u64,
-    /// User keys in memtables, each once however many versions it has there (exact up to 256
-    /// per memtable, then estimated from the skiplist).
+    /// User keys in memtables, each once however many versions it has there (counted in a short
+    /// range, estimated from a sample of the skiplist in a longer one).
     pub memtable_entries: u64,
     /// `table_entries + memtable_entries`: an upper estimate of the live keys.
     pub entries: u64,

@@ -1009,12 +1009,23 @@ fn range_stats_count_memtables_and_tables() {
     for n in 0..2000 {
         db.put_cf(&a, &key(n), &value(n, 0, 100)).expect("put");
     }
-    // Before the flush, memtable entries of a short range (up to 256) are counted exactly; a
-    // longer range is estimated from the skiplist's levels.
+    // Before the flush, memtable entries of a short range (a few tens) are counted exactly; a
+    // longer range is estimated from a sample of the skiplist's levels. The sample's accuracy
+    // is the skiplist's unit test (`range_samples_estimate_user_keys_not_versions`); here a
+    // sampled estimate must only be within 8x, which a correct sample misses about once in
+    // 100,000 ranges.
+    let within_2x = |estimate: u64, actual: u64| estimate * 2 >= actual && estimate <= actual * 2;
+    let sampled = |estimate: u64, actual: u64| estimate * 8 >= actual && estimate <= actual * 8;
     let half = db.approximate_range_stats(&a, &key(0), &key(1000)).expect("stats");
     assert_eq!((half.table_entries, half.table_bytes), (0, 0));
-    assert!((500..=2000).contains(&half.memtable_entries), "{half:?}");
-    assert_eq!(db.approximate_range_stats(&a, &key(500), &key(750)).expect("stats").entries(), 250);
+    assert!(sampled(half.memtable_entries, 1000), "{half:?}");
+    let quarter = db.approximate_range_stats(&a, &key(500), &key(750)).expect("stats");
+    assert!(sampled(quarter.entries(), 250), "{quarter:?}");
+    // Fewer than 8 nodes can never make a sample.
+    for (from, to) in [(500u64, 503u64), (1000, 1007), (1993, 2000)] {
+        let short = db.approximate_range_stats(&a, &key(from), &key(to)).expect("stats");
+        assert_eq!(short.entries(), to - from, "[{from}, {to}) is short enough to count: {short:?}");
+    }
     assert_eq!(db.approximate_range_stats(&a, &key(10), &key(10)).expect("stats").entries(), 0, "empty range");
     assert_eq!(
         db.approximate_range_stats(&db.default_column_family(), &key(0), &key(2000)).expect("stats").entries(),
@@ -1023,7 +1034,6 @@ fn range_stats_count_memtables_and_tables() {
     );
 
     db.flush().expect("flush");
-    let within_2x = |estimate: u64, actual: u64| estimate * 2 >= actual && estimate <= actual * 2;
     let whole = db.approximate_range_stats(&a, b"", b"\xff").expect("stats");
     assert_eq!(whole.memtable_entries, 0);
     assert!(within_2x(whole.table_entries, 2000), "{whole:?}");
@@ -1037,8 +1047,8 @@ fn range_stats_count_memtables_and_tables() {
         db.put_cf(&a, &key(n), &value(n, 1, 100)).expect("put");
     }
     let front = db.approximate_range_stats(&a, &key(0), &key(200)).expect("stats");
-    assert_eq!(front.memtable_entries, 100);
-    assert!(within_2x(front.entries(), 300), "{front:?}");
+    assert!(sampled(front.memtable_entries, 100), "{front:?}");
+    assert!(sampled(front.entries(), 300), "{front:?}");
     // A key counts once in a memtable however often it was rewritten there (hot rows: each
     // update is a version, and a SQL optimizer asks for rows).
     for version in 2..32 {
@@ -1047,16 +1057,15 @@ fn range_stats_count_memtables_and_tables() {
         }
     }
     let hot = db.approximate_range_stats(&a, &key(0), &key(200)).expect("stats");
-    assert_eq!(hot.memtable_entries, 100, "{hot:?}");
-    // Past the exact count, the estimate scales the versions counted by the skiplist's levels
-    // by the keys per version of the counted part.
+    assert!(sampled(hot.memtable_entries, 100), "{hot:?}");
+    // A long range of keys with nine versions each is sampled too, from its oldest versions.
     for version in 0..8 {
         for n in 0..1000 {
             db.put_cf(&a, &key(n), &value(n, 100 + version, 100)).expect("put");
         }
     }
     let long = db.approximate_range_stats(&a, &key(0), &key(1000)).expect("stats");
-    assert!(within_2x(long.memtable_entries, 1000), "{long:?}");
+    assert!(sampled(long.memtable_entries, 1000), "{long:?}");
 }
 
 /// Story: the metamorphic soak (seed 7330, the option sets with 8 and 12 KiB memtables) found

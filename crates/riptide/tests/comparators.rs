@@ -594,10 +594,13 @@ fn range_queries_follow_the_order() {
     // In reverse order "key001500" comes before "key000500".
     let (high, low) = (common::key(1500), common::key(500));
     // A short range is counted, a long one estimated from the skiplist, both in the order.
-    let short = db.approximate_range_stats(&family, &common::key(1100), &common::key(1000)).expect("stats");
-    assert_eq!(short.memtable_entries, 100, "{short:?}");
+    // (A sample needs 8 nodes; its estimate is within 8x but for about one range in 100,000.)
+    let short = db.approximate_range_stats(&family, &common::key(1007), &common::key(1000)).expect("stats");
+    assert_eq!(short.memtable_entries, 7, "{short:?}");
+    let hundred = db.approximate_range_stats(&family, &common::key(1100), &common::key(1000)).expect("stats");
+    assert!((13..=800).contains(&hundred.memtable_entries), "{hundred:?}");
     let in_memory = db.approximate_range_stats(&family, &high, &low).expect("stats");
-    assert!((500..=2000).contains(&in_memory.memtable_entries), "{in_memory:?}");
+    assert!((125..=8000).contains(&in_memory.memtable_entries), "{in_memory:?}");
     assert_eq!(db.approximate_range_stats(&family, &low, &high).expect("stats").entries(), 0);
     db.flush().expect("flush");
     db.compact_all().expect("compact_all");

@@ -269,17 +269,6 @@ fn table_range_stats(
     Ok((total_bytes, total_entries.round() as u64))
 }
 
-/// Memtable entries counted one by one per memtable and range query, at most. A longer range is
-/// estimated from the skiplist's levels instead (one search and a few hundred steps): a SQL
-/// optimizer asks for the size of every range it considers, and counting thousands of versions
-/// per question cost as much as the query itself (sysbench read-only after writes: about 30 % of the server's CPU
-/// when the limit was 10,000).
-const MEMTABLE_EXACT_COUNT_LIMIT: u64 = 256;
-
-/// Steps per skiplist level of a memtable range estimate (see
-/// `SkipList::estimate_nodes_in_range`).
-const MEMTABLE_ESTIMATE_STEPS: u64 = 256;
-
 /// Approximate size and entry count of a key range; see [`crate::Db::approximate_range_stats`].
 #[derive(Clone, Copy, Debug, Default, PartialEq, Eq)]
 #[non_exhaustive]
@@ -288,9 +277,9 @@ pub struct RangeStats {
     pub table_bytes: u64,
     /// Entries (versions, tombstones included) in tables, estimated from table properties.
     pub table_entries: u64,
-    /// User keys in memtables, each counted once however many versions it has there (counted
-    /// exactly up to 256 per memtable; beyond that estimated from the skiplist's levels,
-    /// usually within a few tens of percent).
+    /// User keys in memtables, each counted once however many versions it has there: counted
+    /// exactly in a range of up to a few tens of entries, estimated from the skiplist's levels
+    /// in a longer one (usually within a few tens of percent).
     pub memtable_entries: u64,
 }
 
@@ -314,38 +303,10 @@ pub(crate) fn approximate_range_stats(
     if column_family.comparator.compare_user_keys(start, end).is_lt() {
         let view = Arc::clone(&column_family.read_view.read());
         for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
-            memtable_entries += count_memtable_range(memtable, start, end);
+            memtable_entries += memtable.user_keys_in_range(start, end);
         }
     }
     Ok(RangeStats { table_bytes, table_entries, memtable_entries })
-}
-
-/// The user keys of `[start, end)` in `memtable`: counted one by one up to
-/// `MEMTABLE_EXACT_COUNT_LIMIT`, each key's versions jumped over by their run hint (a row
-/// updated many times is one row to an optimizer, and stepping through its versions cost as
-/// much as the query); a longer range is estimated from the skiplist's levels, which count
-/// versions, scaled by the keys per version of the part counted.
-fn count_memtable_range(memtable: &Arc<crate::memtable::MemTable>, start: &[u8], end: &[u8]) -> u64 {
-    let start_key = lookup_key(start, crate::key::MAX_SEQUENCE_NUMBER);
-    let mut iterator = memtable.iter();
-    iterator.seek(&start_key);
-    let mut counted = 0;
-    let comparator = memtable.comparator();
-    while iterator.valid() && comparator.compare_user_keys(crate::key::user_key(iterator.key()), end).is_lt() {
-        if counted == MEMTABLE_EXACT_COUNT_LIMIT {
-            // A long range: estimate it, never below what was counted.
-            let reached_key = lookup_key(crate::key::user_key(iterator.key()), crate::key::MAX_SEQUENCE_NUMBER);
-            let end_key = lookup_key(end, crate::key::MAX_SEQUENCE_NUMBER);
-            let counted_versions =
-                memtable.estimate_entries_in_range(&start_key, &reached_key, MEMTABLE_ESTIMATE_STEPS).max(1);
-            let all_versions = memtable.estimate_entries_in_range(&start_key, &end_key, MEMTABLE_ESTIMATE_STEPS);
-            let estimate = u128::from(counted) * u128::from(all_versions) / u128::from(counted_versions);
-            return u64::try_from(estimate).unwrap_or(u64::MAX).max(counted);
-        }
-        counted += 1;
-        iterator.next_user_key();
-    }
-    counted
 }
 
 /// True when the file's user-key range can hold keys in `[lower, upper)` (in `comparator`'s
