@@ -61,7 +61,9 @@ test-stress-suite: setup
 ## bench/results/<timestamp>/report.md (bench/results/latest points at it).
 ## SUITE=quick (default, minutes) | standard (seed 004's 8-thread suite) | large (16 threads, 4x).
 ## BENCH_ARGS passes more options, e.g. BENCH_ARGS="--filter range,seek" or "--engines riptide".
+## BENCH_REPEAT=3 (default): rounds of every test, engines interleaved; the report shows medians.
 SUITE ?= quick
+BENCH_REPEAT ?= 3
 BENCH_ARGS ?=
 BENCH_DB_PATH ?= target/bench-db
 BENCH_TARGET_DIR := target/bench
@@ -69,7 +71,7 @@ BENCH_RUSTFLAGS := -C target-cpu=native
 BENCH_BIN := $(BENCH_TARGET_DIR)/release/riptide-bench
 
 bench: setup bench-deps bench-build
-	$(BENCH_BIN) suite --suite $(SUITE) --db-path $(BENCH_DB_PATH) $(BENCH_ARGS)
+	$(BENCH_BIN) suite --suite $(SUITE) --repeat $(BENCH_REPEAT) --db-path $(BENCH_DB_PATH) $(BENCH_ARGS)
 
 ## bench-deps: install the benchmark's system and Python dependencies when missing.
 bench-deps:

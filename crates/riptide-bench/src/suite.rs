@@ -156,6 +156,10 @@ pub struct SuiteOptions {
     /// Print the cases and exit without running them.
     #[arg(long = "list")]
     pub list: bool,
+    /// Rounds of every test (each engine once per round, engines interleaved); the report shows
+    /// each engine's median run.
+    #[arg(long, default_value_t = 1, value_parser = clap::value_parser!(u32).range(1..=99))]
+    pub repeat: u32,
 }
 
 /// The long random-write run: `operations` puts of uniformly drawn keys (with replacement, so
@@ -421,10 +425,12 @@ pub fn run_suite(options: &SuiteOptions) -> Result<PathBuf> {
     std::fs::create_dir_all(&statistics_directory)
         .with_context(|| format!("creating {}", statistics_directory.display()))?;
     let runs_case = |case: &RunParameters, engine: EngineKind| runs_case(case, engine);
+    let rounds = options.repeat.max(1);
     let total_runs: usize =
-        cases.iter().map(|case| engines.iter().filter(|&&engine| runs_case(case, engine)).count()).sum();
+        cases.iter().map(|case| engines.iter().filter(|&&engine| runs_case(case, engine)).count()).sum::<usize>()
+            * rounds as usize;
     println!(
-        "Suite {}: {} tests on {} engines, {total_runs} runs; results in {}; databases under {}",
+        "Suite {}: {} tests on {} engines, {rounds} round(s), {total_runs} runs; results in {}; databases under {}",
         options.suite.as_str(),
         cases.len(),
         engines.len(),
@@ -436,26 +442,32 @@ pub fn run_suite(options: &SuiteOptions) -> Result<PathBuf> {
     // The load average before each run: above the CPU count, other processes competed with it.
     let load_at_start = load_average().unwrap_or(0.0);
     let mut load_highest = load_at_start;
-    for case in &cases {
+    for (case, round) in cases.iter().flat_map(|case| (1..=rounds).map(move |round| (case, round))) {
         for &engine in engines.iter().filter(|&&engine| runs_case(case, engine)) {
             run_number += 1;
+            // Each round's engine statistics get their own file.
+            let stats_name = if rounds > 1 {
+                format!("{}-{}-{round}.txt", case.effective_test_name(), engine.as_str())
+            } else {
+                format!("{}-{}.txt", case.effective_test_name(), engine.as_str())
+            };
             let parameters = RunParameters {
                 engine,
                 db_path: Some(db_path.clone()),
                 csv: Some(directory.join("results.csv")),
                 timeseries: Some(directory.join("timeseries.csv")),
                 config_dump: Some(directory.join(format!("config-{}.txt", engine.as_str()))),
-                stats_dump: Some(statistics_directory.join(format!(
-                    "{}-{}.txt",
-                    case.effective_test_name(),
-                    engine.as_str()
-                ))),
+                stats_dump: Some(statistics_directory.join(stats_name)),
                 ..case.clone()
             };
             let test = parameters.effective_test_name();
+            // The previous run's files are deleted, but the kernel may still be writing back
+            // their dirty pages (or another program's); a run starts with none pending.
+            write_back_dirty_pages();
             load_highest = load_highest.max(load_average().unwrap_or(0.0));
+            let round_label = if rounds > 1 { format!(", round {round}/{rounds}") } else { String::new() };
             println!(
-                "[{run_number}/{total_runs}] {test} on {} ({:.1} min elapsed)",
+                "[{run_number}/{total_runs}] {test} on {}{round_label} ({:.1} min elapsed)",
                 engine.as_str(),
                 started.elapsed().as_secs_f64() / 60.0
             );
@@ -500,6 +512,16 @@ pub fn run_suite(options: &SuiteOptions) -> Result<PathBuf> {
         bail!("{} of {total_runs} runs failed (see {})", failures.len(), directory.join("report.md").display());
     }
     Ok(directory)
+}
+
+/// Writes back every dirty page of the machine (`sync`), waiting until done; a failure only
+/// costs the run its clean start, so it is reported and ignored.
+fn write_back_dirty_pages() {
+    match Command::new("sync").status() {
+        Ok(status) if status.success() => {}
+        Ok(status) => eprintln!("warning: sync exited with {status}"),
+        Err(error) => eprintln!("warning: could not run sync: {error}"),
+    }
 }
 
 /// False for a pair whose engine cannot run the case as asked, which the suite leaves out:
