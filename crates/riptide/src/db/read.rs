@@ -262,7 +262,9 @@ fn table_range_stats(
         let to = table.approximate_offset_of(&end_key);
         let bytes = to.saturating_sub(from);
         total_bytes += bytes;
-        let data_bytes = table.approximate_offset_of(&lookup_key(file.largest_user_key(), 0)).max(1);
+        // The share of the data region between the two positions: both are block offsets, so
+        // a range over the whole table reaches the region's end.
+        let data_bytes = table.data_size_bytes().max(1);
         let fraction = (bytes as f64 / data_bytes as f64).min(1.0);
         total_entries += fraction * file.meta.num_entries as f64;
     }
