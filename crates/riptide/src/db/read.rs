@@ -264,7 +264,7 @@ fn table_range_stats(
         total_bytes += bytes;
         // The share of the data region between the two positions: both are block offsets, so
         // a range over the whole table reaches the region's end.
-        let data_bytes = table.data_size_bytes().max(1);
+        let data_bytes = table.properties().data_size_bytes.max(1);
         let fraction = (bytes as f64 / data_bytes as f64).min(1.0);
         total_entries += fraction * file.meta.num_entries as f64;
     }

@@ -781,7 +781,12 @@ impl SkipList {
         (start_key, start_trailer): (&[u8], u64),
         (end_key, end_trailer): (&[u8], u64),
     ) -> RangeSample<'_> {
-        let (first_in_range, height) = self.first_at_or_after_per_level(start_key, start_trailer);
+        // The first node at or after `start` on every level: the successors of an insert's
+        // splice for it, searched from scratch.
+        let height = self.height.load(MemoryOrdering::Relaxed);
+        let mut splice = Splice::EMPTY;
+        self.prepare_splice(&mut splice, height, start_key, start_trailer);
+        let first_in_range = splice.successors;
         // SAFETY: a node found by the search is a linked node of this list.
         let first = unsafe { NodeRef::from_link(first_in_range[0]) };
         let mut versions_estimate: Option<u64> = None;
@@ -824,21 +829,6 @@ impl SkipList {
             }
         }
         RangeSample { first, estimated_user_keys: None }
-    }
-
-    /// The first node at or after `(user_key, trailer)` on every level below the list's height
-    /// (null where there is none), found by the per-level walk that inserts use, each level
-    /// starting from the one above; and that height.
-    fn first_at_or_after_per_level(&self, user_key: &[u8], trailer: u64) -> ([*mut Node; MAX_HEIGHT], usize) {
-        let height = self.height.load(MemoryOrdering::Relaxed);
-        let mut first = [ptr::null_mut(); MAX_HEIGHT];
-        let mut predecessor = self.head.as_ptr();
-        let mut successor: *mut Node = ptr::null_mut();
-        for level in (0..height).rev() {
-            (predecessor, successor) = self.find_splice_at_level(predecessor, level, user_key, trailer, successor);
-            first[level] = successor;
-        }
-        (first, height)
     }
 
     /// Turns a position back into a node reference.

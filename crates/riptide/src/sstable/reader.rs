@@ -403,11 +403,6 @@ impl Table {
         self.properties.data_size_bytes
     }
 
-    /// Bytes of the data region: the offset where the data blocks end.
-    pub(crate) fn data_size_bytes(&self) -> u64 {
-        self.properties.data_size_bytes
-    }
-
     /// Bytes held in memory for this open table: index, filter and properties.
     pub(crate) fn memory_usage_bytes(&self) -> usize {
         std::mem::size_of::<Table>()
