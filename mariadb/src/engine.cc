@@ -30,6 +30,7 @@ ulonglong memtable_size_value = 16ULL << 20;
 ulonglong max_memory_value = 0;
 uint background_threads_value = 2;
 uint level0_compaction_trigger_value = 4;
+ulonglong read_compaction_bytes_per_table_seek_value = 128;
 my_bool deadlock_detect_value = 1;
 
 void update_block_cache_size(THD *, struct st_mysql_sys_var *, void *target, const void *save) {
@@ -64,6 +65,13 @@ MYSQL_SYSVAR_UINT(level0_compaction_trigger, level0_compaction_trigger_value,
                   "keep reads cheaper after writes at the cost of more compaction (MyRocks: 4; "
                   "Riptide's own default: 8).",
                   nullptr, nullptr, 4, 2, 64, 0);
+MYSQL_SYSVAR_ULONGLONG(read_compaction_bytes_per_table_seek, read_compaction_bytes_per_table_seek_value,
+                       PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
+                       "Read-triggered compaction (for tables created from now on): every range scan or "
+                       "index lookup that merges level-0 tables pays this many bytes per table towards "
+                       "compacting level 0 below the trigger; once scans paid for the job, it runs. 0: "
+                       "only the level-0 trigger compacts.",
+                       nullptr, nullptr, 128, 0, ~0ULL, 0);
 MYSQL_SYSVAR_BOOL(deadlock_detect, deadlock_detect_value, PLUGIN_VAR_RQCMDARG,
                   "Detect deadlocks among lock waiters (the lock request that would close a cycle fails "
                   "with ER_LOCK_DEADLOCK); off: only the lock wait timeout ends a cycle.",
@@ -76,7 +84,7 @@ MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
 struct st_mysql_sys_var *system_variables[] = {
     MYSQL_SYSVAR(flush_log_at_trx_commit), MYSQL_SYSVAR(block_cache_size), MYSQL_SYSVAR(memtable_size),
     MYSQL_SYSVAR(max_memory), MYSQL_SYSVAR(background_threads), MYSQL_SYSVAR(level0_compaction_trigger),
-    MYSQL_SYSVAR(deadlock_detect),
+    MYSQL_SYSVAR(read_compaction_bytes_per_table_seek), MYSQL_SYSVAR(deadlock_detect),
     MYSQL_SYSVAR(lock_wait_timeout), nullptr};
 
 // Status variables: one function fills names and values into the server's buffer, so
@@ -195,6 +203,9 @@ int open_database() {
     code = riptide_options_set_max_background_compactions(options, background_threads_value, &error);
   if (code == RIPTIDE_OK)
     code = riptide_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, &error);
+  if (code == RIPTIDE_OK)
+    code = riptide_options_set_read_compaction_bytes_per_table_seek(options, read_compaction_bytes_per_table_seek_value,
+                                                                    &error);
   // Keys of string indexes are collation weights and can be several times the key's length.
   if (code == RIPTIDE_OK) code = riptide_options_set_max_key_size_bytes(options, 256 * 1024, &error);
   // The once-a-second sync of setting 2 is the WAL's background sync; with 0 at start-up
@@ -264,6 +275,9 @@ riptide_code_t create_family(const char *name, riptide_cf_t **out, riptide_error
   if (code == RIPTIDE_OK) code = riptide_cf_options_set_memtable_size_bytes(options, memtable_size_value, error);
   if (code == RIPTIDE_OK)
     code = riptide_cf_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, error);
+  if (code == RIPTIDE_OK)
+    code = riptide_cf_options_set_read_compaction_bytes_per_table_seek(
+        options, read_compaction_bytes_per_table_seek_value, error);
   if (code == RIPTIDE_OK) code = riptide_create_column_family(the_database, name, options, out, error);
   if (options != nullptr) riptide_cf_options_destroy(options);
   return code;

@@ -1439,6 +1439,15 @@ riptide_code_t riptide_options_set_tombstone_compaction_min_entries(riptide_opti
                                                                     uint64_t value,
                                                                     riptide_error_t **err);
 
+// Read-triggered compaction of level 0: the bytes of level-0 compaction one level-0 table
+// merged by a seek is worth; 0 turns the rule off. Default 128.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_read_compaction_bytes_per_table_seek(riptide_options_t *options,
+                                                                        uint64_t value,
+                                                                        riptide_error_t **err);
+
 // Block compression, a `RIPTIDE_COMPRESSION_*` value. Default LZ4.
 //
 // # Safety
@@ -1619,6 +1628,15 @@ riptide_code_t riptide_cf_options_set_tombstone_compaction_ratio(riptide_cf_opti
 riptide_code_t riptide_cf_options_set_tombstone_compaction_min_entries(riptide_cf_options_t *options,
                                                                        uint64_t value,
                                                                        riptide_error_t **err);
+
+// Read-triggered compaction of level 0: the bytes of level-0 compaction one level-0 table
+// merged by a seek is worth; 0 turns the rule off. Default 128.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_read_compaction_bytes_per_table_seek(riptide_cf_options_t *options,
+                                                                           uint64_t value,
+                                                                           riptide_error_t **err);
 
 // Block compression, a `RIPTIDE_COMPRESSION_*` value. Default LZ4.
 //

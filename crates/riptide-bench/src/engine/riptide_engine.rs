@@ -102,6 +102,7 @@ fn apply_tuning(options: &mut Options, tuning: &str) -> Result<()> {
             "level0_compaction_trigger_files" => options.level0_compaction_trigger_files = number()? as usize,
             "level0_slowdown_writes_files" => options.level0_slowdown_writes_files = number()? as usize,
             "level0_stop_writes_files" => options.level0_stop_writes_files = number()? as usize,
+            "read_compaction_bytes_per_table_seek" => options.read_compaction_bytes_per_table_seek = number()?,
             // Percent, so that the one number parser serves: 100 moves only wholly garbage
             // files' values, which is to say never (such files are deleted anyway).
             "blob_garbage_collection_ratio_percent" => {

@@ -214,6 +214,23 @@ pub unsafe extern "C" fn riptide_options_set_tombstone_compaction_min_entries(
     })
 }
 
+/// Read-triggered compaction of level 0: the bytes of level-0 compaction one level-0 table
+/// merged by a seek is worth; 0 turns the rule off. Default 128.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_read_compaction_bytes_per_table_seek(
+    options: *mut riptide_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.read_compaction_bytes_per_table_seek = value;
+        Ok(())
+    })
+}
+
 /// Block compression, a `RIPTIDE_COMPRESSION_*` value. Default LZ4.
 ///
 /// # Safety
@@ -569,6 +586,23 @@ pub unsafe extern "C" fn riptide_cf_options_set_tombstone_compaction_min_entries
 ) -> riptide_code_t {
     set_cf(options, err, |options| {
         options.tombstone_compaction_min_entries = value;
+        Ok(())
+    })
+}
+
+/// Read-triggered compaction of level 0: the bytes of level-0 compaction one level-0 table
+/// merged by a seek is worth; 0 turns the rule off. Default 128.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_read_compaction_bytes_per_table_seek(
+    options: *mut riptide_cf_options_t,
+    value: u64,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.read_compaction_bytes_per_table_seek = value;
         Ok(())
     })
 }

@@ -155,6 +155,7 @@ static void test_options(void) {
     OK(riptide_options_set_bottommost_compression(o, RIPTIDE_COMPRESSION_UNSET, NULL));
     OK(riptide_options_set_tombstone_compaction_ratio(o, 0.25, NULL));
     OK(riptide_options_set_tombstone_compaction_min_entries(o, 500, NULL));
+    OK(riptide_options_set_read_compaction_bytes_per_table_seek(o, 256, NULL));
     OK(riptide_options_set_compaction_priority(o, RIPTIDE_COMPACTION_PRIORITY_ROUND_ROBIN, NULL));
     EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_options_set_compaction_priority(o, 5, NULL));
     OK(riptide_options_set_max_background_flushes(o, 1, NULL));
@@ -217,6 +218,7 @@ static void test_options(void) {
     OK(riptide_cf_options_set_base_level_size_bytes(c, 0, NULL));
     OK(riptide_cf_options_set_tombstone_compaction_ratio(c, 0.5, NULL));
     OK(riptide_cf_options_set_tombstone_compaction_min_entries(c, 100, NULL));
+    OK(riptide_cf_options_set_read_compaction_bytes_per_table_seek(c, 0, NULL));
     OK(riptide_cf_options_set_compaction_priority(c, RIPTIDE_COMPACTION_PRIORITY_MIN_OVERLAPPING_RATIO, NULL));
     OK(riptide_cf_options_set_min_blob_size_bytes(c, 4096, NULL));
     OK(riptide_cf_options_set_blob_garbage_collection_ratio(c, 0.5, NULL));

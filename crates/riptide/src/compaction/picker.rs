@@ -96,6 +96,9 @@ impl PickerOptions {
 pub(crate) enum CompactionReason {
     /// Level 0 reached its file-count trigger (or its byte budget).
     Level0FileCount,
+    /// Seeks paid for compacting level 0 below its trigger (read-triggered compaction, see
+    /// `db::read_charges`).
+    Level0Reads,
     /// A level of 1 or deeper is over its target, or is unused but still holds files.
     LevelSize,
     /// A file holds mostly tombstones; compacting it down (or rewriting it at the bottom) lets
@@ -604,6 +607,24 @@ fn pick_level0(version: &Version, targets: &LevelTargets, running: &RunningJobs<
     };
     let plan = make_plan(version, 0, output_level, inputs, CompactionReason::Level0FileCount)?;
     running.admits(&plan).then_some(plan)
+}
+
+/// The level-0 job of read-triggered compaction: every level-0 file into the base level, as
+/// [`pick_with_score`] would take it at the file-count trigger. `None` when level 0 is empty or
+/// a running job holds level 0 or the output range.
+pub(crate) fn pick_level0_for_reads(
+    version: &Version,
+    options: &PickerOptions,
+    running: &[RunningCompaction],
+) -> Option<CompactionPlan> {
+    if version.levels[0].is_empty() {
+        return None;
+    }
+    let targets = level_targets(version, options);
+    let running = RunningJobs::new(running, &version.comparator);
+    let mut plan = pick_level0(version, &targets, &running)?;
+    plan.reason = CompactionReason::Level0Reads;
+    Some(plan)
 }
 
 /// Where level-0 data of `[smallest, largest]` goes: the base level, unless an unused level

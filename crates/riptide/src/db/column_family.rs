@@ -20,8 +20,9 @@ use std::fmt;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::{Condvar, RwLock};
 
+use super::read_charges::ReadCharges;
 use super::{ImmutableMemTable, ReadView};
 use crate::comparator::KeyComparator;
 use crate::memtable::MemTable;
@@ -79,6 +80,11 @@ pub(crate) struct ColumnFamilyShared {
     /// The memtables and version readers use, replaced (under the database mutex) whenever
     /// they change.
     pub(crate) read_view: PaddedRwLock<Arc<ReadView>>,
+    /// What seeks paid for a compaction of level 0 (see `read_charges`).
+    pub(crate) read_charges: Arc<ReadCharges>,
+    /// Counts the views installed in `read_view`, so that an iterator learns of a newer view
+    /// with one load instead of the lock (see `db::iter`).
+    view_generation: AtomicU64,
 }
 
 /// A lock on cache lines of its own. Every read and write takes the read view's lock, so its
@@ -96,7 +102,16 @@ impl<T> std::ops::Deref for PaddedRwLock<T> {
 }
 
 impl ColumnFamilyShared {
-    pub(crate) fn new(id: u32, name: String, options: ColumnFamilyOptions, view: ReadView) -> ColumnFamilyShared {
+    /// A column family's shared part; `work_available` is the database's condition variable of
+    /// the compaction threads, which reads wake when they make level 0 due.
+    pub(crate) fn new(
+        id: u32,
+        name: String,
+        options: ColumnFamilyOptions,
+        view: ReadView,
+        work_available: Arc<Condvar>,
+    ) -> ColumnFamilyShared {
+        let read_charges = Arc::new(ReadCharges::new(options.read_compaction_bytes_per_table_seek, work_available));
         ColumnFamilyShared {
             id,
             name: RwLock::new(name),
@@ -106,6 +121,8 @@ impl ColumnFamilyShared {
             has_merge_operator: AtomicBool::new(options.merge_operator.is_some()),
             options: RwLock::new(Arc::new(options)),
             read_view: PaddedRwLock(RwLock::new(Arc::new(view))),
+            read_charges,
+            view_generation: AtomicU64::new(0),
         }
     }
 
@@ -117,6 +134,7 @@ impl ColumnFamilyShared {
     pub(crate) fn set_options(&self, options: ColumnFamilyOptions) {
         self.ttl_us.store(ttl_micros(&options), Ordering::Release);
         self.has_merge_operator.store(options.merge_operator.is_some(), Ordering::Release);
+        self.read_charges.set_bytes_per_charge(options.read_compaction_bytes_per_table_seek);
         *self.options.write() = Arc::new(options);
     }
 
@@ -133,6 +151,18 @@ impl ColumnFamilyShared {
     /// they do not expire.
     pub(crate) fn ttl_us(&self) -> Option<u64> {
         Some(self.ttl_us.load(Ordering::Acquire)).filter(|&ttl| ttl > 0)
+    }
+
+    /// Installs `view` for readers.
+    pub(crate) fn install_view(&self, view: ReadView) {
+        *self.read_view.write() = Arc::new(view);
+        // After the view: an iterator that sees the new generation finds the new view.
+        self.view_generation.fetch_add(1, Ordering::Release);
+    }
+
+    /// The number of views installed so far.
+    pub(crate) fn view_generation(&self) -> u64 {
+        self.view_generation.load(Ordering::Acquire)
     }
 
     /// A new, empty memtable for this column family.

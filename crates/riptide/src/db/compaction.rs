@@ -350,7 +350,15 @@ fn pick_job(state: &DbState, smallest_snapshot: u64, expiry_horizon_us: u64) -> 
         let options = family.shared.options();
         let version = state.versions.current(id);
         let running = running_of(state, id);
-        let picked = picker::pick_with_score(&version, &picker_options(&options), &running, &family.compact_pointers)
+        let picker_options = picker_options(&options);
+        let picked = picker::pick_with_score(&version, &picker_options, &running, &family.compact_pointers)
+            .or_else(|| {
+                // Nothing is due by size or tombstones: compact level 0 if seeks paid for it.
+                if !family.shared.read_charges.is_due() {
+                    return None;
+                }
+                picker::pick_level0_for_reads(&version, &picker_options, &running).map(|plan| (0.0, plan))
+            })
             .or_else(|| {
                 // Nothing is due by size or tombstones: move live values out of blob files
                 // that are mostly garbage.
@@ -388,6 +396,16 @@ fn pick_job(state: &DbState, smallest_snapshot: u64, expiry_horizon_us: u64) -> 
     best.map(|(_, job)| job)
 }
 
+/// Starts the read charges of the job's column family again when the job takes level 0: they
+/// were charged against files that are going away.
+fn restart_read_charges(state: &DbState, job: &Job) {
+    if job.plan.level == 0 {
+        if let Some(family) = state.column_families.get(&job.column_family) {
+            family.shared.read_charges.reset();
+        }
+    }
+}
+
 /// Background thread body: runs compactions while any level of any column family is due.
 pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
     loop {
@@ -402,6 +420,7 @@ pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
                     let expiry_horizon_us = inner.snapshots.expiry_horizon_us();
                     if let Some(job) = pick_job(&state, smallest_snapshot, expiry_horizon_us) {
                         register(&mut state, job.column_family, &job.plan);
+                        restart_read_charges(&state, &job);
                         break job;
                     }
                 }
@@ -412,6 +431,8 @@ pub(crate) fn compaction_loop(inner: Arc<DbInner>) {
         let result = run_job(&inner, &job);
         let mut state = inner.state.lock();
         unregister(&mut state, job.column_family, &job.plan);
+        // Seeks charged during the job counted files that are gone now.
+        restart_read_charges(&state, &job);
         // The plan holds the input files; they are obsolete now, and dropping the last handle
         // deletes them. Drop it before the mutex goes, so that whoever sees the job gone (such
         // as `wait_for_background_work`) also sees its inputs gone from the disk.
@@ -514,6 +535,7 @@ fn run_job(inner: &Arc<DbInner>, job: &Job) -> Result<()> {
         CompactionReason::RangeDelete => stats.range_delete_compactions += 1,
         CompactionReason::Expiry => stats.expiry_compactions += 1,
         CompactionReason::Manual => stats.manual_compactions += 1,
+        CompactionReason::Level0Reads => stats.read_triggered_compactions += 1,
         _ => {}
     }
     if let Some(family) = state.column_families.get_mut(&job.column_family) {

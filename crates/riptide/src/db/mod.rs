@@ -23,6 +23,7 @@ mod iter;
 mod memory;
 mod open;
 pub(crate) mod read;
+mod read_charges;
 pub(crate) mod spilled_commit;
 mod stats;
 pub(crate) mod table_cache;
@@ -112,6 +113,8 @@ pub(crate) struct BackgroundStats {
     pub(crate) write_slowdown_count: u64,
     pub(crate) write_slowdown_micros: u64,
     pub(crate) tombstone_compactions: u64,
+    /// Level-0 compactions paid for by seeks (`read_charges`).
+    pub(crate) read_triggered_compactions: u64,
     /// Tables removed whole by a flush because a range tombstone covered them.
     pub(crate) range_delete_dropped_files: u64,
     /// Compactions started to drop entries range tombstones cover.
@@ -135,7 +138,7 @@ pub(crate) struct DbInner {
     /// Signalled when a flush or compaction finishes or a background error is set.
     pub(crate) background_done: Condvar,
     /// Signalled when there may be work for the background threads.
-    pub(crate) work_available: Condvar,
+    pub(crate) work_available: Arc<Condvar>,
     /// Signalled (with the state mutex) when the database closes, for threads that otherwise
     /// wait out a timer.
     pub(crate) shutdown_signal: Condvar,
@@ -180,7 +183,7 @@ impl DbInner {
             immutables: family.immutables.iter().rev().map(|imm| Arc::clone(&imm.memtable)).collect(),
             version: state.versions.current(id),
         };
-        *family.shared.read_view.write() = Arc::new(view);
+        family.shared.install_view(view);
     }
 
     /// Raises the version set's last sequence (written with the next manifest edit) to every

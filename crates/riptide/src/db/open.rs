@@ -281,11 +281,18 @@ pub(crate) fn open_with_column_families(
 
     let mut states = BTreeMap::new();
     let mut handles = HashMap::new();
+    let work_available = Arc::new(Condvar::new());
     for (&id, family) in versions.column_families() {
         let family_options = options_of(&family.name);
         let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes, family.comparator().clone()));
         let view = ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: versions.current(id) };
-        let shared = Arc::new(ColumnFamilyShared::new(id, family.name.clone(), family_options, view));
+        let shared = Arc::new(ColumnFamilyShared::new(
+            id,
+            family.name.clone(),
+            family_options,
+            view,
+            Arc::clone(&work_available),
+        ));
         handles.insert(id, Arc::clone(&shared));
         states.insert(id, ColumnFamilyState::new(shared, memtable, log_number));
     }
@@ -310,7 +317,7 @@ pub(crate) fn open_with_column_families(
         lock: Mutex::new(Some(lock)),
         state: Mutex::new(state),
         background_done: Condvar::new(),
-        work_available: Condvar::new(),
+        work_available,
         shutdown_signal: Condvar::new(),
         write_queue: new_write_queue(),
         wal: Mutex::new(WalState {

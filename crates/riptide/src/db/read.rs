@@ -14,9 +14,10 @@
 use std::sync::Arc;
 
 use super::column_family::ColumnFamilyShared;
-use super::iter::DbIterator;
+use super::iter::{DbIterator, ViewRefresh};
+use super::read_charges::SeekCharges;
 use super::table_cache::TableCache;
-use super::DbInner;
+use super::{DbInner, ReadView};
 use crate::comparator::KeyComparator;
 use crate::error::Result;
 use crate::iterator::db_iter::{BlobSource, UserIterator};
@@ -319,18 +320,40 @@ fn file_in_bounds(file: &TableFile, lower: Option<&[u8]>, upper: Option<&[u8]>, 
 }
 
 /// Builds a user iterator over a column family's current view (or the snapshot's sequence).
+/// The iterator moves to newer views of the same data on later seeks (see `db::iter`).
 pub(crate) fn new_iterator(
-    inner: &DbInner,
-    column_family: &ColumnFamilyShared,
+    inner: &Arc<DbInner>,
+    column_family: &Arc<ColumnFamilyShared>,
     options: &ReadOptions,
 ) -> Result<DbIterator> {
+    // The generation is read before the view, so that a view installed in between is a change
+    // the iterator notices on its next seek.
+    let view_generation = column_family.view_generation();
     let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
+    let (user, seek_charges) = user_iterator_over_view(inner, column_family, &view, sequence, options)?;
+    let refresh = ViewRefresh {
+        db: Arc::downgrade(inner),
+        column_family: Arc::clone(column_family),
+        options: options.clone(),
+        view_generation,
+    };
+    Ok(DbIterator::new(user, view, options.snapshot.clone(), seek_charges, refresh))
+}
+
+/// The user iterator over `view` at `sequence`, and the charges its seeks make against level 0.
+pub(crate) fn user_iterator_over_view(
+    inner: &DbInner,
+    column_family: &ColumnFamilyShared,
+    view: &Arc<ReadView>,
+    sequence: u64,
+    options: &ReadOptions,
+) -> Result<(UserIterator, Option<SeekCharges>)> {
     let lower = options.lower_bound.as_deref();
     let upper = options.upper_bound.as_deref();
     let read_options = block_options(options);
     let comparator = &view.version.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
-    let tombstones = view_range_tombstones(&view);
+    let tombstones = view_range_tombstones(view);
     // With range tombstones visible: the largest sequence each child can hold, so that a scan
     // over a tombstone lets the older ones jump past it (the active memtable still takes
     // writes: it never jumps). Without, nothing is collected: iterators are created per query.
@@ -346,13 +369,16 @@ pub(crate) fn new_iterator(
         children.push(Box::new(immutable.iter()));
         note_max_sequence(immutable.largest_sequence());
     }
+    let mut level0_tables = 0;
     for file in &view.version.levels[0] {
         if file_in_bounds(file, lower, upper, comparator) {
             let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
             children.push(Box::new(table.iter(read_options)));
             note_max_sequence(file.meta.largest_sequence);
+            level0_tables += 1;
         }
     }
+    let mut deeper_levels = 0;
     for level in 1..view.version.levels.len() {
         let files = &view.version.levels[level];
         // Levels whose files all lie outside the bounds are skipped; within a level the
@@ -360,6 +386,7 @@ pub(crate) fn new_iterator(
         if !files.iter().any(|f| file_in_bounds(f, lower, upper, comparator)) {
             continue;
         }
+        deeper_levels += 1;
         let table_cache = Arc::clone(&inner.table_cache);
         let version = crate::sync::Arc::clone(&view.version);
         let opener = Arc::new(move |index: usize| -> Result<Box<dyn InternalIterator>> {
@@ -385,8 +412,9 @@ pub(crate) fn new_iterator(
         options.lower_bound.clone(),
         options.upper_bound.clone(),
     );
-    configure_user_iterator(&mut user, inner, column_family, &view, tombstones, options, options.blob_readahead);
-    Ok(DbIterator::new(user, view, options.snapshot.clone()))
+    configure_user_iterator(&mut user, inner, column_family, view, tombstones, options, options.blob_readahead);
+    let seek_charges = column_family.read_charges.seek_charges(&view.version, level0_tables, deeper_levels);
+    Ok((user, seek_charges))
 }
 
 /// Gives a user iterator over `view` what reading it needs besides its entries: the view's

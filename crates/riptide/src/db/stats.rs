@@ -161,6 +161,9 @@ pub struct Stats {
     pub range_delete_compactions: u64,
     /// Compactions started because most of a table's entries had expired.
     pub expiry_compactions: u64,
+    /// Compactions of level 0 below its file-count trigger, paid for by seeks that merged its
+    /// files (`Options::read_compaction_bytes_per_table_seek`).
+    pub read_triggered_compactions: u64,
     /// Merge operands flushes and compactions folded into other entries
     /// (`iterator/merge_fold.rs`).
     pub merge_operands_folded: u64,
@@ -423,7 +426,7 @@ impl fmt::Display for Stats {
         writeln!(
             f,
             "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
-             {} subcompactions, {} tombstone, {} manual; range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions, {} merge operands folded",
+             {} subcompactions, {} tombstone, {} manual, {} read-triggered; range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions, {} merge operands folded",
             self.write_stall_count,
             self.write_stall_micros as f64 / 1e6,
             self.write_stalls_in_progress,
@@ -434,6 +437,7 @@ impl fmt::Display for Stats {
             self.subcompactions,
             self.tombstone_compactions,
             self.manual_compactions,
+            self.read_triggered_compactions,
             self.range_tombstones,
             self.range_delete_dropped_files,
             self.range_delete_compactions,
@@ -532,6 +536,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         range_delete_dropped_files: background.range_delete_dropped_files,
         range_delete_compactions: background.range_delete_compactions,
         expiry_compactions: background.expiry_compactions,
+        read_triggered_compactions: background.read_triggered_compactions,
         merge_operands_folded: background.merge_operands_folded,
         range_tombstones: state
             .versions

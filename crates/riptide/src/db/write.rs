@@ -871,7 +871,8 @@ pub(crate) fn create_column_family(inner: &DbInner, name: &str, options: ColumnF
     let memtable = Arc::new(MemTable::new(options.memtable_size_bytes, comparator));
     let view =
         ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: state.versions.current(id) };
-    let shared = Arc::new(ColumnFamilyShared::new(id, name.to_string(), options, view));
+    let shared =
+        Arc::new(ColumnFamilyShared::new(id, name.to_string(), options, view, Arc::clone(&inner.work_available)));
     state.column_families.insert(id, ColumnFamilyState::new(Arc::clone(&shared), memtable, log_number));
     inner.column_family_handles.write().insert(id, Arc::clone(&shared));
     Ok(ColumnFamily { shared })
@@ -927,7 +928,7 @@ pub(crate) fn drop_column_family(inner: &DbInner, column_family: &ColumnFamily) 
             immutables: Vec::new(),
             version: crate::sync::Arc::new(Version::empty(shared.comparator.clone())),
         };
-        *shared.read_view.write() = Arc::new(empty_view);
+        shared.install_view(empty_view);
         // Its memtables no longer pin logs.
         delete_obsolete_logs(inner, &mut state);
         inner.background_done.notify_all();

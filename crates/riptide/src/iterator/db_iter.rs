@@ -199,6 +199,11 @@ impl UserIterator {
         self.read_time_us = read_time_us;
     }
 
+    /// The time entries with an expiry are read as of (0: none are checked).
+    pub(crate) fn read_time_us(&self) -> u64 {
+        self.read_time_us
+    }
+
     /// Hides entries covered by a tombstone of the sets `tombstones` visible at the iterator's
     /// sequence.
     pub(crate) fn set_range_tombstones(&mut self, tombstones: Vec<Arc<FragmentedTombstones>>) {

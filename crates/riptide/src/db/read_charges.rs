@@ -1,0 +1,219 @@
+//! Read charges: what seeks tell the compaction picker about level 0 (read-triggered compaction).
+//!
+//! A seek merges one cursor per level-0 table in its range and one per deeper level. A
+//! compaction of level 0 would leave one cursor for all of them (the level it writes into), so
+//! every level-0 cursor beyond that is work the seek pays only because level 0 has not been
+//! compacted yet. Iterators add that number to their column family's [`ReadCharges`] for every
+//! seek. Once the charges, at `read_compaction_bytes_per_table_seek` bytes each, reach what the
+//! compaction would rewrite (level 0 and the shallowest deeper level holding files), the column
+//! family is marked due and the compaction threads are woken; the picker then compacts level 0
+//! even below its file-count trigger (`compaction::picker::pick_level0_for_reads`). Any job that
+//! takes level 0 starts the count again. The cost model is LevelDB's seek compaction, reweighed
+//! for data in memory: a seek that merges a table more costs about what compacting a hundred
+//! bytes or so does (a few microseconds against about 20 ns per byte, measured on 2 cores).
+//!
+//! Concurrency contract: [`ReadCharges`] is shared by every iterator of a column family and the
+//! compaction threads; its counters are relaxed atomics, since a charge that lands late or is
+//! counted against the next level-0 shape changes only when a compaction starts, never what any
+//! read returns. Iterators batch their charges locally ([`SeekCharges`]) and add them every
+//! [`CHARGES_PER_FLUSH`] seeks and when dropped, so the shared counter is written rarely.
+//! Waking the compaction threads may miss one that is about to wait; it then finds the mark at
+//! its next periodic look, within a second.
+//!
+//! Invariants: charges only ever mark a column family due; they never change what is read, and
+//! a due mark without a level-0 file to compact picks nothing.
+
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::Arc;
+
+use parking_lot::Condvar;
+
+use crate::version::tree::Version;
+
+/// An iterator adds its charges to the shared counter after this many.
+const CHARGES_PER_FLUSH: u64 = 256;
+
+/// A column family's read charges against its current level 0.
+pub(crate) struct ReadCharges {
+    /// Charges since the last job that took level 0.
+    charges: AtomicU64,
+    /// Set when the charges paid for a compaction of level 0; cleared by any job that takes it.
+    due: AtomicBool,
+    /// Counts the resets. An iterator made before the last one reads level-0 files that a job
+    /// has taken since (or is taking), so its charges are dropped: no compaction can spare it
+    /// that work any more.
+    generation: AtomicU64,
+    /// The column family's `read_compaction_bytes_per_table_seek` (0: off), kept here so that
+    /// creating an iterator does not take the options' lock.
+    bytes_per_charge: AtomicU64,
+    /// The compaction threads' condition variable (the database's `work_available`).
+    work_available: Arc<Condvar>,
+}
+
+impl ReadCharges {
+    pub(crate) fn new(bytes_per_charge: u64, work_available: Arc<Condvar>) -> ReadCharges {
+        ReadCharges {
+            charges: AtomicU64::new(0),
+            due: AtomicBool::new(false),
+            generation: AtomicU64::new(0),
+            bytes_per_charge: AtomicU64::new(bytes_per_charge),
+            work_available,
+        }
+    }
+
+    /// Follows a change of the column family's options.
+    pub(crate) fn set_bytes_per_charge(&self, bytes_per_charge: u64) {
+        self.bytes_per_charge.store(bytes_per_charge, Ordering::Relaxed);
+        if bytes_per_charge == 0 {
+            self.due.store(false, Ordering::Relaxed);
+        }
+    }
+
+    /// True when reads have paid for a compaction of level 0.
+    pub(crate) fn is_due(&self) -> bool {
+        self.due.load(Ordering::Relaxed)
+    }
+
+    /// Starts counting again: a job took level 0, so the charges so far were against files
+    /// that are going away.
+    pub(crate) fn reset(&self) {
+        self.generation.fetch_add(1, Ordering::Relaxed);
+        self.charges.store(0, Ordering::Relaxed);
+        self.due.store(false, Ordering::Relaxed);
+    }
+
+    /// The per-iterator accumulator for seeks over `version`, or `None` when they charge
+    /// nothing: the rule is off, or level 0 adds no cursor a compaction would remove.
+    /// `level0_tables` is the number of level-0 tables the iterator merges, `deeper_levels` the
+    /// number of deeper levels it merges.
+    pub(crate) fn seek_charges(
+        self: &Arc<Self>,
+        version: &Version,
+        level0_tables: usize,
+        deeper_levels: usize,
+    ) -> Option<SeekCharges> {
+        let bytes_per_charge = self.bytes_per_charge.load(Ordering::Relaxed);
+        let per_seek = extra_tables_per_seek(level0_tables, deeper_levels);
+        if bytes_per_charge == 0 || per_seek == 0 {
+            return None;
+        }
+        let job_bytes = level0_job_bytes(version);
+        // The charges at which the job is paid for, at least one seek's worth.
+        let threshold = job_bytes.div_ceil(bytes_per_charge).max(per_seek);
+        let generation = self.generation.load(Ordering::Relaxed);
+        Some(SeekCharges { shared: Arc::clone(self), per_seek, pending: 0, threshold, generation })
+    }
+
+    /// Adds `charges` of an iterator made in `generation`; marks the column family due and
+    /// wakes the compaction threads when the total reaches `threshold`.
+    fn add(&self, charges: u64, threshold: u64, generation: u64) {
+        if self.bytes_per_charge.load(Ordering::Relaxed) == 0 || self.generation.load(Ordering::Relaxed) != generation {
+            return;
+        }
+        let total = self.charges.fetch_add(charges, Ordering::Relaxed) + charges;
+        if total >= threshold && !self.due.swap(true, Ordering::Relaxed) {
+            self.work_available.notify_all();
+        }
+    }
+}
+
+/// The cursors a compaction of level 0 would remove from a seek over `level0_tables` level-0
+/// tables and `deeper_levels` deeper levels: all the level-0 ones when a deeper level holds keys
+/// of the range (the job writes into it), all but one otherwise (the job's output is one more
+/// level).
+pub(crate) fn extra_tables_per_seek(level0_tables: usize, deeper_levels: usize) -> u64 {
+    let extra = if deeper_levels > 0 { level0_tables } else { level0_tables.saturating_sub(1) };
+    extra as u64
+}
+
+/// What a compaction of level 0 rewrites, about: every level-0 file, and the shallowest deeper
+/// level that holds files (where level-0 data goes; for keys spread over the whole range, all of
+/// it overlaps).
+pub(crate) fn level0_job_bytes(version: &Version) -> u64 {
+    let level0_bytes: u64 = version.levels[0].iter().map(|file| file.meta.file_size_bytes).sum();
+    let below_bytes = (1..version.levels.len()).map(|level| version.level_bytes(level)).find(|&bytes| bytes > 0);
+    level0_bytes + below_bytes.unwrap_or(0)
+}
+
+/// One iterator's charges, added to the column family's every [`CHARGES_PER_FLUSH`] and when
+/// dropped.
+pub(crate) struct SeekCharges {
+    shared: Arc<ReadCharges>,
+    /// Charges of one seek.
+    per_seek: u64,
+    /// Charges not yet added.
+    pending: u64,
+    /// The total at which level 0 is due, from the iterator's version.
+    threshold: u64,
+    /// The shared charges' generation when the iterator was made.
+    generation: u64,
+}
+
+impl SeekCharges {
+    /// Charges one seek.
+    #[inline]
+    pub(crate) fn charge_seek(&mut self) {
+        self.pending += self.per_seek;
+        if self.pending >= CHARGES_PER_FLUSH {
+            self.flush();
+        }
+    }
+
+    fn flush(&mut self) {
+        if self.pending > 0 {
+            self.shared.add(self.pending, self.threshold, self.generation);
+            self.pending = 0;
+        }
+    }
+}
+
+impl Drop for SeekCharges {
+    fn drop(&mut self) {
+        self.flush();
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn extra_tables_count_only_what_a_level0_job_removes() {
+        assert_eq!(extra_tables_per_seek(0, 0), 0);
+        assert_eq!(extra_tables_per_seek(1, 0), 0, "one level-0 table alone: the job leaves one");
+        assert_eq!(extra_tables_per_seek(3, 0), 2);
+        assert_eq!(extra_tables_per_seek(0, 2), 0);
+        assert_eq!(extra_tables_per_seek(1, 1), 1, "the job merges it into the level below");
+        assert_eq!(extra_tables_per_seek(7, 1), 7);
+    }
+
+    #[test]
+    fn charges_mark_due_once_at_the_threshold_and_reset() {
+        let shared = Arc::new(ReadCharges::new(100, Arc::new(Condvar::new())));
+        let mut charges =
+            SeekCharges { shared: Arc::clone(&shared), per_seek: 2, pending: 0, threshold: 1000, generation: 0 };
+        for _ in 0..499 {
+            charges.charge_seek();
+        }
+        drop(charges);
+        assert!(!shared.is_due(), "998 charges are under 1,000");
+        let mut charges =
+            SeekCharges { shared: Arc::clone(&shared), per_seek: 2, pending: 0, threshold: 1000, generation: 0 };
+        charges.charge_seek();
+        assert!(!shared.is_due(), "charges wait in the iterator until flushed");
+        drop(charges);
+        assert!(shared.is_due());
+        let mut stale =
+            SeekCharges { shared: Arc::clone(&shared), per_seek: 2000, pending: 0, threshold: 1000, generation: 0 };
+        shared.reset();
+        assert!(!shared.is_due());
+        assert_eq!(shared.charges.load(Ordering::Relaxed), 0);
+        stale.charge_seek();
+        drop(stale);
+        assert!(!shared.is_due(), "charges of an iterator made before the reset are dropped");
+        shared.add(1000, 1000, 1);
+        assert!(shared.is_due());
+        shared.set_bytes_per_charge(0);
+        assert!(!shared.is_due(), "turning the rule off clears the mark");
+    }
+}

@@ -1,0 +1,177 @@
+//! Read-triggered compaction: seeks that merge several level-0 tables pay, table by table, for
+//! a compaction of level 0 below its file-count trigger (`read_compaction_bytes_per_table_seek`).
+//! The tests build a level 0 of overlapping files that the file-count trigger leaves alone, then
+//! check that enough seeks compact it (and only enough), that the rule can be turned off and
+//! on again, that a column family's own setting applies, and that nothing read changes.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::sync::Arc;
+
+use riptide::fs::MemFileSystem;
+use riptide::{Db, Options, ReadOptions, Stats};
+
+use common::{dump, key, value};
+
+/// Keys per level-0 file; every file holds a new version of all of them, so the files overlap.
+const KEYS: u64 = 3000;
+
+/// Level-0 files the tests build, under the file-count trigger of 8.
+const LEVEL0_FILES: u64 = 3;
+
+fn options(bytes_per_table_seek: u64) -> Options {
+    Options {
+        file_system: Arc::new(MemFileSystem::new()),
+        memtable_size_bytes: 4 << 20,
+        block_size_bytes: 1024,
+        level0_compaction_trigger_files: 8,
+        level0_slowdown_writes_files: 12,
+        level0_stop_writes_files: 20,
+        read_compaction_bytes_per_table_seek: bytes_per_table_seek,
+        ..Options::default()
+    }
+}
+
+/// Writes `LEVEL0_FILES` overlapping level-0 files and returns what the database holds.
+fn build_level0(db: &Db) -> BTreeMap<Vec<u8>, Vec<u8>> {
+    let mut model = BTreeMap::new();
+    for version in 1..=LEVEL0_FILES {
+        for number in 0..KEYS {
+            db.put(&key(number), &value(number, version, 60)).expect("put");
+            model.insert(key(number), value(number, version, 60));
+        }
+        db.flush().expect("flush");
+    }
+    db.wait_for_background_work().expect("idle");
+    model
+}
+
+fn level0_files(stats: &Stats) -> u64 {
+    stats.levels[0].files as u64
+}
+
+/// Seeks `count` times with one iterator, to keys spread over the range, checking each answer.
+fn seek(db: &Db, count: u64) {
+    let mut iterator = db.iter(&ReadOptions::default()).expect("iterator");
+    for index in 0..count {
+        let number = (index * 7919) % KEYS;
+        iterator.seek(&key(number));
+        assert!(iterator.valid(), "seek to key {number}");
+        assert_eq!(iterator.key(), key(number).as_slice());
+    }
+    iterator.status().expect("iterator status");
+}
+
+/// The job's bytes (level 0 and nothing below it) over the charges one seek makes (all level-0
+/// tables but one): the seeks that pay for the compaction at `bytes_per_table_seek`.
+fn seeks_to_pay(db: &Db, bytes_per_table_seek: u64) -> u64 {
+    let stats = db.stats();
+    let job_bytes = stats.levels[0].size_bytes;
+    let charges_per_seek = level0_files(&stats) - 1;
+    job_bytes.div_ceil(bytes_per_table_seek).div_ceil(charges_per_seek)
+}
+
+#[test]
+fn seeks_compact_level0_once_they_paid_for_it_and_not_before() {
+    let db = Db::open("/read-triggered", options(128)).expect("open");
+    let model = build_level0(&db);
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), LEVEL0_FILES, "the file-count trigger must leave level 0 alone:\n{stats}");
+    let needed = seeks_to_pay(&db, 128);
+    assert!(needed > 300, "the test needs a threshold well above one flush of charges, got {needed} seeks");
+
+    // Just short of the threshold (several iterators, each adding its charges when dropped):
+    // nothing happens.
+    let short = needed - 1;
+    seek(&db, short / 2);
+    seek(&db, short - short / 2);
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), LEVEL0_FILES, "{short} seeks of {needed} compacted level 0:\n{stats}");
+    assert_eq!(stats.read_triggered_compactions, 0);
+
+    // One more seek pays for it.
+    seek(&db, 1);
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), 0, "level 0 was not compacted after {needed} seeks:\n{stats}");
+    assert_eq!(stats.read_triggered_compactions, 1, "{stats}");
+    assert!(stats.to_string().contains("1 read-triggered"), "{stats}");
+    assert_eq!(dump(&db, &ReadOptions::default()), model, "the compaction changed what is read");
+
+    // With level 0 gone, seeks charge nothing and start no further job.
+    seek(&db, 5 * needed);
+    db.wait_for_background_work().expect("idle");
+    assert_eq!(db.stats().compaction_count, stats.compaction_count);
+    db.close().expect("close");
+}
+
+/// A single level-0 file over a deeper level also costs every seek a table, which a job
+/// merging it down removes; and the charges start again after each job that takes level 0.
+#[test]
+fn a_single_level0_file_over_a_deeper_level_is_charged() {
+    let db = Db::open("/read-triggered-single", options(128)).expect("open");
+    let mut model = build_level0(&db);
+    seek(&db, 100_000);
+    db.wait_for_background_work().expect("idle");
+    assert_eq!(level0_files(&db.stats()), 0);
+    for number in 0..KEYS {
+        db.put(&key(number), &value(number, 9, 60)).expect("put");
+        model.insert(key(number), value(number, 9, 60));
+    }
+    db.flush().expect("flush");
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), 1, "{stats}");
+    let job_bytes = stats.levels[0].size_bytes + stats.levels.iter().skip(1).map(|level| level.size_bytes).sum::<u64>();
+    // One charge per seek: the level-0 table.
+    let needed = job_bytes.div_ceil(128);
+    seek(&db, needed - 1);
+    db.wait_for_background_work().expect("idle");
+    assert_eq!(level0_files(&db.stats()), 1, "{} seeks of {needed} compacted level 0", needed - 1);
+    seek(&db, 1);
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), 0, "{stats}");
+    assert_eq!(stats.read_triggered_compactions, 2, "{stats}");
+    assert_eq!(dump(&db, &ReadOptions::default()), model);
+    db.close().expect("close");
+}
+
+#[test]
+fn zero_turns_the_rule_off_and_set_options_turns_it_on() {
+    let db = Db::open("/read-triggered-off", options(0)).expect("open");
+    build_level0(&db);
+    seek(&db, 50_000);
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), LEVEL0_FILES, "the rule is off:\n{stats}");
+    assert_eq!(stats.read_triggered_compactions, 0);
+
+    let family = db.default_column_family();
+    let mut on = db.column_family_options(&family).expect("options");
+    on.read_compaction_bytes_per_table_seek = 128;
+    db.set_column_family_options(&family, on).expect("set options");
+    seek(&db, seeks_to_pay(&db, 128));
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), 0, "{stats}");
+    assert_eq!(stats.read_triggered_compactions, 1);
+    db.close().expect("close");
+}
+
+/// Point lookups probe level-0 files through their bloom filters and charge nothing.
+#[test]
+fn point_lookups_do_not_charge() {
+    let db = Db::open("/read-triggered-gets", options(1)).expect("open");
+    let model = build_level0(&db);
+    for round in 0..3 {
+        for (key, value) in &model {
+            assert_eq!(db.get(key).expect("get").as_ref(), Some(value), "round {round}");
+        }
+    }
+    db.wait_for_background_work().expect("idle");
+    assert_eq!(level0_files(&db.stats()), LEVEL0_FILES);
+    db.close().expect("close");
+}
