@@ -186,7 +186,8 @@ fn reseeked_iterators_read_their_own_point_in_time_while_views_change() {
     let mut random = SmallRng::seed_from_u64(0x5eed_0045);
     let mut model: BTreeMap<Vec<u8>, Vec<u8>> = BTreeMap::new();
     // Each live iterator with the data it must read, and the snapshot it holds, if any.
-    let mut iterators: Vec<(DbIterator, BTreeMap<Vec<u8>, Vec<u8>>, Option<riptide::Snapshot>)> = Vec::new();
+    type LiveIterator = (DbIterator, BTreeMap<Vec<u8>, Vec<u8>>, Option<riptide::Snapshot>);
+    let mut iterators: Vec<LiveIterator> = Vec::new();
     let mut seeks = 0u64;
     for step in 0..6000u64 {
         match random.gen_range(0..100) {

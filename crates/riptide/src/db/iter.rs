@@ -56,11 +56,15 @@ pub struct DbIterator {
     refresh: ViewRefresh,
 }
 
-/// What an iterator needs to rebuild itself over a newer view of its column family.
+/// What an iterator needs to rebuild itself over a newer view of its column family, besides
+/// what it keeps anyway (its snapshot, and its bounds in the user iterator): nothing is
+/// allocated for it, since SQL engines create an iterator per query.
 pub(crate) struct ViewRefresh {
     pub(crate) db: Weak<DbInner>,
     pub(crate) column_family: Arc<ColumnFamilyShared>,
-    pub(crate) options: ReadOptions,
+    pub(crate) fill_cache: bool,
+    pub(crate) verify_checksums: bool,
+    pub(crate) blob_readahead: bool,
     /// The column family's view generation when the iterator last took a view.
     pub(crate) view_generation: u64,
 }
@@ -107,11 +111,20 @@ impl DbIterator {
         let sequence = self.inner.sequence();
         let (view, newest_sequence) = refresh.column_family.view_and_sequence(&db.visible_sequence, None);
         // I45: without a snapshot, only a view of the very sequence the iterator reads at.
-        if refresh.options.snapshot.is_none() && newest_sequence != sequence {
+        if self._snapshot.is_none() && newest_sequence != sequence {
             return;
         }
+        let (lower_bound, upper_bound) = self.inner.bounds();
+        let options = ReadOptions {
+            snapshot: self._snapshot.clone(),
+            fill_cache: refresh.fill_cache,
+            verify_checksums: refresh.verify_checksums,
+            lower_bound: lower_bound.map(<[u8]>::to_vec),
+            upper_bound: upper_bound.map(<[u8]>::to_vec),
+            blob_readahead: refresh.blob_readahead,
+        };
         let Ok((mut rebuilt, seek_charges)) =
-            user_iterator_over_view(&db, &refresh.column_family, &view, sequence, &refresh.options)
+            user_iterator_over_view(&db, &refresh.column_family, &view, sequence, &options)
         else {
             // A table of the new view could not be opened: keep reading the old one, which
             // holds the same data.

@@ -334,7 +334,9 @@ pub(crate) fn new_iterator(
     let refresh = ViewRefresh {
         db: Arc::downgrade(inner),
         column_family: Arc::clone(column_family),
-        options: options.clone(),
+        fill_cache: options.fill_cache,
+        verify_checksums: options.verify_checksums,
+        blob_readahead: options.blob_readahead,
         view_generation,
     };
     Ok(DbIterator::new(user, view, options.snapshot.clone(), seek_charges, refresh))

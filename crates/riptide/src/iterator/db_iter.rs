@@ -204,6 +204,11 @@ impl UserIterator {
         self.read_time_us
     }
 
+    /// The bounds keys are returned within, `[lower, upper)`.
+    pub(crate) fn bounds(&self) -> (Option<&[u8]>, Option<&[u8]>) {
+        (self.lower_bound.as_deref(), self.upper_bound.as_deref())
+    }
+
     /// Hides entries covered by a tombstone of the sets `tombstones` visible at the iterator's
     /// sequence.
     pub(crate) fn set_range_tombstones(&mut self, tombstones: Vec<Arc<FragmentedTombstones>>) {
