@@ -112,6 +112,7 @@ int show_status_variables(THD *, SHOW_VAR *var, void *buffer, struct system_stat
       {"memtable_bytes", stats.memtable_bytes},
       {"flushes", stats.flush_count},
       {"compactions", stats.compaction_count},
+      {"read_triggered_compactions", stats.read_triggered_compactions},
       {"compaction_bytes_written", stats.compaction_bytes_written},
       {"pending_compaction_bytes", stats.pending_compaction_bytes},
       {"write_stalls", stats.write_stall_count},

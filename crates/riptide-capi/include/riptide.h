@@ -352,6 +352,10 @@ typedef struct {
   // cap. (Added after the fields above: a caller built against an older header passes a
   // smaller `struct_size` and does not get it.)
   uint64_t txn_write_set_memory_bytes;
+  // Compactions of level 0 below its file-count trigger, paid for by seeks that merged its
+  // files (`riptide_options_set_read_compaction_bytes_per_table_seek`). (Added after the
+  // fields above, like `txn_write_set_memory_bytes`.)
+  uint64_t read_triggered_compactions;
 } riptide_stats_t;
 
 // One column family's statistics; its name comes from `riptide_cf_name`.

@@ -178,6 +178,10 @@ pub struct riptide_stats_t {
     /// cap. (Added after the fields above: a caller built against an older header passes a
     /// smaller `struct_size` and does not get it.)
     pub txn_write_set_memory_bytes: u64,
+    /// Compactions of level 0 below its file-count trigger, paid for by seeks that merged its
+    /// files (`riptide_options_set_read_compaction_bytes_per_table_seek`). (Added after the
+    /// fields above, like `txn_write_set_memory_bytes`.)
+    pub read_triggered_compactions: u64,
 }
 
 /// Files, bytes and compaction traffic of one level.
@@ -390,6 +394,7 @@ fn flatten(stats: &Stats) -> riptide_stats_t {
         write_amplification: stats.write_amplification(),
         block_cache_hit_rate: stats.block_cache_hit_rate(),
         txn_write_set_memory_bytes: txn.write_set_memory_bytes as u64,
+        read_triggered_compactions: stats.read_triggered_compactions,
     }
 }
 
