@@ -33,6 +33,14 @@ uint level0_compaction_trigger_value = 4;
 ulonglong read_compaction_bytes_per_table_seek_value = 128;
 my_bool deadlock_detect_value = 1;
 
+// The engine's write slowdown and stop start at 12 and 20 level-0 tables, and must stay above
+// the compaction trigger: a trigger above 12 once made the engine refuse its options, and the
+// server then started without RIPTIDE (regression test: mtr riptide.read_compaction, which sets
+// the trigger to 64). They keep their distance of 8 tables.
+uint level0_slowdown_writes() { return level0_compaction_trigger_value > 12 ? level0_compaction_trigger_value : 12; }
+
+uint level0_stop_writes() { return level0_slowdown_writes() + 8; }
+
 void update_block_cache_size(THD *, struct st_mysql_sys_var *, void *target, const void *save) {
   const ulonglong value = *static_cast<const ulonglong *>(save);
   *static_cast<ulonglong *>(target) = value;
@@ -205,6 +213,9 @@ int open_database() {
   if (code == RIPTIDE_OK)
     code = riptide_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, &error);
   if (code == RIPTIDE_OK)
+    code = riptide_options_set_level0_slowdown_writes_files(options, level0_slowdown_writes(), &error);
+  if (code == RIPTIDE_OK) code = riptide_options_set_level0_stop_writes_files(options, level0_stop_writes(), &error);
+  if (code == RIPTIDE_OK)
     code = riptide_options_set_read_compaction_bytes_per_table_seek(options, read_compaction_bytes_per_table_seek_value,
                                                                     &error);
   // Keys of string indexes are collation weights and can be several times the key's length.
@@ -276,6 +287,9 @@ riptide_code_t create_family(const char *name, riptide_cf_t **out, riptide_error
   if (code == RIPTIDE_OK) code = riptide_cf_options_set_memtable_size_bytes(options, memtable_size_value, error);
   if (code == RIPTIDE_OK)
     code = riptide_cf_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, error);
+  if (code == RIPTIDE_OK)
+    code = riptide_cf_options_set_level0_slowdown_writes_files(options, level0_slowdown_writes(), error);
+  if (code == RIPTIDE_OK) code = riptide_cf_options_set_level0_stop_writes_files(options, level0_stop_writes(), error);
   if (code == RIPTIDE_OK)
     code = riptide_cf_options_set_read_compaction_bytes_per_table_seek(
         options, read_compaction_bytes_per_table_seek_value, error);
