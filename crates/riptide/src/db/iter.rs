@@ -48,7 +48,7 @@ pub struct DbIterator {
     started: bool,
     error_reported: bool,
     view: Arc<ReadView>,
-    _snapshot: Option<Snapshot>,
+    snapshot: Option<Snapshot>,
     /// Charges for the level-0 tables every seek merges (read-triggered compaction); `None`
     /// when level 0 adds none.
     seek_charges: Option<SeekCharges>,
@@ -77,7 +77,7 @@ impl DbIterator {
         seek_charges: Option<SeekCharges>,
         refresh: ViewRefresh,
     ) -> DbIterator {
-        DbIterator { inner, started: false, error_reported: false, view, _snapshot: snapshot, seek_charges, refresh }
+        DbIterator { inner, started: false, error_reported: false, view, snapshot, seek_charges, refresh }
     }
 
     /// Called before every seek: moves to a newer view if there is one (see the module
@@ -111,12 +111,12 @@ impl DbIterator {
         let sequence = self.inner.sequence();
         let (view, newest_sequence) = refresh.column_family.view_and_sequence(&db.visible_sequence, None);
         // I45: without a snapshot, only a view of the very sequence the iterator reads at.
-        if self._snapshot.is_none() && newest_sequence != sequence {
+        if self.snapshot.is_none() && newest_sequence != sequence {
             return;
         }
         let (lower_bound, upper_bound) = self.inner.bounds();
         let options = ReadOptions {
-            snapshot: self._snapshot.clone(),
+            snapshot: self.snapshot.clone(),
             fill_cache: refresh.fill_cache,
             verify_checksums: refresh.verify_checksums,
             lower_bound: lower_bound.map(<[u8]>::to_vec),

@@ -121,7 +121,7 @@ impl ReadCharges {
 /// tables and `deeper_levels` deeper levels: all the level-0 ones when a deeper level holds keys
 /// of the range (the job writes into it), all but one otherwise (the job's output is one more
 /// level).
-pub(crate) fn extra_tables_per_seek(level0_tables: usize, deeper_levels: usize) -> u64 {
+fn extra_tables_per_seek(level0_tables: usize, deeper_levels: usize) -> u64 {
     let extra = if deeper_levels > 0 { level0_tables } else { level0_tables.saturating_sub(1) };
     extra as u64
 }
@@ -129,10 +129,9 @@ pub(crate) fn extra_tables_per_seek(level0_tables: usize, deeper_levels: usize) 
 /// What a compaction of level 0 rewrites, about: every level-0 file, and the shallowest deeper
 /// level that holds files (where level-0 data goes; for keys spread over the whole range, all of
 /// it overlaps).
-pub(crate) fn level0_job_bytes(version: &Version) -> u64 {
-    let level0_bytes: u64 = version.levels[0].iter().map(|file| file.meta.file_size_bytes).sum();
+fn level0_job_bytes(version: &Version) -> u64 {
     let below_bytes = (1..version.levels.len()).map(|level| version.level_bytes(level)).find(|&bytes| bytes > 0);
-    level0_bytes + below_bytes.unwrap_or(0)
+    version.level_bytes(0) + below_bytes.unwrap_or(0)
 }
 
 /// One iterator's charges, added to the column family's every [`CHARGES_PER_FLUSH`] and when

@@ -106,6 +106,9 @@ pub(crate) struct Version {
     /// Whether some table holds entries with an expiry: iterators read the clock only then
     /// (I42).
     pub(crate) has_expiring_entries: bool,
+    /// Per level, the total size of its files, summed once: `levels` never changes after
+    /// construction, and the picker and every iterator's read charges ask for these.
+    level_sizes_bytes: Vec<u64>,
 }
 
 impl Version {
@@ -137,6 +140,7 @@ impl Version {
             .collect();
         let range_tombstones = VersionTombstones::empty(comparator.clone());
         let has_expiring_entries = levels.iter().flatten().any(|file| file.meta.expiry.entries > 0);
+        let level_sizes_bytes = levels.iter().map(|files| Self::sum_of_sizes(files)).collect();
         Version {
             levels,
             level_ranges,
@@ -144,6 +148,7 @@ impl Version {
             blob_files: BlobFiles::default(),
             range_tombstones,
             has_expiring_entries,
+            level_sizes_bytes,
         }
     }
 
@@ -194,8 +199,18 @@ impl Version {
             .collect()
     }
 
+    /// The total size of the files of `level`.
     pub(crate) fn level_bytes(&self, level: usize) -> u64 {
-        self.levels[level].iter().map(|f| f.meta.file_size_bytes).sum()
+        debug_assert_eq!(
+            self.level_sizes_bytes[level],
+            Self::sum_of_sizes(&self.levels[level]),
+            "the levels changed after the version was built"
+        );
+        self.level_sizes_bytes[level]
+    }
+
+    fn sum_of_sizes(files: &[Arc<TableFile>]) -> u64 {
+        files.iter().map(|f| f.meta.file_size_bytes).sum()
     }
 
     /// Files of `level` whose user-key range intersects `[smallest, largest]`.
