@@ -22,8 +22,10 @@ mod flush;
 mod iter;
 mod memory;
 mod open;
+mod publication;
 pub(crate) mod read;
 mod read_charges;
+mod self_service;
 pub(crate) mod spilled_commit;
 mod stats;
 pub(crate) mod table_cache;
@@ -143,12 +145,14 @@ pub(crate) struct DbInner {
     /// wait out a timer.
     pub(crate) shutdown_signal: Condvar,
     pub(crate) write_queue: WriteQueue,
+    /// Small unsynced writes that do their own work instead of queueing (see `self_service`).
+    pub(crate) self_service: self_service::SelfService,
     pub(crate) wal: Mutex<WalState>,
     /// Replaced logs that still hold unsynced appends, oldest first (see `write::ClosedLog`).
     /// Lock order: state, then WAL, then this.
     pub(crate) closed_logs: Mutex<Vec<write::ClosedLog>>,
-    /// Highest sequence number assigned to a write (written to the WAL). Only the write leader
-    /// changes it.
+    /// Highest sequence number assigned to a write (its record staged or written to the WAL).
+    /// Changed by write leaders, and by self-service writes under the WAL stage's mutex.
     pub(crate) last_sequence: AtomicU64,
     /// Highest sequence number readers may see: every write at or below it is in a memtable.
     pub(crate) visible_sequence: AtomicU64,

@@ -320,6 +320,7 @@ pub(crate) fn open_with_column_families(
         work_available,
         shutdown_signal: Condvar::new(),
         write_queue: new_write_queue(),
+        self_service: super::self_service::SelfService::new(),
         wal: Mutex::new(WalState {
             writer: Some(log_writer),
             number: log_number,

@@ -95,7 +95,7 @@ pub(crate) struct GroupMemTables {
 }
 
 impl GroupMemTables {
-    fn get(&self, id: u32) -> Option<&MemTable> {
+    pub(crate) fn get(&self, id: u32) -> Option<&MemTable> {
         if id == DEFAULT_COLUMN_FAMILY_ID {
             return Some(&self.default);
         }
@@ -256,6 +256,12 @@ fn write_pending(
     check_column_families_live(inner, &column_family_ids)?;
     let batch = with_column_family_ttls(inner, batch, &column_family_ids);
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
+    let mut batch = batch;
+    if super::self_service::qualifies(&batch, sync, commit.is_some()) {
+        if let Some(result) = super::self_service::write(inner, &mut batch, &column_family_ids) {
+            return result;
+        }
+    }
     let size_bytes = batch.size_bytes();
     let write = PendingWrite { batch: Mutex::new(batch), column_family_ids, sync, commit };
     inner.write_queue.write(
@@ -315,6 +321,8 @@ fn with_column_family_ttls(inner: &DbInner, batch: WriteBatch, column_family_ids
 /// Runs one group for its leader: makes room in the memtables, assigns the sequence numbers,
 /// appends to the WAL, inserts (in parallel for large groups) and publishes the sequence.
 fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Result<()> {
+    // No self-service write is in flight while the group runs (they sequence themselves too).
+    let _exclusive = inner.self_service.exclusive(inner);
     let mut batches: Vec<parking_lot::MutexGuard<'_, WriteBatch>> =
         group.iter().map(|w| w.write().batch.lock()).collect();
     let entry_count: u64 = batches.iter().map(|b| b.len() as u64).sum();
@@ -476,7 +484,7 @@ pub(crate) fn sync_closed_logs(inner: &DbInner) -> Result<()> {
 }
 
 /// The active memtables of the column families `ids` (which include the default one).
-fn group_memtables(state: &DbState, ids: &[u32]) -> Result<GroupMemTables> {
+pub(crate) fn group_memtables(state: &DbState, ids: &[u32]) -> Result<GroupMemTables> {
     let mut default = None;
     let mut others = Vec::with_capacity(ids.len().saturating_sub(1));
     for &id in ids {
@@ -785,7 +793,10 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
 /// and the memtables meanwhile (flush, dropping a column family). The token used to queue is
 /// never absorbed into a write group.
 pub(crate) fn with_write_leadership<T>(inner: &DbInner, action: impl FnOnce() -> T) -> T {
-    inner.write_queue.with_leadership(PendingWrite::token(), action)
+    inner.write_queue.with_leadership(PendingWrite::token(), || {
+        let _exclusive = inner.self_service.exclusive(inner);
+        action()
+    })
 }
 
 /// Switches every non-empty active memtable and waits until every immutable memtable is

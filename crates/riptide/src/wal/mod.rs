@@ -19,7 +19,7 @@ mod reader;
 mod writer;
 
 pub(crate) use reader::LogReader;
-pub(crate) use writer::LogWriter;
+pub(crate) use writer::{encode_record, LogWriter};
 
 /// Size of a record header: the 4-byte masked checksum and the 4-byte payload length.
 pub(crate) const RECORD_HEADER_SIZE_BYTES: usize = 8;
@@ -217,6 +217,37 @@ mod tests {
             index += 1;
         }
         assert_eq!(index, 25);
+    }
+
+    #[test]
+    fn encoded_records_are_the_bytes_add_record_writes() {
+        // Self-service writers frame records themselves and one of them appends everyone's;
+        // the file must hold exactly what record-by-record appends would, preallocated or not.
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let file_system = OsFileSystem;
+        let one_by_one_path = directory.path().join("000009.log");
+        let mut one_by_one = LogWriter::new(file_system.create(&one_by_one_path).unwrap(), one_by_one_path.clone());
+        let encoded_path = directory.path().join("000010.log");
+        let mut encoded =
+            LogWriter::with_preallocation(file_system.create(&encoded_path).unwrap(), encoded_path.clone(), 4096);
+        encoded.sync().unwrap();
+        let mut staged = Vec::new();
+        for index in 0..30 {
+            one_by_one.add_record(&payload(index)).unwrap();
+            encode_record(&mut staged, &payload(index)).unwrap();
+            if index % 4 == 3 {
+                encoded.append_encoded_and_flush(&staged).unwrap();
+                staged.clear();
+            }
+        }
+        encoded.append_encoded_and_flush(&staged).unwrap();
+        one_by_one.flush().unwrap();
+        assert_eq!(encoded.size_bytes(), one_by_one.size_bytes());
+        let expected = file_system.read_all(&one_by_one_path).unwrap();
+        let written = file_system.read_all(&encoded_path).unwrap();
+        assert_eq!(&written[..expected.len()], &expected[..]);
+        assert!(written[expected.len()..].iter().all(|&byte| byte == 0), "preallocated zeros after the records");
+        assert!(encode_record(&mut staged, &[]).is_err());
     }
 
     #[test]

@@ -74,14 +74,24 @@ impl LogWriter {
             )));
         };
         self.preallocate_for(RECORD_HEADER_SIZE_BYTES as u64 + u64::from(length))?;
-        let length_bytes = length.to_le_bytes();
-        let mut header = [0u8; RECORD_HEADER_SIZE_BYTES];
-        header[..4].copy_from_slice(&record_checksum(length_bytes, payload).to_le_bytes());
-        header[4..].copy_from_slice(&length_bytes);
+        let header = record_header(length, payload);
         // Two appends rather than one copy: payloads of a group commit can be hundreds of
         // megabytes, and the file buffers small writes anyway.
         let result = self.file.append(&header).and_then(|()| self.file.append(payload));
         self.record_failure(result)
+    }
+
+    /// Appends records framed by [`encode_record`] (any number, back to back) and hands
+    /// everything buffered to the operating system. A failure part of the way leaves a partial
+    /// record at the end, as a failed `add_record` does.
+    pub(crate) fn append_encoded_and_flush(&mut self, records: &[u8]) -> Result<()> {
+        self.check_usable()?;
+        if !records.is_empty() {
+            self.preallocate_for(records.len() as u64)?;
+            let result = self.file.append(records);
+            self.record_failure(result)?;
+        }
+        self.flush()
     }
 
     /// Hands buffered records to the operating system, without forcing them to stable storage.
@@ -144,4 +154,33 @@ impl LogWriter {
         }
         result
     }
+}
+
+/// The header of a record of `length` bytes holding `payload`: its checksum, then its length.
+fn record_header(length: u32, payload: &[u8]) -> [u8; RECORD_HEADER_SIZE_BYTES] {
+    let length_bytes = length.to_le_bytes();
+    let mut header = [0u8; RECORD_HEADER_SIZE_BYTES];
+    header[..4].copy_from_slice(&record_checksum(length_bytes, payload).to_le_bytes());
+    header[4..].copy_from_slice(&length_bytes);
+    header
+}
+
+/// Appends to `buffer` the bytes [`LogWriter::add_record`] would write for `payload` (header,
+/// then payload), for [`LogWriter::append_encoded_and_flush`]: self-service writers frame their
+/// records while they hold the WAL stage, and one of them writes everyone's at once. Refuses an
+/// empty payload or one longer than `u32::MAX` bytes, leaving `buffer` as it was.
+pub(crate) fn encode_record(buffer: &mut Vec<u8>, payload: &[u8]) -> Result<()> {
+    if payload.is_empty() {
+        return Err(Error::invalid("empty log record"));
+    }
+    let Ok(length) = u32::try_from(payload.len()) else {
+        return Err(Error::invalid(format!(
+            "log record of {} bytes exceeds the {} byte limit",
+            payload.len(),
+            u32::MAX
+        )));
+    };
+    buffer.extend_from_slice(&record_header(length, payload));
+    buffer.extend_from_slice(payload);
+    Ok(())
 }
