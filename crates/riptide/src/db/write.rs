@@ -9,10 +9,14 @@
 //! waits, so both cores work), publishes the new visible sequence, and wakes the members with
 //! the shared result. Then it hands leadership to the next waiting writer. The queue and its
 //! hand-offs are `write_queue`'s ([`WriteQueue`], model-checked with loom); this module says what
-//! a group does. Only the leader touches the WAL writer, the sequence counter and the memtable
-//! switch, so they need no lock of their own beyond the queue discipline (the WAL sits behind a
-//! mutex only for the interval-sync thread and close). `flush` takes leadership through a token
-//! writer that no group ever absorbs; so does dropping a column family.
+//! a group does. `flush` takes leadership through a token writer that no group ever absorbs;
+//! so does dropping a column family.
+//!
+//! Small unsynced writes that are no transaction's commit do not queue at all: they sequence,
+//! log, insert and publish themselves (`self_service`), and fall back to the queue only when
+//! their memtables need a switch, a stall or a delay. A group, and every holder of leadership,
+//! holds the write gate exclusively, so it runs with no self-service write in flight: then only
+//! it touches the sequence counter, the WAL writer and the memtable switch.
 //!
 //! A group's batches may write to several column families: the leader makes room in each
 //! memtable they name (one WAL serves all column families, so a memtable switch of any column

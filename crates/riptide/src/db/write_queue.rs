@@ -22,7 +22,8 @@
 //! means to. Everything a leader does to a group (and the holder of a token does) is ordered
 //! before the next leader's work through the queue mutex and the status hand-off, which is
 //! what lets the write path keep its sequence counter and WAL writer without a lock of their
-//! own.
+//! own among groups (self-service writes, which bypass the queue, are kept out by the write
+//! gate that each group holds exclusively: `db/self_service.rs`).
 //!
 //! Invariants: at most one thread holds leadership at a time, and `leader_active` is true
 //! exactly while one does; every queued writer gets exactly one outcome (its group's result, or
