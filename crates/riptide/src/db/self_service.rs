@@ -11,8 +11,9 @@
 //! sequence advances over every completed prefix of tickets), lets the gate go and waits until
 //! its write is visible.
 //!
-//! What qualifies: no transaction commit (commits are validated in write order by the queue's
-//! leaders), no sync (a synced write waits for the device anyway, and groups share its sync),
+//! What qualifies: no sync (a synced write waits for the device anyway, and groups share its
+//! sync), transaction commits included (validated against the commit history under the
+//! stage's mutex, in the very order of sequencing, as a group's leader validates its members),
 //! at most [`MAX_SELF_SERVICE_BATCH_BYTES`] and a sixteenth of each memtable it writes to, and
 //! memtables with room at normal memory pressure with level 0 below its slowdown trigger. Anything else, and any write that finds the ring of
 //! tickets full, goes through the queue, whose leaders switch memtables, stall and delay.
@@ -35,7 +36,7 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::publication::Publication;
 use super::stats::MemoryPressure;
-use super::write::{check_column_families_live, group_memtables, insert_batch};
+use super::write::{check_column_families_live, group_memtables, insert_batch, TransactionCommit};
 use super::{DbInner, DbState};
 use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::error::{Error, Result};
@@ -117,14 +118,21 @@ impl SelfService {
 }
 
 /// Whether `batch` may be written by its own writer (see the module documentation).
-pub(crate) fn qualifies(batch: &WriteBatch, sync: bool, is_commit: bool) -> bool {
-    !sync && !is_commit && batch.size_bytes() <= MAX_SELF_SERVICE_BATCH_BYTES
+pub(crate) fn qualifies(batch: &WriteBatch, sync: bool) -> bool {
+    !sync && batch.size_bytes() <= MAX_SELF_SERVICE_BATCH_BYTES
 }
 
 /// Writes `batch` (to the column families `column_family_ids` besides the default one) by its
-/// own writer. `None` when the write must go through the queue after all (nothing of it was
+/// own writer; for a transaction's `commit`, after validating it (a rejection is set in the
+/// commit, and the result is `Ok` with nothing written). The caller releases the commit's row
+/// locks after this returns, when the write is visible (I37). `None` when the write must go through the queue after all (nothing of it was
 /// done); otherwise the write's result, returned once it is visible.
-pub(crate) fn write(inner: &DbInner, batch: &mut WriteBatch, column_family_ids: &[u32]) -> Option<Result<()>> {
+pub(crate) fn write(
+    inner: &DbInner,
+    batch: &mut WriteBatch,
+    column_family_ids: &[u32],
+    commit: Option<&TransactionCommit>,
+) -> Option<Result<()>> {
     let service = &inner.self_service;
     let gate: RwLockReadGuard<'_, ()> = service.gate.read();
     let mut ids = Vec::with_capacity(column_family_ids.len() + 1);
@@ -159,17 +167,34 @@ pub(crate) fn write(inner: &DbInner, batch: &mut WriteBatch, column_family_ids: 
             return Some(Err(Error::invalid("sequence numbers exhausted")));
         }
         let last_sequence = first_sequence + entry_count - 1;
-        batch.set_sequence(first_sequence);
         let staged_before = stage.records.len();
-        if let Err(error) = encode_record(&mut stage.records, batch.data()) {
-            return Some(Err(error));
-        }
         {
-            // Plain writes join the commit history in sequence order, as in a group, so that
-            // transactions validate against them.
+            // As in a group: a commit is validated against the history right before it is
+            // sequenced, and every write joins the history in sequence order, so that later
+            // commits validate against it.
             let mut history = inner.transactions.history.lock();
-            if history.recording() {
+            let recording = history.recording();
+            if recording {
                 history.prune(inner.visible_sequence.load(Ordering::Acquire));
+            }
+            if let Some(commit) = commit {
+                if let Err(error) = history.validate(&commit.validation, &|id| inner.column_family_order(id)) {
+                    // Rejected: nothing is written, and `write_transaction` reports why.
+                    *commit.rejection.lock() = Some(error);
+                    return Some(Ok(()));
+                }
+            }
+            batch.set_sequence(first_sequence);
+            if let Err(error) = encode_record(&mut stage.records, batch.data()) {
+                return Some(Err(error));
+            }
+            if let Some(commit) = commit {
+                if let Some(number) = commit.validation.commits_prepared {
+                    history.remove_guard(number);
+                }
+                commit.sequence.store(first_sequence, Ordering::Release);
+            }
+            if recording {
                 history.record(batch, first_sequence);
                 history.enforce_limit(inner.options.transaction_history_limit_bytes);
             } else {

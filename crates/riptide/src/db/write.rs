@@ -261,8 +261,8 @@ fn write_pending(
     let batch = with_column_family_ttls(inner, batch, &column_family_ids);
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
     let mut batch = batch;
-    if super::self_service::qualifies(&batch, sync, commit.is_some()) {
-        if let Some(result) = super::self_service::write(inner, &mut batch, &column_family_ids) {
+    if super::self_service::qualifies(&batch, sync) {
+        if let Some(result) = super::self_service::write(inner, &mut batch, &column_family_ids, commit.as_ref()) {
             return result;
         }
     }
