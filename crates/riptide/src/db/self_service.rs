@@ -97,7 +97,7 @@ impl SelfService {
 
     /// Waits until no self-service write is in flight and keeps new ones out until the result
     /// is dropped. For write groups and holders of write leadership.
-    pub(crate) fn exclusive(&self, inner: &DbInner) -> ExclusiveWrites<'_> {
+    pub(crate) fn exclusive(&self) -> ExclusiveWrites<'_> {
         let guard = self.gate.write();
         if cfg!(debug_assertions) {
             let stage = self.stage.lock();
@@ -105,13 +105,11 @@ impl SelfService {
             debug_assert_eq!(
                 self.publication.published_ticket() + 1,
                 stage.next_ticket,
-                "unpublished self-service tickets"
+                "I46: unpublished self-service tickets"
             );
-            debug_assert_eq!(
-                inner.last_sequence.load(Ordering::Acquire),
-                inner.visible_sequence.load(Ordering::Acquire),
-                "I46: sequenced writes not yet visible"
-            );
+            // `last_sequence` may be ahead of `visible_sequence` here, but only after a spilled
+            // commit failed between storing the one and the other (the database is stopped
+            // then): every self-service write published what it sequenced.
         }
         ExclusiveWrites(guard)
     }

@@ -326,7 +326,7 @@ fn with_column_family_ttls(inner: &DbInner, batch: WriteBatch, column_family_ids
 /// appends to the WAL, inserts (in parallel for large groups) and publishes the sequence.
 fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Result<()> {
     // No self-service write is in flight while the group runs (they sequence themselves too).
-    let _exclusive = inner.self_service.exclusive(inner);
+    let _exclusive = inner.self_service.exclusive();
     let mut batches: Vec<parking_lot::MutexGuard<'_, WriteBatch>> =
         group.iter().map(|w| w.write().batch.lock()).collect();
     let entry_count: u64 = batches.iter().map(|b| b.len() as u64).sum();
@@ -798,7 +798,7 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
 /// never absorbed into a write group.
 pub(crate) fn with_write_leadership<T>(inner: &DbInner, action: impl FnOnce() -> T) -> T {
     inner.write_queue.with_leadership(PendingWrite::token(), || {
-        let _exclusive = inner.self_service.exclusive(inner);
+        let _exclusive = inner.self_service.exclusive();
         action()
     })
 }
