@@ -33,6 +33,42 @@ pub(crate) use loom::sync::Arc;
 #[cfg(loom)]
 pub(crate) use loom_locks::{Condvar, Mutex};
 
+/// A yield that takes longer than this ran another thread.
+const SLOW_YIELD: std::time::Duration = std::time::Duration::from_micros(10);
+
+/// Busy-waits until `done` returns true, for at most `iterations` looks, and says whether it
+/// did. Every `iterations_per_yield` looks the spinner yields its core; a yield that comes back
+/// late shows that another thread wanted the core (possibly the one being waited for), and after
+/// `max_slow_yields` such yields the spin ends early, since it then takes a core from a thread
+/// with work. Callers sleep on their own condition variable after a spin that did not succeed.
+/// The write queue's followers and self-service writers waiting to be visible both wait so.
+/// Models under loom spin once, which never reaches a yield.
+pub(crate) fn spin_until(
+    iterations: usize,
+    iterations_per_yield: usize,
+    max_slow_yields: usize,
+    mut done: impl FnMut() -> bool,
+) -> bool {
+    let mut slow_yields = 0;
+    for iteration in 1..=iterations {
+        if done() {
+            return true;
+        }
+        if iteration % iterations_per_yield == 0 {
+            let yield_start = std::time::Instant::now();
+            std::thread::yield_now();
+            if yield_start.elapsed() > SLOW_YIELD {
+                slow_yields += 1;
+                if slow_yields == max_slow_yields {
+                    return false;
+                }
+            }
+        }
+        spin_loop();
+    }
+    false
+}
+
 /// `thread_local!` for statics with a constant initialiser (`= const { .. };`): `std`'s
 /// macro in normal builds, and loom's per-model-thread one under loom, which does not accept
 /// the `const` form, so there the initialiser is an ordinary expression.

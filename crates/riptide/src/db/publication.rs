@@ -1,7 +1,7 @@
 //! Publication of self-service writes: the visible sequence advances over writes that finish
 //! out of order, and only ever over a contiguous prefix of them.
 //!
-//! A self-service write (see `write_self_service`) gets a ticket when it is sequenced: tickets
+//! A self-service write (see `self_service`) gets a ticket when it is sequenced: tickets
 //! are consecutive, in the order of the writes' sequence numbers and WAL records. Once its
 //! record is with the operating system and its entries are in the memtable, the writer
 //! completes its ticket: it stores the ticket and its last sequence number in the ticket's slot
@@ -26,7 +26,7 @@
 //! lost between two writers finishing at once), and every sleeping waiter whose sequence is
 //! visible has been woken. The loom model at the end of this file checks both.
 
-use crate::sync::{fence, spin_loop, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{fence, spin_until, AtomicU64, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// Busy-wait iterations before a waiting writer sleeps: a predecessor still inserting on the
 /// other core usually finishes within a few microseconds. Under loom, once.
@@ -36,8 +36,8 @@ const SPIN_ITERATIONS: usize = if cfg!(loom) { 1 } else { 1000 };
 /// thread (possibly the predecessor it waits for) wants it.
 const SPIN_ITERATIONS_PER_YIELD: usize = 64;
 
-/// A yield that takes longer than this ran another thread: the waiter stops spinning.
-const SLOW_YIELD: std::time::Duration = std::time::Duration::from_micros(10);
+/// After this many slow yields (see `sync::spin_until`) the waiter stops spinning.
+const MAX_SLOW_YIELDS: usize = 2;
 
 /// The visible sequence the ring raises: the database's `std` atomic, or loom's in the model.
 pub(crate) trait VisibleSequence {
@@ -172,24 +172,12 @@ impl Publication {
 
     /// Returns once `visible_sequence` is at least `sequence`.
     pub(crate) fn wait_until_visible(&self, sequence: u64, visible_sequence: &impl VisibleSequence) {
-        let mut slow_yields = 0;
-        for iteration in 1..=SPIN_ITERATIONS {
-            if visible_sequence.load_visible() >= sequence {
-                return;
-            }
-            if iteration % SPIN_ITERATIONS_PER_YIELD == 0 && !cfg!(loom) {
-                let yield_start = std::time::Instant::now();
-                std::thread::yield_now();
-                if yield_start.elapsed() > SLOW_YIELD {
-                    slow_yields += 1;
-                    // Other threads want the cores (possibly the writer this one waits for):
-                    // sleep instead of taking turns with them.
-                    if slow_yields == 2 {
-                        break;
-                    }
-                }
-            }
-            spin_loop();
+        // Other threads wanting the cores (possibly the writer this one waits for) end the
+        // spin: the waiter sleeps instead of taking turns with them.
+        if spin_until(SPIN_ITERATIONS, SPIN_ITERATIONS_PER_YIELD, MAX_SLOW_YIELDS, || {
+            visible_sequence.load_visible() >= sequence
+        }) {
+            return;
         }
         let mut sleeping = self.sleep.lock();
         self.waiters.fetch_add(1, Ordering::Relaxed);

@@ -15,8 +15,9 @@
 //! sync), transaction commits included (validated against the commit history under the
 //! stage's mutex, in the very order of sequencing, as a group's leader validates its members),
 //! at most [`MAX_SELF_SERVICE_BATCH_BYTES`] and a sixteenth of each memtable it writes to, and
-//! memtables with room at normal memory pressure with level 0 below its slowdown trigger. Anything else, and any write that finds the ring of
-//! tickets full, goes through the queue, whose leaders switch memtables, stall and delay.
+//! memtables with room at normal memory pressure with level 0 below its slowdown trigger.
+//! Anything else, and any write that finds the ring of tickets full, goes through the queue,
+//! whose leaders switch memtables, stall and delay.
 //!
 //! Durability is the queue's: when the call returns, the write's record was handed to the
 //! operating system (it survives `kill -9`), and so was every record sequenced before it.
@@ -24,8 +25,7 @@
 //! Concurrency contract: self-service writers hold the write gate shared from before they look
 //! for room until their ticket is complete; a write group of the queue and every holder of
 //! write leadership hold it exclusively, so they run with no self-service write in flight: the
-//! stage is empty and flushed, every ticket is published, and `last_sequence` equals
-//! `visible_sequence`. Lock order: gate, then state; gate, then stage, then commit history;
+//! stage is empty and flushed, and every ticket is published. Lock order: gate, then state; gate, then stage, then commit history;
 //! WAL, then the flush buffer, then stage.
 //!
 //! Invariants: I8 holds as for groups (the stage frames records in ticket order, which is
@@ -36,7 +36,10 @@ use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::publication::Publication;
 use super::stats::MemoryPressure;
-use super::write::{check_column_families_live, group_memtables, insert_batch, TransactionCommit};
+use super::write::{
+    check_column_families_live, group_memtables, insert_batch, refresh_memory_pressure, sequence_batch,
+    TransactionCommit,
+};
 use super::{DbInner, DbState};
 use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::error::{Error, Result};
@@ -82,7 +85,9 @@ pub(crate) struct SelfService {
 }
 
 /// Exclusive hold of the write gate: no self-service write is in flight while it lives.
-pub(crate) struct ExclusiveWrites<'a>(#[allow(dead_code)] parking_lot::RwLockWriteGuard<'a, ()>);
+pub(crate) struct ExclusiveWrites<'a> {
+    _gate: parking_lot::RwLockWriteGuard<'a, ()>,
+}
 
 impl SelfService {
     pub(crate) fn new() -> SelfService {
@@ -111,7 +116,7 @@ impl SelfService {
             // commit failed between storing the one and the other (the database is stopped
             // then): every self-service write published what it sequenced.
         }
-        ExclusiveWrites(guard)
+        ExclusiveWrites { _gate: guard }
     }
 }
 
@@ -123,8 +128,9 @@ pub(crate) fn qualifies(batch: &WriteBatch, sync: bool) -> bool {
 /// Writes `batch` (to the column families `column_family_ids` besides the default one) by its
 /// own writer; for a transaction's `commit`, after validating it (a rejection is set in the
 /// commit, and the result is `Ok` with nothing written). The caller releases the commit's row
-/// locks after this returns, when the write is visible (I37). `None` when the write must go through the queue after all (nothing of it was
-/// done); otherwise the write's result, returned once it is visible.
+/// locks after this returns, when the write is visible (I37). `None` when the write must go
+/// through the queue after all (nothing of it was done); otherwise the write's result,
+/// returned once it is visible.
 pub(crate) fn write(
     inner: &DbInner,
     batch: &mut WriteBatch,
@@ -166,6 +172,12 @@ pub(crate) fn write(
         }
         let last_sequence = first_sequence + entry_count - 1;
         let staged_before = stage.records.len();
+        // The record is framed first, so that a refused one leaves no trace in the history; a
+        // rejected commit takes its record back out of the stage.
+        batch.set_sequence(first_sequence);
+        if let Err(error) = encode_record(&mut stage.records, batch.data()) {
+            return Some(Err(error));
+        }
         {
             // As in a group: a commit is validated against the history right before it is
             // sequenced, and every write joins the history in sequence order, so that later
@@ -175,25 +187,12 @@ pub(crate) fn write(
             if recording {
                 history.prune(inner.visible_sequence.load(Ordering::Acquire));
             }
-            if let Some(commit) = commit {
-                if let Err(error) = history.validate(&commit.validation, &|id| inner.column_family_order(id)) {
-                    // Rejected: nothing is written, and `write_transaction` reports why.
-                    *commit.rejection.lock() = Some(error);
-                    return Some(Ok(()));
-                }
-            }
-            batch.set_sequence(first_sequence);
-            if let Err(error) = encode_record(&mut stage.records, batch.data()) {
-                return Some(Err(error));
-            }
-            if let Some(commit) = commit {
-                if let Some(number) = commit.validation.commits_prepared {
-                    history.remove_guard(number);
-                }
-                commit.sequence.store(first_sequence, Ordering::Release);
+            if !sequence_batch(inner, &mut history, recording, batch, commit, first_sequence) {
+                // Rejected: nothing is written, and `write_transaction` reports why.
+                stage.records.truncate(staged_before);
+                return Some(Ok(()));
             }
             if recording {
-                history.record(batch, first_sequence);
                 history.enforce_limit(inner.options.transaction_history_limit_bytes);
             } else {
                 history.skipped_through(last_sequence);
@@ -240,10 +239,7 @@ fn has_room(inner: &DbInner, state: &DbState, ids: &[u32], batch_bytes: usize) -
             return false;
         }
     }
-    let memtable_bytes: u64 = state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum();
-    let pressure = inner.memory.update_memtables(memtable_bytes);
-    inner.memory.fit_block_cache(&inner.block_cache);
-    pressure == MemoryPressure::Normal
+    refresh_memory_pressure(inner, state) == MemoryPressure::Normal
 }
 
 /// Returns once the stage's first `end_bytes` bytes are with the operating system, writing

@@ -12,7 +12,7 @@
 //! a group does. `flush` takes leadership through a token writer that no group ever absorbs;
 //! so does dropping a column family.
 //!
-//! Small unsynced writes that are no transaction's commit do not queue at all: they sequence,
+//! Small unsynced writes (transaction commits included) do not queue at all: they sequence,
 //! log, insert and publish themselves (`self_service`), and fall back to the queue only when
 //! their memtables need a switch, a stall or a delay. A group, and every holder of leadership,
 //! holds the write gate exclusively, so it runs with no self-service write in flight: then only
@@ -42,7 +42,7 @@ use crate::error::{Error, Result};
 use crate::key::{ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTable;
 use crate::options::{ColumnFamilyOptions, SyncMode, WriteOptions};
-use crate::txn::history::Validation;
+use crate::txn::history::{HistoryState, Validation};
 use crate::txn::lock::{LockKey, TransactionId};
 use crate::version::edit::VersionEdit;
 use crate::version::tree::Version;
@@ -258,9 +258,8 @@ fn write_pending(
     }
     let column_family_ids = referenced_column_families(&batch);
     check_column_families_live(inner, &column_family_ids)?;
-    let batch = with_column_family_ttls(inner, batch, &column_family_ids);
+    let mut batch = with_column_family_ttls(inner, batch, &column_family_ids);
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
-    let mut batch = batch;
     if super::self_service::qualifies(&batch, sync) {
         if let Some(result) = super::self_service::write(inner, &mut batch, &column_family_ids, commit.as_ref()) {
             return result;
@@ -356,21 +355,10 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
             history.prune(inner.visible_sequence.load(Ordering::Acquire));
         }
         for (member, batch) in group.iter().zip(batches.iter_mut()) {
-            if let Some(commit) = &member.write().commit {
-                if let Err(error) = history.validate(&commit.validation, &|id| inner.column_family_order(id)) {
-                    *commit.rejection.lock() = Some(error);
-                    // Dropped from the group: an empty batch is neither logged nor inserted.
-                    batch.clear();
-                    continue;
-                }
-                if let Some(number) = commit.validation.commits_prepared {
-                    history.remove_guard(number);
-                }
-                commit.sequence.store(next_sequence, Ordering::Release);
-            }
-            batch.set_sequence(next_sequence);
-            if recording {
-                history.record(batch, next_sequence);
+            if !sequence_batch(inner, &mut history, recording, batch, member.write().commit.as_ref(), next_sequence) {
+                // Dropped from the group: an empty batch is neither logged nor inserted.
+                batch.clear();
+                continue;
             }
             next_sequence += batch.len() as u64;
         }
@@ -429,6 +417,36 @@ fn write_group(inner: &DbInner, group: &[crate::sync::Arc<QueuedWriter>]) -> Res
         }
     }
     Ok(())
+}
+
+/// Sequences one batch at `sequence` under the commit history's mutex, for a write group's
+/// leader and for a self-service writer alike: a transaction's `commit` is validated first (a
+/// rejection is set in the commit, the batch is left as it was and the result is false), then
+/// the batch is stamped and, while the history is `recording`, recorded in it. Validation and
+/// sequencing are one step (I27).
+pub(crate) fn sequence_batch(
+    inner: &DbInner,
+    history: &mut HistoryState,
+    recording: bool,
+    batch: &mut WriteBatch,
+    commit: Option<&TransactionCommit>,
+    sequence: u64,
+) -> bool {
+    if let Some(commit) = commit {
+        if let Err(error) = history.validate(&commit.validation, &|id| inner.column_family_order(id)) {
+            *commit.rejection.lock() = Some(error);
+            return false;
+        }
+        if let Some(number) = commit.validation.commits_prepared {
+            history.remove_guard(number);
+        }
+        commit.sequence.store(sequence, Ordering::Release);
+    }
+    batch.set_sequence(sequence);
+    if recording {
+        history.record(batch, sequence);
+    }
+    true
 }
 
 pub(crate) fn append_to_wal(
@@ -636,9 +654,7 @@ pub(crate) fn make_room_for_write(
         }
         // Memory: the pressure level decides between nothing, early flushes, forced flushes
         // with delays, and blocking.
-        let memtable_bytes: u64 = state.column_families.values().map(|f| f.memtable_memory_bytes() as u64).sum();
-        let pressure = inner.memory.update_memtables(memtable_bytes);
-        inner.memory.fit_block_cache(&inner.block_cache);
+        let pressure = refresh_memory_pressure(inner, state);
         if pressure >= MemoryPressure::Elevated {
             if let Some(id) = memory_flush_candidate(state, pressure) {
                 if let Err(error) = switch_memtable(inner, state, id) {
@@ -715,6 +731,16 @@ pub(crate) fn make_room_for_write(
         state.stats.write_stall_micros += started.elapsed().as_micros() as u64;
     }
     result
+}
+
+/// Records the memtables' total with the memory governor, fits the block cache to the room
+/// left, and returns the pressure level: what every write group, and every self-service write,
+/// does before it writes.
+pub(crate) fn refresh_memory_pressure(inner: &DbInner, state: &DbState) -> MemoryPressure {
+    let memtable_bytes: u64 = state.column_families.values().map(|f| f.memtable_memory_bytes() as u64).sum();
+    let pressure = inner.memory.update_memtables(memtable_bytes);
+    inner.memory.fit_block_cache(&inner.block_cache);
+    pressure
 }
 
 /// Marks the start of a stall of this write group (once per group), counted as in progress

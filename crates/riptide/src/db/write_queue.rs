@@ -33,7 +33,7 @@
 use std::collections::VecDeque;
 
 use crate::error::{Error, Result};
-use crate::sync::{spin_loop, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
+use crate::sync::{spin_until, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// A leader runs up to this many groups in a row while writers keep queueing, so that the
 /// queue does not wait for a sleeping writer to wake up and take over after every group. Its
@@ -51,9 +51,6 @@ const SPIN_ITERATIONS: usize = if cfg!(loom) { 1 } else { 1000 };
 /// A spinning writer yields its core once every this many iterations (about 3 microseconds) to
 /// learn whether another thread wants it; see [`Writer::wait_for_news`].
 const SPIN_ITERATIONS_PER_YIELD: usize = 128;
-
-/// A yield that takes longer than this ran another thread.
-const SLOW_YIELD: std::time::Duration = std::time::Duration::from_micros(10);
 
 /// After this many slow yields in one spin, the core is taken to be wanted elsewhere. One is
 /// not enough: the members the leader just woke run once on the spinner's core and are gone.
@@ -123,23 +120,10 @@ impl<W, J> Writer<W, J> {
     /// 77-80K ops/s (spinning regardless) to about 175K; on an idle machine spinning is kept.
     fn wait_for_news(&self, spin: bool) -> Status<J> {
         let spin_iterations = if spin { SPIN_ITERATIONS } else { 0 };
-        let mut slow_yields = 0;
-        for iteration in 1..=spin_iterations {
-            if self.has_news.load(Ordering::Acquire) {
-                break;
-            }
-            if iteration % SPIN_ITERATIONS_PER_YIELD == 0 {
-                let yield_start = std::time::Instant::now();
-                std::thread::yield_now();
-                if yield_start.elapsed() > SLOW_YIELD {
-                    slow_yields += 1;
-                    if slow_yields == MAX_SLOW_YIELDS {
-                        break;
-                    }
-                }
-            }
-            spin_loop();
-        }
+        // Whatever the spin found, the status is taken under its mutex below.
+        spin_until(spin_iterations, SPIN_ITERATIONS_PER_YIELD, MAX_SLOW_YIELDS, || {
+            self.has_news.load(Ordering::Acquire)
+        });
         let mut status = self.status.lock();
         loop {
             let taken = std::mem::replace(&mut *status, Status::Waiting);
