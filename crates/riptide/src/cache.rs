@@ -1,24 +1,25 @@
 //! The block cache: uncompressed, checksum-verified SSTable data blocks shared by all readers,
 //! keyed by (table file number, block offset).
 //!
-//! The cache is split into shards chosen by a hash of the key, each with its own reader-writer
-//! lock and hash map. Every entry is charged its block's bytes plus a fixed overhead; when a
-//! shard's usage exceeds its share of the capacity, entries not used since the shard's clock
-//! hand last passed them are dropped (readers holding the `Arc<Block>` keep using it).
+//! The cache is split into shards chosen by a hash of the key, each with its own lock and hash
+//! map. Every entry is charged its block's bytes plus a fixed overhead; when a shard's usage
+//! exceeds its share of the capacity, entries not used since the shard's clock hand last passed
+//! them are dropped (readers holding the `Arc<Block>` keep using it).
 //!
 //! Why a clock and not a list: with a least-recently-used list every hit moved its entry to
 //! the front, which wrote the entry, both its neighbours and the list head, each a likely cache
-//! miss, under an exclusive lock. Zipfian seeks from 8 threads spent 15-23 % of their time in
-//! the lookup (`perf`, benchtool `seek -p zipfian --scan-iterator reseek`). A hit now takes the
-//! shard's lock shared, reads the entry in the map's own bucket, sets its `referenced` flag
-//! only if it is clear (so an entry hit by every thread keeps its cache line shared) and clones
-//! the block's `Arc`. Eviction (under the exclusive lock, on insertion) sweeps the hand over
-//! the shard's slots: a referenced entry loses its flag and is passed over once (its second
-//! chance); the first unreferenced one goes. A new entry starts unreferenced, so a block read
-//! once by a scan is the first to go, and a block must be hit again to outlast the others.
+//! miss. Zipfian seeks from 8 threads spent 15-23 % of their time in the lookup (`perf`,
+//! benchtool `seek -p zipfian --scan-iterator reseek`). A hit now reads the entry in the map's
+//! own bucket, sets its slot's `referenced` flag (a byte in a compact array) only if it is clear
+//! and clones the block's `Arc`. Eviction, on insertion, sweeps the hand over the shard's slots:
+//! a referenced entry loses its flag and is passed over once (its second chance); the first
+//! unreferenced one goes. A new entry starts unreferenced, so a block read once by a scan is the
+//! first to go, and a block must be hit again to outlast the others. The shard lock stays a
+//! mutex: a reader-writer lock (hits shared) measured slower on random gets that miss half the
+//! time, whose insertions then wait for readers.
 //!
 //! Concurrency contract: `BlockCache` is `Send + Sync` and shared as `Arc<BlockCache>`; every
-//! operation locks exactly one shard (the statistics accessors read each shard in turn).
+//! operation locks exactly one shard (the statistics accessors lock each shard in turn).
 //! Invariants: a shard's usage is the sum of the charges of its entries and, after every
 //! insertion or capacity change, is at most the shard's capacity; every entry of the map names
 //! a slot of the clock that names its key back, and no other slot names a key; blocks are only
@@ -26,10 +27,10 @@
 
 use std::collections::HashMap;
 use std::hash::{BuildHasherDefault, Hash, Hasher};
-use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
+use std::sync::atomic::{AtomicUsize, Ordering};
 use std::sync::Arc;
 
-use parking_lot::RwLock;
+use parking_lot::Mutex;
 
 use crate::sstable::Block;
 
@@ -37,6 +38,7 @@ use crate::sstable::Block;
 /// header and the reference counts.
 const ENTRY_OVERHEAD_BYTES: usize = std::mem::size_of::<(CacheKey, CachedBlock)>()
     + std::mem::size_of::<Option<CacheKey>>()
+    + std::mem::size_of::<bool>()
     + std::mem::size_of::<Block>()
     + 2 * std::mem::size_of::<usize>()
     + 16;
@@ -94,25 +96,29 @@ impl Hasher for PassThroughHasher {
     }
 }
 
-/// A cached block, stored in the map's bucket so that a hit reads one line besides the block.
+/// A cached block, stored in the map's bucket.
 struct CachedBlock {
     block: Arc<Block>,
     charge_bytes: usize,
     /// The entry's position on the clock.
     slot: usize,
-    /// Set by hits (under the shared lock), cleared by the hand passing (under the exclusive one).
-    referenced: AtomicBool,
 }
 
 /// One shard: a map from key to cached block, and the clock: the slots the hand sweeps, each
-/// naming the key of an entry or free.
+/// naming the key of an entry or free, with a parallel array of `referenced` flags, set by hits
+/// and cleared by the hand. A byte per slot keeps the flags within a few cache lines, so neither
+/// a hit nor the hand's sweep misses on them (flags kept in the map's buckets made every step of
+/// the sweep a probe of the map).
 struct Shard {
     map: HashMap<CacheKey, CachedBlock, BuildHasherDefault<PassThroughHasher>>,
     slots: Vec<Option<CacheKey>>,
+    referenced: Vec<bool>,
     free_slots: Vec<usize>,
     hand: usize,
     usage_bytes: usize,
     capacity_bytes: usize,
+    hits: u64,
+    misses: u64,
 }
 
 impl Shard {
@@ -120,21 +126,29 @@ impl Shard {
         Shard {
             map: HashMap::default(),
             slots: Vec::new(),
+            referenced: Vec::new(),
             free_slots: Vec::new(),
             hand: 0,
             usage_bytes: 0,
             capacity_bytes,
+            hits: 0,
+            misses: 0,
         }
     }
 
-    /// The block under `key`, marked as used since the hand last passed. Needs only shared
-    /// access.
+    /// The block under `key`, marked as used since the hand last passed.
     #[inline]
-    fn get(&self, key: &CacheKey) -> Option<Arc<Block>> {
-        let cached = self.map.get(key)?;
-        // Read before writing: a block hit by every thread keeps its line shared.
-        if !cached.referenced.load(Ordering::Relaxed) {
-            cached.referenced.store(true, Ordering::Relaxed);
+    fn get(&mut self, key: &CacheKey) -> Option<Arc<Block>> {
+        let Some(cached) = self.map.get(key) else {
+            self.misses += 1;
+            return None;
+        };
+        self.hits += 1;
+        if let Some(flag) = self.referenced.get_mut(cached.slot) {
+            // Read before writing: the flags of blocks hit by both cores stay in shared lines.
+            if !*flag {
+                *flag = true;
+            }
         }
         Some(Arc::clone(&cached.block))
     }
@@ -150,14 +164,16 @@ impl Shard {
             let slot = match self.free_slots.pop() {
                 Some(slot) => {
                     self.slots[slot] = Some(key);
+                    self.referenced[slot] = false;
                     slot
                 }
                 None => {
                     self.slots.push(Some(key));
+                    self.referenced.push(false);
                     self.slots.len() - 1
                 }
             };
-            let cached = CachedBlock { block, charge_bytes, slot, referenced: AtomicBool::new(false) };
+            let cached = CachedBlock { block, charge_bytes, slot };
             self.map.insert(key, cached);
             self.usage_bytes += charge_bytes;
         }
@@ -175,17 +191,15 @@ impl Shard {
             let Some(key) = self.slots[slot] else {
                 continue;
             };
-            let Some(cached) = self.map.get(&key) else {
-                debug_assert!(false, "clock slot {slot} names a key missing from the map");
-                self.slots[slot] = None;
-                self.free_slots.push(slot);
-                continue;
-            };
-            debug_assert_eq!(cached.slot, slot, "map entry and clock slot disagree");
-            if cached.referenced.swap(false, Ordering::Relaxed) {
+            if std::mem::replace(&mut self.referenced[slot], false) {
                 continue;
             }
-            if let Some(victim) = self.map.remove(&key) {
+            let victim = self.map.remove(&key);
+            debug_assert!(
+                victim.as_ref().is_some_and(|victim| victim.slot == slot),
+                "clock slot {slot} and map disagree"
+            );
+            if let Some(victim) = victim {
                 self.usage_bytes -= victim.charge_bytes;
             }
             self.slots[slot] = None;
@@ -194,13 +208,10 @@ impl Shard {
     }
 }
 
-/// A shard padded to its own cache lines so that neighbouring locks do not false-share, with
-/// its hit counters on the line of its lock word (which every lookup writes anyway).
-#[repr(C, align(64))]
+/// A shard padded to its own cache line so that neighbouring locks do not false-share.
+#[repr(align(64))]
 struct PaddedShard {
-    hits: AtomicU64,
-    misses: AtomicU64,
-    shard: RwLock<Shard>,
+    shard: Mutex<Shard>,
 }
 
 /// The sharded clock cache of uncompressed data blocks.
@@ -228,11 +239,7 @@ impl BlockCache {
             num_shards *= 2;
         }
         let shards = (0..num_shards)
-            .map(|_| PaddedShard {
-                hits: AtomicU64::new(0),
-                misses: AtomicU64::new(0),
-                shard: RwLock::new(Shard::new(Self::shard_capacity(capacity_bytes, num_shards))),
-            })
+            .map(|_| PaddedShard { shard: Mutex::new(Shard::new(Self::shard_capacity(capacity_bytes, num_shards))) })
             .collect();
         Arc::new(BlockCache { shards, shard_mask: num_shards - 1, capacity_bytes: AtomicUsize::new(capacity_bytes) })
     }
@@ -250,22 +257,18 @@ impl BlockCache {
     /// The cached block at `block_offset` of table `file_number`, marking it used.
     pub(crate) fn get(&self, file_number: u64, block_offset: u64) -> Option<Arc<Block>> {
         let key = CacheKey { file_number, block_offset };
-        let padded = self.shard(&key);
-        let found = padded.shard.read().get(&key);
-        let counter = if found.is_some() { &padded.hits } else { &padded.misses };
-        counter.fetch_add(1, Ordering::Relaxed);
-        found
+        self.shard(&key).shard.lock().get(&key)
     }
 
     /// Caches a verified, uncompressed block, evicting others as needed.
     pub(crate) fn insert(&self, file_number: u64, block_offset: u64, block: Arc<Block>) {
         let key = CacheKey { file_number, block_offset };
-        self.shard(&key).shard.write().insert(key, block);
+        self.shard(&key).shard.lock().insert(key, block);
     }
 
     /// Bytes currently charged.
     pub(crate) fn usage_bytes(&self) -> usize {
-        self.shards.iter().map(|padded| padded.shard.read().usage_bytes).sum()
+        self.shards.iter().map(|padded| padded.shard.lock().usage_bytes).sum()
     }
 
     /// The configured capacity.
@@ -278,7 +281,7 @@ impl BlockCache {
         self.capacity_bytes.store(capacity_bytes, Ordering::Relaxed);
         let per_shard = Self::shard_capacity(capacity_bytes, self.shards.len());
         for padded in self.shards.iter() {
-            let mut shard = padded.shard.write();
+            let mut shard = padded.shard.lock();
             shard.capacity_bytes = per_shard;
             shard.evict_to_capacity();
         }
@@ -286,12 +289,12 @@ impl BlockCache {
 
     /// Lookups that found their block.
     pub(crate) fn hit_count(&self) -> u64 {
-        self.shards.iter().map(|padded| padded.hits.load(Ordering::Relaxed)).sum()
+        self.shards.iter().map(|padded| padded.shard.lock().hits).sum()
     }
 
     /// Lookups that did not.
     pub(crate) fn miss_count(&self) -> u64 {
-        self.shards.iter().map(|padded| padded.misses.load(Ordering::Relaxed)).sum()
+        self.shards.iter().map(|padded| padded.shard.lock().misses).sum()
     }
 
     /// Checks the shards' invariants (map and clock name each other; usage is the sum of the
@@ -299,7 +302,7 @@ impl BlockCache {
     #[cfg(test)]
     fn check_invariants(&self) {
         for padded in self.shards.iter() {
-            let shard = padded.shard.read();
+            let shard = padded.shard.lock();
             let mut usage_bytes = 0;
             for (key, cached) in &shard.map {
                 assert_eq!(shard.slots[cached.slot], Some(*key));
@@ -308,6 +311,7 @@ impl BlockCache {
             assert_eq!(shard.slots.iter().filter(|slot| slot.is_some()).count(), shard.map.len());
             assert_eq!(shard.usage_bytes, usage_bytes);
             assert_eq!(shard.free_slots.len() + shard.map.len(), shard.slots.len());
+            assert_eq!(shard.referenced.len(), shard.slots.len());
         }
     }
 }
