@@ -8,7 +8,9 @@
 
 use std::io::{BufRead, BufReader};
 use std::path::Path;
-use std::process::{Command, Stdio};
+use std::process::{Child, Command, Stdio};
+use std::sync::mpsc::Receiver;
+use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use rand::rngs::SmallRng;
@@ -16,6 +18,71 @@ use rand::{Rng, SeedableRng};
 use riptide::{Db, Options, WriteBatch, WriteOptions};
 
 const CHILD_ENV: &str = "RIPTIDE_KILL_TEST_CHILD_DIR";
+
+/// A child process running one of this binary's child tests, which prints `ack ...` for every
+/// write acknowledged to it; a thread forwards those lines.
+struct AcknowledgingChild {
+    process: Child,
+    acknowledgements: Receiver<String>,
+    reader: JoinHandle<()>,
+}
+
+impl AcknowledgingChild {
+    /// Starts test `test_name` of this binary with `environment_variable` set to `path`.
+    fn spawn(test_name: &str, environment_variable: &str, path: &Path) -> AcknowledgingChild {
+        let executable = std::env::current_exe().expect("test binary");
+        let mut process = Command::new(&executable)
+            .args(["--exact", test_name, "--nocapture", "--test-threads=1"])
+            .env(environment_variable, path)
+            .stdout(Stdio::piped())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("spawn child");
+        let stdout = process.stdout.take().expect("stdout");
+        let (sender, acknowledgements) = std::sync::mpsc::channel();
+        let reader = std::thread::spawn(move || {
+            for line in BufReader::new(stdout).lines() {
+                let Ok(line) = line else { break };
+                if let Some(acknowledged) = line.strip_prefix("ack ") {
+                    if sender.send(acknowledged.trim().to_owned()).is_err() {
+                        break;
+                    }
+                }
+            }
+        });
+        AcknowledgingChild { process, acknowledgements, reader }
+    }
+
+    /// Waits for the first acknowledgement. The limit is generous: it only turns a child that
+    /// never writes into a failure.
+    fn first_acknowledgement(&self, cycle: usize) -> String {
+        match self.acknowledgements.recv_timeout(Duration::from_secs(120)) {
+            Ok(acknowledged) => acknowledged,
+            Err(error) => panic!("cycle {cycle}: the child acknowledged no write: {error}"),
+        }
+    }
+
+    /// Lets the child run for `run`, kills it with SIGKILL, and hands every acknowledgement to
+    /// `record`, those printed before the kill included.
+    fn run_then_kill(mut self, run: Duration, mut record: impl FnMut(&str)) {
+        let deadline = Instant::now() + run;
+        while Instant::now() < deadline {
+            if let Ok(acknowledged) = self.acknowledgements.recv_timeout(Duration::from_millis(10)) {
+                record(&acknowledged);
+            }
+        }
+        self.process.kill().expect("SIGKILL");
+        let _ = self.process.wait();
+        while let Ok(acknowledged) = self.acknowledgements.recv_timeout(Duration::from_millis(50)) {
+            record(&acknowledged);
+        }
+        let _ = self.reader.join();
+    }
+}
+
+fn kill_cycles() -> usize {
+    std::env::var("RIPTIDE_KILL_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(8)
+}
 
 fn options() -> Options {
     Options {
@@ -60,55 +127,22 @@ fn kill_child() {
 fn kill_nine_loses_no_acknowledged_write() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
-    let executable = std::env::current_exe().expect("test binary");
     let mut rng = SmallRng::seed_from_u64(42);
-    let cycles = std::env::var("RIPTIDE_KILL_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     let mut total_acknowledged = 0;
-    for cycle in 0..cycles {
-        let mut child = Command::new(&executable)
-            .args(["--exact", "kill_child", "--nocapture", "--test-threads=1"])
-            .env(CHILD_ENV, &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn child");
-        let stdout = child.stdout.take().expect("stdout");
+    for cycle in 0..kill_cycles() {
+        let child = AcknowledgingChild::spawn("kill_child", CHILD_ENV, &path);
         let kill_early = rng.gen_range(0..4) == 0;
         let run_millis = rng.gen_range(0..750);
-        let (sender, receiver) = std::sync::mpsc::channel();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                if let Some(number) = line.strip_prefix("ack ") {
-                    if let Ok(number) = number.trim().parse::<u64>() {
-                        if sender.send(number).is_err() {
-                            break;
-                        }
-                    }
-                }
-            }
-        });
         let mut last_acknowledged: Option<u64> = None;
-        if !kill_early {
-            // A generous limit that only turns a child that never writes into a failure.
-            match receiver.recv_timeout(Duration::from_secs(120)) {
-                Ok(number) => last_acknowledged = Some(number),
-                Err(error) => panic!("cycle {cycle}: the child acknowledged no write: {error}"),
-            }
-        }
-        let deadline = Instant::now() + Duration::from_millis(run_millis);
-        while Instant::now() < deadline {
-            if let Ok(number) = receiver.recv_timeout(Duration::from_millis(10)) {
+        let mut record = |acknowledged: &str| {
+            if let Ok(number) = acknowledged.parse::<u64>() {
                 last_acknowledged = Some(number);
             }
+        };
+        if !kill_early {
+            record(&child.first_acknowledgement(cycle));
         }
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
-        // Acknowledgements already printed before the kill count too.
-        while let Ok(number) = receiver.recv_timeout(Duration::from_millis(50)) {
-            last_acknowledged = Some(number);
-        }
-        let _ = reader.join();
+        child.run_then_kill(Duration::from_millis(run_millis), record);
         let db = Db::open(&path, options()).unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed: {e}"));
         if let Some(last) = last_acknowledged {
             for i in 0..=last {
@@ -177,53 +211,20 @@ fn kill_threaded_child() {
 fn kill_nine_loses_no_write_of_concurrent_writers() {
     let dir = tempfile::tempdir().expect("tempdir");
     let path = dir.path().join("db");
-    let executable = std::env::current_exe().expect("test binary");
     let mut rng = SmallRng::seed_from_u64(7);
-    let cycles = std::env::var("RIPTIDE_KILL_CYCLES").ok().and_then(|v| v.parse().ok()).unwrap_or(8);
     let mut total_acknowledged = 0u64;
-    for cycle in 0..cycles {
-        let mut child = Command::new(&executable)
-            .args(["--exact", "kill_threaded_child", "--nocapture", "--test-threads=1"])
-            .env(THREADED_CHILD_ENV, &path)
-            .stdout(Stdio::piped())
-            .stderr(Stdio::null())
-            .spawn()
-            .expect("spawn child");
-        let stdout = child.stdout.take().expect("stdout");
-        let (sender, receiver) = std::sync::mpsc::channel::<(u64, u64)>();
-        let reader = std::thread::spawn(move || {
-            for line in BufReader::new(stdout).lines() {
-                let Ok(line) = line else { break };
-                let mut fields = line.strip_prefix("ack ").unwrap_or("").split(' ').map(str::parse::<u64>);
-                if let (Some(Ok(thread)), Some(Ok(index))) = (fields.next(), fields.next()) {
-                    if sender.send((thread, index)).is_err() {
-                        break;
-                    }
-                }
-            }
-        });
+    for cycle in 0..kill_cycles() {
+        let child = AcknowledgingChild::spawn("kill_threaded_child", THREADED_CHILD_ENV, &path);
         let mut last_acknowledged: Vec<Option<u64>> = vec![None; CHILD_THREADS as usize];
-        let mut record = |(thread, index): (u64, u64)| {
-            let slot = &mut last_acknowledged[thread as usize];
-            *slot = Some(slot.map_or(index, |last| last.max(index)));
-        };
-        // A generous limit that only turns a child that never writes into a failure.
-        match receiver.recv_timeout(Duration::from_secs(120)) {
-            Ok(ack) => record(ack),
-            Err(error) => panic!("cycle {cycle}: the child acknowledged no write: {error}"),
-        }
-        let deadline = Instant::now() + Duration::from_millis(rng.gen_range(0..500));
-        while Instant::now() < deadline {
-            if let Ok(ack) = receiver.recv_timeout(Duration::from_millis(10)) {
-                record(ack);
+        let mut record = |acknowledged: &str| {
+            let mut fields = acknowledged.split(' ').map(str::parse::<u64>);
+            if let (Some(Ok(thread)), Some(Ok(index))) = (fields.next(), fields.next()) {
+                let slot = &mut last_acknowledged[thread as usize];
+                *slot = Some(slot.map_or(index, |last| last.max(index)));
             }
-        }
-        child.kill().expect("SIGKILL");
-        let _ = child.wait();
-        while let Ok(ack) = receiver.recv_timeout(Duration::from_millis(50)) {
-            record(ack);
-        }
-        let _ = reader.join();
+        };
+        record(&child.first_acknowledgement(cycle));
+        child.run_then_kill(Duration::from_millis(rng.gen_range(0..500)), record);
         let db = Db::open(&path, options()).unwrap_or_else(|e| panic!("cycle {cycle}: reopen failed: {e}"));
         for (thread, last) in last_acknowledged.iter().enumerate() {
             let thread = thread as u64;
