@@ -17,7 +17,7 @@
 
 use std::collections::VecDeque;
 use std::fmt;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicUsize, Ordering};
 use std::sync::Arc;
 
 use parking_lot::{Condvar, RwLock};
@@ -77,6 +77,11 @@ pub(crate) struct ColumnFamilyShared {
     ttl_us: AtomicU64,
     /// Whether the options name a merge operator: iterators take the options only then.
     has_merge_operator: AtomicBool,
+    /// The options' `level0_slowdown_writes_files` and `memtable_size_bytes`, which a
+    /// self-service write checks for room (`db::self_service`) without the options' lock and
+    /// reference count, two writes to lines every writer shares.
+    level0_slowdown_writes_files: AtomicUsize,
+    memtable_size_bytes: AtomicUsize,
     /// The memtables and version readers use, replaced (under the database mutex) whenever
     /// they change.
     pub(crate) read_view: PaddedRwLock<Arc<ReadView>>,
@@ -119,6 +124,8 @@ impl ColumnFamilyShared {
             comparator: KeyComparator::new(&options.comparator),
             ttl_us: AtomicU64::new(ttl_micros(&options)),
             has_merge_operator: AtomicBool::new(options.merge_operator.is_some()),
+            level0_slowdown_writes_files: AtomicUsize::new(options.level0_slowdown_writes_files),
+            memtable_size_bytes: AtomicUsize::new(options.memtable_size_bytes),
             options: RwLock::new(Arc::new(options)),
             read_view: PaddedRwLock(RwLock::new(Arc::new(view))),
             read_charges,
@@ -134,6 +141,8 @@ impl ColumnFamilyShared {
     pub(crate) fn set_options(&self, options: ColumnFamilyOptions) {
         self.ttl_us.store(ttl_micros(&options), Ordering::Release);
         self.has_merge_operator.store(options.merge_operator.is_some(), Ordering::Release);
+        self.level0_slowdown_writes_files.store(options.level0_slowdown_writes_files, Ordering::Release);
+        self.memtable_size_bytes.store(options.memtable_size_bytes, Ordering::Release);
         self.read_charges.set_bytes_per_charge(options.read_compaction_bytes_per_table_seek);
         *self.options.write() = Arc::new(options);
     }
@@ -145,6 +154,11 @@ impl ColumnFamilyShared {
             return None;
         }
         self.options.read().merge_operator.clone()
+    }
+
+    /// The options' `(level0_slowdown_writes_files, memtable_size_bytes)`, two atomic loads.
+    pub(crate) fn write_room_limits(&self) -> (usize, usize) {
+        (self.level0_slowdown_writes_files.load(Ordering::Acquire), self.memtable_size_bytes.load(Ordering::Acquire))
     }
 
     /// The time to live of puts without an expiry of their own, in microseconds; `None` when

@@ -229,12 +229,12 @@ fn has_room(inner: &DbInner, state: &DbState, ids: &[u32], batch_bytes: usize) -
     }
     for &id in ids {
         let Some(family) = state.column_families.get(&id) else { return false };
-        let options = family.shared.options();
+        let (level0_slowdown_writes_files, memtable_size_bytes) = family.shared.write_room_limits();
         let level0_files =
             state.versions.column_families().get(&id).map_or(0, |version| version.current.levels[0].len());
-        if level0_files >= options.level0_slowdown_writes_files
-            || family.memtable.approximate_memory_bytes() >= options.memtable_size_bytes
-            || batch_bytes > options.memtable_size_bytes / MEMTABLE_FRACTION_PER_BATCH
+        if level0_files >= level0_slowdown_writes_files
+            || family.memtable.approximate_memory_bytes() >= memtable_size_bytes
+            || batch_bytes > memtable_size_bytes / MEMTABLE_FRACTION_PER_BATCH
         {
             return false;
         }
