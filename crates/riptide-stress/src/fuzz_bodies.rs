@@ -163,9 +163,16 @@ pub fn table(data: &[u8]) {
     assert_eq!(contents.backward_count, contents.entries.len(), "a table walks differently forward and backward");
 }
 
-/// Uncompressed data and index blocks: decoding and cursor movement.
+/// Uncompressed data and index blocks: decoding and cursor movement, in the stored layout and in
+/// the separated one of the block cache, which must read the same.
 pub fn block(data: &[u8]) {
-    let _ = decode::block_entries(data);
+    let stored = decode::block_entries(data);
+    let separated = decode::separated_block_entries(data);
+    // The block cache's layout reads exactly as the stored one wherever both read cleanly
+    // (the conversion refuses some damage the stored walk does not notice).
+    if let (Ok(stored), Ok(separated)) = (stored, separated) {
+        assert_eq!(stored, separated, "the separated layout reads differently");
+    }
 }
 
 /// Stored blocks: trailer, checksum and decompression; and every compression's round trip of

@@ -233,7 +233,20 @@ pub mod decode {
     pub fn block_entries(data: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let path = Path::new("/fuzz/000001.sst");
         let block = Block::new(data.to_vec()).map_err(|corruption| corruption.into_error(path, 0))?;
-        let mut iter = Block::iter(&block);
+        walk_block(&block, path)
+    }
+
+    /// [`block_entries`] for the separated layout a data block takes in the block cache: the
+    /// conversion, then the same walks.
+    pub fn separated_block_entries(data: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let path = Path::new("/fuzz/000001.sst");
+        let block = Block::separated(data.to_vec()).map_err(|corruption| corruption.into_error(path, 0))?;
+        walk_block(&block, path)
+    }
+
+    /// The walks of [`block_entries`] over a decoded block.
+    fn walk_block(block: &Block, path: &Path) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
+        let mut iter = Block::iter(block);
         let mut entries = Vec::new();
         iter.seek_to_first();
         while iter.valid() {

@@ -7,6 +7,9 @@
 //! varint value_bytes, unshared key bytes, value bytes`; the key of an entry is the first
 //! `shared_key_bytes` of the previous key followed by the unshared bytes.
 //!
+//! The block cache holds data blocks in a second, in-memory layout, *separated* (keys apart from
+//! values, see [`Block`]), which the same cursor reads; it is never written to disk.
+//!
 //! Concurrency contract: a [`Block`] is immutable once built and is shared between threads as
 //! `Arc<Block>` (the block cache hands the same block to many readers). A [`BlockBuilder`] and a
 //! [`BlockIter`] belong to one thread. Invariants: [`Block::new`] accepts only a block whose
@@ -166,12 +169,25 @@ impl BlockBuilder {
     }
 }
 
-/// A decoded, validated, uncompressed block.
+/// A decoded, validated, uncompressed block, in one of two layouts:
+///
+/// - *stored*: as written (entries with their values inline, then the restart array and
+///   count); `entries_end == restarts_offset`.
+/// - *separated* ([`Block::separated`], the form data blocks take in the block cache): the
+///   entries' headers and key bytes first, `[0, entries_end)`; then their values, in entry order,
+///   `[entries_end, restarts_offset)`; then the restart points' entry offsets (u32 each), then
+///   their value offsets (u32 each, from the start of the block). A seek walks a restart interval
+///   of keys without pulling every value into the processor's cache: the keys of an interval
+///   span two or three cache lines instead of one per entry.
 #[derive(Debug)]
 pub(crate) struct Block {
     data: Vec<u8>,
+    /// End of the entries (headers and keys, and in the stored layout values).
+    entries_end: usize,
     restarts_offset: usize,
     num_restarts: usize,
+    /// True for the separated layout.
+    separated: bool,
 }
 
 impl Block {
@@ -210,14 +226,81 @@ impl Block {
             }
             previous = Some(restart);
         }
-        Ok(Block { data, restarts_offset, num_restarts })
+        Ok(Block { data, entries_end: restarts_offset, restarts_offset, num_restarts, separated: false })
+    }
+
+    /// The separated layout of the stored block `data` (see [`Block`]), validated as
+    /// [`Block::new`] validates, plus every entry's lengths: an entry that runs past its restart
+    /// interval or the entry area is corruption here rather than when a cursor reaches it.
+    pub(crate) fn separated(data: Vec<u8>) -> Result<Block, BlockCorruption> {
+        let stored = Block::new(data)?;
+        let corruption = |offset_in_block, reason| BlockCorruption { offset_in_block, reason };
+        let interval_end = |restart: usize| {
+            if restart + 1 < stored.num_restarts {
+                stored.restart_point(restart + 1)
+            } else {
+                stored.restarts_offset
+            }
+        };
+        // First pass: check every entry and count the bytes of headers and keys, so that the
+        // second writes each byte once into a buffer of the exact size.
+        let mut entries_end = 0;
+        for restart in 0..stored.num_restarts {
+            let end = interval_end(restart);
+            let mut offset = stored.restart_point(restart);
+            while offset < end {
+                let header = decode_entry_header(&stored.data, offset, end)?;
+                let value_end = header
+                    .key_end
+                    .checked_add(header.value_length)
+                    .filter(|&value_end| value_end <= end)
+                    .ok_or_else(|| corruption(offset, "entry extends past its restart interval"))?;
+                entries_end += header.key_end - offset;
+                offset = value_end;
+            }
+        }
+        // Entries and values together take exactly the stored entry area.
+        let restarts_offset = stored.restarts_offset;
+        let values_bytes = stored.restarts_offset - entries_end;
+        let total_bytes = entries_end + values_bytes + 2 * RESTART_ENTRY_SIZE_BYTES * stored.num_restarts;
+        if total_bytes > u32::MAX as usize {
+            return Err(corruption(0, "block too large to separate"));
+        }
+        let mut data = vec![0u8; total_bytes];
+        let (entries, rest) = data.split_at_mut(entries_end);
+        let (values, restarts) = rest.split_at_mut(values_bytes);
+        let (restart_entry_offsets, restart_value_offsets) =
+            restarts.split_at_mut(RESTART_ENTRY_SIZE_BYTES * stored.num_restarts);
+        let (mut entry_position, mut value_position) = (0, 0);
+        for restart in 0..stored.num_restarts {
+            let slot = restart * RESTART_ENTRY_SIZE_BYTES..(restart + 1) * RESTART_ENTRY_SIZE_BYTES;
+            restart_entry_offsets[slot.clone()].copy_from_slice(&(entry_position as u32).to_le_bytes());
+            restart_value_offsets[slot].copy_from_slice(&((entries_end + value_position) as u32).to_le_bytes());
+            let end = interval_end(restart);
+            let mut offset = stored.restart_point(restart);
+            while offset < end {
+                // Checked by the first pass.
+                let header = decode_entry_header(&stored.data, offset, end)?;
+                let value_end = header.key_end + header.value_length;
+                let entry_bytes = header.key_end - offset;
+                entries[entry_position..entry_position + entry_bytes]
+                    .copy_from_slice(&stored.data[offset..header.key_end]);
+                values[value_position..value_position + header.value_length]
+                    .copy_from_slice(&stored.data[header.key_end..value_end]);
+                entry_position += entry_bytes;
+                value_position += header.value_length;
+                offset = value_end;
+            }
+        }
+        debug_assert_eq!((entry_position, value_position), (entries_end, values_bytes));
+        Ok(Block { data, entries_end, restarts_offset, num_restarts: stored.num_restarts, separated: true })
     }
 
     /// A value read from a blob file, to be kept in the block cache (keyed by the blob file's
     /// number and the record's offset, which no table block shares: I7). It has no entries,
     /// so a cursor over it finds none; [`Block::raw_bytes`] returns the value.
     pub(crate) fn raw(data: Vec<u8>) -> Block {
-        Block { data, restarts_offset: 0, num_restarts: 0 }
+        Block { data, entries_end: 0, restarts_offset: 0, num_restarts: 0, separated: false }
     }
 
     /// The bytes of a block made by [`Block::raw`].
@@ -227,7 +310,13 @@ impl Block {
 
     /// A block with no entries, used as a placeholder before the first real block is loaded.
     pub(crate) fn empty() -> Block {
-        Block { data: vec![0; RESTART_ENTRY_SIZE_BYTES], restarts_offset: 0, num_restarts: 0 }
+        Block {
+            data: vec![0; RESTART_ENTRY_SIZE_BYTES],
+            entries_end: 0,
+            restarts_offset: 0,
+            num_restarts: 0,
+            separated: false,
+        }
     }
 
     /// Bytes of the uncompressed block held in memory.
@@ -245,14 +334,21 @@ impl Block {
     #[inline]
     fn restart_point(&self, index: usize) -> usize {
         read_u32(&self.data, self.restarts_offset + index * RESTART_ENTRY_SIZE_BYTES)
-            .map_or(self.restarts_offset, |offset| offset as usize)
+            .map_or(self.entries_end, |offset| offset as usize)
+    }
+
+    /// In a separated block, the offset of the value of the entry at restart point `index`.
+    #[inline]
+    fn restart_value_point(&self, index: usize) -> usize {
+        let position = self.restarts_offset + (self.num_restarts + index) * RESTART_ENTRY_SIZE_BYTES;
+        read_u32(&self.data, position).map_or(self.restarts_offset, |offset| offset as usize)
     }
 
     /// The whole key stored at restart point `index`, borrowed from the block.
     #[inline]
     pub(crate) fn restart_key(&self, index: usize) -> Result<&[u8], BlockCorruption> {
         let offset = self.restart_point(index);
-        let header = decode_entry_header(&self.data, offset, self.restarts_offset)?;
+        let header = decode_entry_header(&self.data, offset, self.entries_end)?;
         if header.shared != 0 {
             return Err(BlockCorruption { offset_in_block: offset, reason: "restart entry shares a key prefix" });
         }
@@ -281,11 +377,11 @@ struct EntryHeader {
     shared: usize,
     key_start: usize,
     key_end: usize,
-    value_end: usize,
+    value_length: usize,
 }
 
-/// Decodes the entry header at `offset`, checking that the key and value end by `limit` (the start
-/// of the restart array).
+/// Decodes the entry header at `offset`, checking that the key ends by `limit` (the end of the
+/// entries); where the value lies depends on the block's layout, and the caller checks it.
 #[inline(always)]
 fn decode_entry_header(data: &[u8], offset: usize, limit: usize) -> Result<EntryHeader, BlockCorruption> {
     let corruption = |reason| BlockCorruption { offset_in_block: offset, reason };
@@ -306,11 +402,10 @@ fn decode_entry_header(data: &[u8], offset: usize, limit: usize) -> Result<Entry
     };
     let key_start = offset + header_length;
     let key_end = key_start.checked_add(unshared).ok_or_else(|| corruption("key length overflows"))?;
-    let value_end = key_end.checked_add(value_length).ok_or_else(|| corruption("value length overflows"))?;
-    if value_end > limit {
+    if key_end > limit {
         return Err(corruption("entry extends past the end of the block"));
     }
-    Ok(EntryHeader { shared, key_start, key_end, value_end })
+    Ok(EntryHeader { shared, key_start, key_end, value_length })
 }
 
 /// A cursor over one block, generic over how the block is held: `Arc<Block>` for iterators that
@@ -325,6 +420,8 @@ pub(crate) struct BlockIter<B: Deref<Target = Block>> {
     current: usize,
     /// Offset just past the current entry.
     next_offset: usize,
+    /// In a separated block, the offset of the next entry's value.
+    next_value_offset: usize,
     /// Index of the restart point at or before `current`.
     restart_index: usize,
     key_buffer: Vec<u8>,
@@ -341,11 +438,12 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// A cursor over `block` that rebuilds keys in `key_buffer` (its allocation is reused).
     pub(crate) fn new(block: B, mut key_buffer: Vec<u8>) -> BlockIter<B> {
         key_buffer.clear();
-        let end = block.restarts_offset;
+        let end = block.entries_end;
         BlockIter {
             block,
             current: end,
             next_offset: end,
+            next_value_offset: 0,
             restart_index: 0,
             key_buffer,
             key_borrowed: false,
@@ -374,7 +472,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// True when positioned on an entry.
     #[inline]
     pub(crate) fn valid(&self) -> bool {
-        self.current < self.block.restarts_offset
+        self.current < self.block.entries_end
     }
 
     /// The first decoding failure, if any. A corrupt cursor is never valid.
@@ -401,8 +499,8 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     }
 
     fn mark_end(&mut self) {
-        self.current = self.block.restarts_offset;
-        self.next_offset = self.block.restarts_offset;
+        self.current = self.block.entries_end;
+        self.next_offset = self.block.entries_end;
         self.restart_index = self.block.num_restarts;
     }
 
@@ -417,6 +515,9 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
         self.key_borrowed = false;
         self.key_buffer.clear();
         self.next_offset = self.block.restart_point(index);
+        if self.block.separated {
+            self.next_value_offset = self.block.restart_value_point(index);
+        }
     }
 
     /// Decodes the entry at `next_offset` and makes it current. False at the end of the block
@@ -424,7 +525,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     #[inline]
     fn parse_next(&mut self) -> bool {
         let block: &Block = &self.block;
-        let limit = block.restarts_offset;
+        let limit = block.entries_end;
         self.current = self.next_offset;
         if self.current >= limit {
             self.mark_end();
@@ -468,9 +569,22 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             self.set_corruption(corruption);
             return false;
         }
-        self.value_start = header.key_end;
-        self.value_end = header.value_end;
-        self.next_offset = header.value_end;
+        let (value_start, values_limit) =
+            if block.separated { (self.next_value_offset, block.restarts_offset) } else { (header.key_end, limit) };
+        let Some(value_end) = value_start.checked_add(header.value_length).filter(|&end| end <= values_limit) else {
+            let corruption =
+                BlockCorruption { offset_in_block: self.current, reason: "entry extends past the end of the block" };
+            self.set_corruption(corruption);
+            return false;
+        };
+        self.value_start = value_start;
+        self.value_end = value_end;
+        if block.separated {
+            self.next_value_offset = value_end;
+            self.next_offset = header.key_end;
+        } else {
+            self.next_offset = value_end;
+        }
         while self.restart_index + 1 < block.num_restarts && block.restart_point(self.restart_index + 1) <= self.current
         {
             self.restart_index += 1;
@@ -495,7 +609,7 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
             return;
         }
         self.seek_to_restart(self.block.num_restarts - 1);
-        while self.parse_next() && self.next_offset < self.block.restarts_offset {}
+        while self.parse_next() && self.next_offset < self.block.entries_end {}
     }
 
     /// Positions at the first entry whose key is `>= target` in internal-key order under
@@ -700,6 +814,68 @@ mod tests {
         assert_eq!(builder.finish(), &first_bytes[..]);
     }
 
+    /// Every position of a cursor over `block`: forward, backward, and where a seek to each of
+    /// `targets` lands, as (key, value) or `None` past the end.
+    fn cursor_positions(block: Arc<Block>, targets: &[Vec<u8>]) -> Vec<Option<(Vec<u8>, Vec<u8>)>> {
+        let mut iter = Block::iter(block);
+        let position =
+            |iter: &BlockIter<Arc<Block>>| iter.valid().then(|| (iter.key().to_vec(), iter.value().to_vec()));
+        let mut positions = collect_forward(&mut iter).into_iter().map(Some).collect::<Vec<_>>();
+        positions.extend(collect_backward(&mut iter).into_iter().map(Some));
+        for target in targets {
+            iter.seek(target, &KeyComparator::Bytewise);
+            positions.push(position(&iter));
+            if iter.valid() {
+                iter.prev();
+                positions.push(position(&iter));
+                iter.seek(target, &KeyComparator::Bytewise);
+                iter.next();
+                positions.push(position(&iter));
+            }
+            assert!(iter.corruption().is_none());
+        }
+        positions
+    }
+
+    #[test]
+    fn separated_layout_reads_like_the_stored_one() {
+        use rand::rngs::SmallRng;
+        use rand::{Rng, SeedableRng};
+        let mut rng = SmallRng::seed_from_u64(17);
+        for round in 0..300 {
+            // Keys with shared prefixes of every length, values from empty to past the one-byte
+            // varint, restart intervals from 1 to larger than the block.
+            let count = rng.gen_range(0..120);
+            let mut user_keys: Vec<Vec<u8>> = (0..count)
+                .map(|_| (0..rng.gen_range(0..20)).map(|_| [0u8, 1, b'a', b'b', 0xff][rng.gen_range(0..5)]).collect())
+                .collect();
+            user_keys.sort();
+            user_keys.dedup();
+            let input: Vec<(Vec<u8>, Vec<u8>)> = user_keys
+                .iter()
+                .map(|user_key| {
+                    let value_length = [0, 1, 7, 127, 128, 300][rng.gen_range(0..6)];
+                    let value = (0..value_length).map(|_| rng.gen()).collect();
+                    (make_internal_key(user_key, rng.gen_range(0..1000), ValueKind::Put), value)
+                })
+                .collect();
+            let restart_interval = [1, 2, 3, 16, 200][round % 5];
+            let stored = build(&input, restart_interval);
+            let separated = Arc::new(Block::separated(stored.data.clone()).unwrap());
+            assert!(separated.separated && !stored.separated);
+            assert_eq!(separated.size_bytes(), stored.size_bytes() + 4 * stored.restart_count() - 4);
+            let mut targets: Vec<Vec<u8>> = input.iter().map(|(key, _)| key.clone()).collect();
+            for _ in 0..30 {
+                let user_key: Vec<u8> =
+                    (0..rng.gen_range(0..20)).map(|_| [0u8, b'a', b'c'][rng.gen_range(0..3)]).collect();
+                targets.push(make_internal_key(&user_key, rng.gen_range(0..1000), ValueKind::Put));
+            }
+            let stored_positions = cursor_positions(stored, &targets);
+            assert_eq!(stored_positions, cursor_positions(separated, &targets), "round {round}");
+            assert!(stored_positions.iter().flatten().count() >= 2 * input.len());
+        }
+    }
+
     #[test]
     fn malformed_blocks_are_rejected_or_reported_never_panic() {
         let input = entries(40);
@@ -723,6 +899,22 @@ mod tests {
                 for _ in 0..1 + round % 3 {
                     let position = random() as usize % bytes.len();
                     bytes[position] = random() as u8;
+                }
+            }
+            if let Ok(separated) = Block::separated(bytes.clone()) {
+                // The conversion refuses some damage; what it accepts reads without panicking.
+                let mut iter = Block::iter(Arc::new(separated));
+                iter.seek_to_first();
+                while iter.valid() {
+                    let _ = (iter.key(), iter.value());
+                    iter.next();
+                }
+                iter.seek_to_last();
+                while iter.valid() {
+                    iter.prev();
+                }
+                for (key, _) in input.iter().step_by(7) {
+                    iter.seek(key, &KeyComparator::Bytewise);
                 }
             }
             let Ok(block) = Block::new(bytes) else { continue };
