@@ -25,7 +25,7 @@ use parking_lot::{Condvar, RwLock};
 use super::read_charges::ReadCharges;
 use super::{ImmutableMemTable, ReadView};
 use crate::comparator::KeyComparator;
-use crate::memtable::MemTable;
+use crate::memtable::{ChunkPool, MemTable};
 use crate::options::ColumnFamilyOptions;
 use crate::snapshot::Snapshot;
 use crate::version::tree::NUM_LEVELS;
@@ -90,6 +90,8 @@ pub(crate) struct ColumnFamilyShared {
     /// Counts the views installed in `read_view`, so that an iterator learns of a newer view
     /// with one load instead of the lock (see `db::iter`).
     view_generation: AtomicU64,
+    /// The database's pool of memtable chunks, which new memtables draw on.
+    chunk_pool: Arc<ChunkPool>,
 }
 
 /// A lock on cache lines of its own. Every read and write takes the read view's lock, so its
@@ -115,6 +117,7 @@ impl ColumnFamilyShared {
         options: ColumnFamilyOptions,
         view: ReadView,
         work_available: Arc<Condvar>,
+        chunk_pool: Arc<ChunkPool>,
     ) -> ColumnFamilyShared {
         let read_charges = Arc::new(ReadCharges::new(options.read_compaction_bytes_per_table_seek, work_available));
         ColumnFamilyShared {
@@ -130,6 +133,7 @@ impl ColumnFamilyShared {
             read_view: PaddedRwLock(RwLock::new(Arc::new(view))),
             read_charges,
             view_generation: AtomicU64::new(0),
+            chunk_pool,
         }
     }
 
@@ -181,7 +185,11 @@ impl ColumnFamilyShared {
 
     /// A new, empty memtable for this column family.
     pub(crate) fn new_memtable(&self, capacity_hint_bytes: usize) -> Arc<MemTable> {
-        Arc::new(MemTable::new(capacity_hint_bytes, self.comparator.clone()))
+        Arc::new(MemTable::with_chunk_pool(
+            capacity_hint_bytes,
+            self.comparator.clone(),
+            Some(Arc::clone(&self.chunk_pool)),
+        ))
     }
 
     /// The read view and the sequence to read at, taken together under the view lock so that

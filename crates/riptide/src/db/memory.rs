@@ -313,13 +313,15 @@ pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
             if inner.shutting_down.load(Ordering::Acquire) {
                 return;
             }
-            state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum()
+            super::write::memtable_memory_bytes(&inner, &state)
         };
         inner.memory.update_transactions(inner.transactions.memory_bytes() as u64);
         inner.memory.update_memtables(memtable_bytes);
         let pressure = inner
             .memory
             .update_other(inner.block_cache.usage_bytes() as u64, inner.table_cache.memory_usage_bytes() as u64);
+        // Pooled memtable chunks are kept only while pressure is normal.
+        inner.chunk_pool.set_accepting(pressure == MemoryPressure::Normal);
         let capacity = inner.memory.cache_capacity_for(pressure);
         if capacity != inner.block_cache.capacity_bytes() {
             inner.block_cache.set_capacity_bytes(capacity);

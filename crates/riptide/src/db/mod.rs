@@ -168,6 +168,8 @@ pub(crate) struct DbInner {
     pub(crate) transactions: crate::txn::TransactionShared,
     pub(crate) table_cache: Arc<TableCache>,
     pub(crate) block_cache: Arc<BlockCache>,
+    /// Chunks of flushed memtables kept for the next memtables (`memtable::ChunkPool`).
+    pub(crate) chunk_pool: Arc<crate::memtable::ChunkPool>,
     pub(crate) shutting_down: AtomicBool,
     /// Logical bytes users wrote (encoded batch sizes).
     pub(crate) user_bytes_written: AtomicU64,

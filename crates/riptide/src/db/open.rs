@@ -37,7 +37,7 @@ use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::cache::BlockCache;
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
-use crate::memtable::MemTable;
+use crate::memtable::{ChunkPool, MemTable};
 use crate::options::{ColumnFamilyOptions, Options, SyncMode, WalRecovery};
 use crate::snapshot::SnapshotList;
 use crate::txn::prepared::MARKER_COLUMN_FAMILY_ID;
@@ -282,6 +282,9 @@ pub(crate) fn open_with_column_families(
     let mut states = BTreeMap::new();
     let mut handles = HashMap::new();
     let work_available = Arc::new(Condvar::new());
+    // Up to one memtable's worth of chunks of flushed memtables, for the next ones (see
+    // `ChunkPool`).
+    let chunk_pool = Arc::new(ChunkPool::new(options.memtable_size_bytes));
     for (&id, family) in versions.column_families() {
         let family_options = options_of(&family.name);
         let memtable = Arc::new(MemTable::new(family_options.memtable_size_bytes, family.comparator().clone()));
@@ -292,6 +295,7 @@ pub(crate) fn open_with_column_families(
             family_options,
             view,
             Arc::clone(&work_available),
+            Arc::clone(&chunk_pool),
         ));
         handles.insert(id, Arc::clone(&shared));
         states.insert(id, ColumnFamilyState::new(shared, memtable, log_number));
@@ -338,6 +342,7 @@ pub(crate) fn open_with_column_families(
         transactions: crate::txn::TransactionShared::default(),
         table_cache,
         block_cache,
+        chunk_pool,
         shutting_down: AtomicBool::new(false),
         user_bytes_written: AtomicU64::new(0),
         wal_bytes_written: AtomicU64::new(0),

@@ -737,10 +737,20 @@ pub(crate) fn make_room_for_write(
 /// left, and returns the pressure level: what every write group, and every self-service write,
 /// does before it writes.
 pub(crate) fn refresh_memory_pressure(inner: &DbInner, state: &DbState) -> MemoryPressure {
-    let memtable_bytes: u64 = state.column_families.values().map(|f| f.memtable_memory_bytes() as u64).sum();
-    let pressure = inner.memory.update_memtables(memtable_bytes);
+    let pressure = inner.memory.update_memtables(memtable_memory_bytes(inner, state));
+    if pressure != MemoryPressure::Normal && inner.chunk_pool.pooled_bytes() > 0 {
+        // Raised pressure: the pool's chunks are the cheapest memory to give back.
+        inner.chunk_pool.set_accepting(false);
+    }
     inner.memory.fit_block_cache(&inner.block_cache);
     pressure
+}
+
+/// The memory of every column family's memtables, and of the memtable chunks pooled for the
+/// next ones (they count as memtable memory until they are given back).
+pub(crate) fn memtable_memory_bytes(inner: &DbInner, state: &DbState) -> u64 {
+    let memtables: u64 = state.column_families.values().map(|family| family.memtable_memory_bytes() as u64).sum();
+    memtables + inner.chunk_pool.pooled_bytes() as u64
 }
 
 /// Marks the start of a stall of this write group (once per group), counted as in progress
@@ -912,8 +922,14 @@ pub(crate) fn create_column_family(inner: &DbInner, name: &str, options: ColumnF
     let memtable = Arc::new(MemTable::new(options.memtable_size_bytes, comparator));
     let view =
         ReadView { memtable: Arc::clone(&memtable), immutables: Vec::new(), version: state.versions.current(id) };
-    let shared =
-        Arc::new(ColumnFamilyShared::new(id, name.to_string(), options, view, Arc::clone(&inner.work_available)));
+    let shared = Arc::new(ColumnFamilyShared::new(
+        id,
+        name.to_string(),
+        options,
+        view,
+        Arc::clone(&inner.work_available),
+        Arc::clone(&inner.chunk_pool),
+    ));
     state.column_families.insert(id, ColumnFamilyState::new(Arc::clone(&shared), memtable, log_number));
     inner.column_family_handles.write().insert(id, Arc::clone(&shared));
     Ok(ColumnFamily { shared })

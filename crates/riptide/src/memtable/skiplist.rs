@@ -333,8 +333,18 @@ unsafe impl Sync for SkipList {}
 impl SkipList {
     /// Creates an empty list ordered by `comparator` whose arena is sized from
     /// `capacity_hint_bytes`.
+    #[cfg(any(test, loom))]
     pub(crate) fn new(capacity_hint_bytes: usize, comparator: KeyComparator) -> SkipList {
-        let arena = Arena::new(capacity_hint_bytes);
+        SkipList::with_chunk_pool(capacity_hint_bytes, comparator, None)
+    }
+
+    /// [`SkipList::new`], its arena recycling chunks through `pool`.
+    pub(crate) fn with_chunk_pool(
+        capacity_hint_bytes: usize,
+        comparator: KeyComparator,
+        pool: Option<std::sync::Arc<super::arena::ChunkPool>>,
+    ) -> SkipList {
+        let arena = Arena::with_pool(capacity_hint_bytes, pool);
         let head = allocate_node(&arena, MAX_HEIGHT, &[], 0, &[], false);
         let id = NEXT_LIST_ID.fetch_add(1, MemoryOrdering::Relaxed);
         SkipList { arena, head, id, height: AtomicUsize::new(1), comparator }
