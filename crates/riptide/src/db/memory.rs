@@ -49,6 +49,11 @@ use super::stats::MemoryPressure;
 /// How often the monitor thread refreshes the cache and table parts and adjusts the cache.
 pub(crate) const MONITOR_INTERVAL_MS: u64 = 20;
 
+/// Monitor intervals in a row without a memtable chunk taken from the pool after which the
+/// pool gives its chunks back (60 ms): writers filling memtables take one every few tens of
+/// milliseconds; a database that stopped writing should not keep memory for them.
+const CHUNK_POOL_IDLE_CHECKS: u32 = 3;
+
 /// Fractions of the cap at which each pressure level begins, in per mille.
 const ELEVATED_PER_MILLE: u64 = 700;
 const HIGH_PER_MILLE: u64 = 850;
@@ -320,8 +325,10 @@ pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
         let pressure = inner
             .memory
             .update_other(inner.block_cache.usage_bytes() as u64, inner.table_cache.memory_usage_bytes() as u64);
-        // Pooled memtable chunks are kept only while pressure is normal.
+        // Pooled memtable chunks are kept only while pressure is normal, and only while
+        // memtables keep taking them.
         inner.chunk_pool.set_accepting(pressure == MemoryPressure::Normal);
+        inner.chunk_pool.release_if_idle(CHUNK_POOL_IDLE_CHECKS);
         let capacity = inner.memory.cache_capacity_for(pressure);
         if capacity != inner.block_cache.capacity_bytes() {
             inner.block_cache.set_capacity_bytes(capacity);

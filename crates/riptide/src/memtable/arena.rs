@@ -119,6 +119,10 @@ pub(crate) struct ChunkPool {
     capacity_chunks: usize,
     pooled_bytes: AtomicUsize,
     accepting: std::sync::atomic::AtomicBool,
+    /// Regions taken so far, and the count the last idleness check saw with the number of
+    /// checks since it changed (see [`ChunkPool::release_if_idle`]).
+    taken_count: AtomicUsize,
+    idle: Mutex<(usize, u32)>,
 }
 
 /// A pooled region's base pointer.
@@ -135,7 +139,31 @@ impl ChunkPool {
             capacity_chunks: capacity_bytes / MAX_CHUNK_SIZE_BYTES,
             pooled_bytes: AtomicUsize::new(0),
             accepting: std::sync::atomic::AtomicBool::new(true),
+            taken_count: AtomicUsize::new(0),
+            idle: Mutex::new((0, 0)),
         }
+    }
+
+    /// Called at a regular interval (the memory monitor's): once `checks` calls in a row saw
+    /// no region taken, the pool gives back what it holds. A database that stopped writing
+    /// keeps no memory for memtables it is not filling: the chunks of the memtable flushed at
+    /// the end of a load otherwise stayed while the reads that followed filled the block cache
+    /// (peak RSS of Zipfian seeks after a load 63-64 MiB against 54-55 MiB). True when it
+    /// released something.
+    pub(crate) fn release_if_idle(&self, checks: u32) -> bool {
+        let taken = self.taken_count.load(Ordering::Relaxed);
+        let mut idle = self.idle.lock();
+        if idle.0 != taken {
+            *idle = (taken, 0);
+            return false;
+        }
+        idle.1 = idle.1.saturating_add(1);
+        if idle.1 < checks || self.pooled_bytes() == 0 {
+            return false;
+        }
+        drop(idle);
+        self.release();
+        true
     }
 
     /// True for chunks a pool recycles: page-mapped, of [`MAX_CHUNK_SIZE_BYTES`].
@@ -147,6 +175,7 @@ impl ChunkPool {
     fn take(&self) -> Option<NonNull<u8>> {
         let region = self.regions.lock().pop()?;
         self.pooled_bytes.fetch_sub(MAX_CHUNK_SIZE_BYTES, Ordering::Relaxed);
+        self.taken_count.fetch_add(1, Ordering::Relaxed);
         Some(region.0)
     }
 
@@ -661,6 +690,14 @@ mod tests {
         // uninitialised blocks either way.
         fill(block, 100, 9);
         assert!(holds_pattern(block, 100, 9));
+        // Idleness: checks that see a region taken start counting again; `checks` idle ones in
+        // a row give everything back.
+        assert!(!pool.release_if_idle(2), "a region was taken since the last check");
+        assert!(!pool.release_if_idle(2));
+        assert!(pool.release_if_idle(2), "two idle checks in a row");
+        assert_eq!(pool.pooled_bytes(), 0);
+        drop(Arena::with_pool(64 << 20, Some(Arc::clone(&pool))));
+        assert_eq!(pool.pooled_bytes(), MAX_CHUNK_SIZE_BYTES, "a dropped arena fills it again");
         pool.set_accepting(false);
         assert_eq!(pool.pooled_bytes(), 0, "released at once");
         drop(second);
