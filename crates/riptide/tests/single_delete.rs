@@ -156,3 +156,40 @@ fn mixing_a_plain_delete_in_only_affects_that_key() {
     assert!(matches!(db.get(b"k").unwrap().as_deref(), None | Some(b"first")));
     assert_eq!(db.get(b"other").unwrap().as_deref(), Some(&b"kept"[..]));
 }
+
+/// Regression: the metamorphic test (seed 787899) read back a put that a single delete had
+/// deleted. The key was put, single-deleted, put again and single-deleted again, and the flush
+/// that wrote the second put with the first single delete dropped that single delete as
+/// shadowed by the put. The first put, already in the last level, then had nothing over it
+/// but the second put and its single delete, which the next compaction dropped as a pair: the
+/// first put came back. A single delete now outlives the versions that shadow it until it has
+/// met its put or reached the last level.
+#[test]
+fn a_single_delete_shadowed_by_a_later_put_still_covers_the_put_before_it() {
+    let memory = MemFileSystem::new();
+    let db = Db::open("/db", small_options(Arc::new(memory.clone()))).unwrap();
+    let target = key(7);
+    db.put(&target, &value(7, 1, 40)).unwrap();
+    db.put(&key(8), &value(8, 1, 40)).unwrap();
+    db.flush().unwrap();
+    db.compact_all().unwrap();
+    // The first put is in the last level. A single delete and a second put share a memtable.
+    db.single_delete(&target).unwrap();
+    db.put(&target, &value(7, 2, 40)).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(&target).unwrap(), Some(value(7, 2, 40)));
+    // The second single delete, in a table of its own.
+    db.single_delete(&target).unwrap();
+    db.flush().unwrap();
+    assert_eq!(db.get(&target).unwrap(), None);
+    // Everything meets in one compaction: both pairs go, and nothing comes back.
+    db.compact_all().unwrap();
+    assert_eq!(db.get(&target).unwrap(), None, "the first put came back");
+    assert_eq!(stored_versions(&db, &target), 0, "both pairs went");
+    assert_eq!(db.get(&key(8)).unwrap(), Some(value(8, 1, 40)));
+    let reopened = {
+        drop(db);
+        Db::open("/db", small_options(Arc::new(memory))).unwrap()
+    };
+    assert_eq!(reopened.get(&target).unwrap(), None);
+}

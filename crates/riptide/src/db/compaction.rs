@@ -213,7 +213,15 @@ impl VersionFilter {
         let covering = self.oldest_covering(parsed.user_key, parsed.sequence);
         // I43: a merge operand does not shadow what lies beneath it, which it applies to.
         let shadowed = newer != u64::MAX && !self.last_was_merge;
-        let drop = if shadowed && !self.read_points.any_between(parsed.sequence, newer) {
+        // A single delete must outlive the newer versions that shadow it until it has met its
+        // put, unless nothing older lies below this output: those newer versions may be a put
+        // and its own single delete, which a later compaction drops as a pair without leaving a
+        // tombstone, and the older put would then be read again (I41). Found by the metamorphic
+        // test, seed 787899: put, single delete, put, a snapshot, single delete; a compaction
+        // that kept the last two for the snapshot dropped the first single delete as shadowed,
+        // and once the snapshot was gone the last pair went and the first put came back.
+        let guards_older_put = parsed.kind == ValueKind::SingleDelete && !self.bottommost;
+        let drop = if shadowed && !guards_older_put && !self.read_points.any_between(parsed.sequence, newer) {
             // Every reader reads below this version or at or above the next newer one, so none
             // sees this one (a long-running transaction's snapshot keeps only the versions it
             // and the readers after it need, not every version written since it began).
