@@ -323,7 +323,8 @@ pub(crate) fn level_scores(version: &Version, options: &PickerOptions, targets: 
 /// the next level are the smallest share of its own bytes (ties, and `RoundRobin`, go in key
 /// order starting after `compact_pointers[level]`, the largest user key of the level's last
 /// job, wrapping around; empty before the first job, which in an order where the empty key is
-/// not the smallest only moves where the round starts). The chosen file is then joined by the neighbours that fit in the same
+/// not the smallest only moves where the round starts). The chosen file is then joined by the
+/// neighbours that fit in the same
 /// output-level files, within `max_compaction_bytes`.
 ///
 /// When nothing is due by size, a file of level 1 or deeper dense with tombstones is compacted

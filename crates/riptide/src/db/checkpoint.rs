@@ -11,7 +11,8 @@
 //! failed half-way cannot be opened as a database (and its files are removed).
 //!
 //! Concurrency contract: the point is taken under write leadership and the database state's
-//! mutex, briefly (no I/O besides listing the directory). The files are linked and copied afterwards, while writes, flushes and
+//! mutex, briefly (no I/O besides listing the directory). The files are linked and copied
+//! afterwards, while writes, flushes and
 //! compactions go on: the tables and blob files stay on disk because the checkpoint holds the
 //! versions that list them, and the logs because it pins the oldest one (the log deletion
 //! respects pins); bytes of a log below its recorded length never change.

@@ -54,6 +54,13 @@ pub(crate) const MONITOR_INTERVAL_MS: u64 = 20;
 /// milliseconds; a database that stopped writing should not keep memory for them.
 const CHUNK_POOL_IDLE_CHECKS: u32 = 3;
 
+/// The one policy for pooled memtable chunks and memory pressure, applied by the monitor and
+/// by every write group: the pool keeps chunks only while pressure is normal, and raised
+/// pressure gives back what it holds first (they are the cheapest memory to return).
+pub(crate) fn fit_chunk_pool(inner: &super::DbInner, pressure: MemoryPressure) {
+    inner.chunk_pool.set_accepting(pressure == MemoryPressure::Normal);
+}
+
 /// Fractions of the cap at which each pressure level begins, in per mille.
 const ELEVATED_PER_MILLE: u64 = 700;
 const HIGH_PER_MILLE: u64 = 850;
@@ -325,9 +332,8 @@ pub(crate) fn monitor_loop(inner: std::sync::Arc<super::DbInner>) {
         let pressure = inner
             .memory
             .update_other(inner.block_cache.usage_bytes() as u64, inner.table_cache.memory_usage_bytes() as u64);
-        // Pooled memtable chunks are kept only while pressure is normal, and only while
-        // memtables keep taking them.
-        inner.chunk_pool.set_accepting(pressure == MemoryPressure::Normal);
+        fit_chunk_pool(&inner, pressure);
+        // Pooled chunks are kept only while memtables keep taking them.
         inner.chunk_pool.release_if_idle(CHUNK_POOL_IDLE_CHECKS);
         let capacity = inner.memory.cache_capacity_for(pressure);
         if capacity != inner.block_cache.capacity_bytes() {

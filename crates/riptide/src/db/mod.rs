@@ -723,7 +723,8 @@ impl Db {
     }
 
     /// Approximate bytes of table data holding user keys in `[start, end)` (in the column
-    /// family's order) of the default column family; data still in memtables is not counted. Cheap: it reads only in-memory
+    /// family's order) of the default column family; data still in memtables is not counted.
+    /// Cheap: it reads only in-memory
     /// indexes.
     pub fn approximate_size_bytes(&self, start: &[u8], end: &[u8]) -> Result<u64> {
         self.check_open()?;

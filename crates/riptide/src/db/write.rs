@@ -738,10 +738,7 @@ pub(crate) fn make_room_for_write(
 /// does before it writes.
 pub(crate) fn refresh_memory_pressure(inner: &DbInner, state: &DbState) -> MemoryPressure {
     let pressure = inner.memory.update_memtables(memtable_memory_bytes(inner, state));
-    if pressure != MemoryPressure::Normal && inner.chunk_pool.pooled_bytes() > 0 {
-        // Raised pressure: the pool's chunks are the cheapest memory to give back.
-        inner.chunk_pool.set_accepting(false);
-    }
+    super::memory::fit_chunk_pool(inner, pressure);
     inner.memory.fit_block_cache(&inner.block_cache);
     pressure
 }

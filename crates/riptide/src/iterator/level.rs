@@ -1,7 +1,8 @@
 //! The level iterator: one cursor over all the table files of a sorted level.
 //!
 //! A level at depth one or more holds files whose internal-key ranges are sorted (in the column
-//! family's order) and do not overlap, so their concatenation is sorted. [`LevelIterator`] walks that concatenation while
+//! family's order) and do not overlap, so their concatenation is sorted. [`LevelIterator`] walks
+//! that concatenation while
 //! keeping at most one file open: it opens files lazily through a caller-supplied opener, finds
 //! the file for a seek by binary search over the files' largest keys, and steps into the
 //! neighbouring file when the current one is exhausted, skipping files that yield no entries.

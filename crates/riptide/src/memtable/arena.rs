@@ -115,14 +115,24 @@ impl Chunk {
 /// is page-mapped, of [`MAX_CHUNK_SIZE_BYTES`], owned by the pool alone, and at most
 /// `capacity_chunks` are pooled; `pooled_bytes` is their total.
 pub(crate) struct ChunkPool {
-    regions: Mutex<Vec<PooledRegion>>,
+    /// The pooled regions and whether the pool accepts more, under one lock so that a region
+    /// given back while the pool stops accepting is either refused or released with the rest.
+    state: Mutex<PoolState>,
+    /// A copy of `state.accepting`, written under the lock, read without it so that the
+    /// callers on the write path can skip the lock when nothing would change.
+    accepting_hint: std::sync::atomic::AtomicBool,
     capacity_chunks: usize,
     pooled_bytes: AtomicUsize,
-    accepting: std::sync::atomic::AtomicBool,
     /// Regions taken so far, and the count the last idleness check saw with the number of
     /// checks since it changed (see [`ChunkPool::release_if_idle`]).
     taken_count: AtomicUsize,
     idle: Mutex<(usize, u32)>,
+}
+
+/// What [`ChunkPool`] keeps under its lock.
+struct PoolState {
+    regions: Vec<PooledRegion>,
+    accepting: bool,
 }
 
 /// A pooled region's base pointer.
@@ -135,10 +145,10 @@ impl ChunkPool {
     /// A pool holding at most `capacity_bytes` of regions (rounded down to whole chunks).
     pub(crate) fn new(capacity_bytes: usize) -> ChunkPool {
         ChunkPool {
-            regions: Mutex::new(Vec::new()),
+            state: Mutex::new(PoolState { regions: Vec::new(), accepting: true }),
+            accepting_hint: std::sync::atomic::AtomicBool::new(true),
             capacity_chunks: capacity_bytes / MAX_CHUNK_SIZE_BYTES,
             pooled_bytes: AtomicUsize::new(0),
-            accepting: std::sync::atomic::AtomicBool::new(true),
             taken_count: AtomicUsize::new(0),
             idle: Mutex::new((0, 0)),
         }
@@ -173,7 +183,7 @@ impl ChunkPool {
 
     /// A pooled region, if any.
     fn take(&self) -> Option<NonNull<u8>> {
-        let region = self.regions.lock().pop()?;
+        let region = self.state.lock().regions.pop()?;
         self.pooled_bytes.fetch_sub(MAX_CHUNK_SIZE_BYTES, Ordering::Relaxed);
         self.taken_count.fetch_add(1, Ordering::Relaxed);
         Some(region.0)
@@ -182,14 +192,11 @@ impl ChunkPool {
     /// Keeps `base` (a page-mapped region of [`MAX_CHUNK_SIZE_BYTES`] no one uses any more) if
     /// the pool accepts regions and has room; false when the caller must free it.
     fn give(&self, base: NonNull<u8>) -> bool {
-        if !self.accepting.load(Ordering::Relaxed) {
+        let mut state = self.state.lock();
+        if !state.accepting || state.regions.len() >= self.capacity_chunks {
             return false;
         }
-        let mut regions = self.regions.lock();
-        if regions.len() >= self.capacity_chunks {
-            return false;
-        }
-        regions.push(PooledRegion(base));
+        state.regions.push(PooledRegion(base));
         self.pooled_bytes.fetch_add(MAX_CHUNK_SIZE_BYTES, Ordering::Relaxed);
         true
     }
@@ -197,9 +204,17 @@ impl ChunkPool {
     /// Whether the pool keeps regions given back; a pool that stops accepting returns every
     /// region it holds to the operating system.
     pub(crate) fn set_accepting(&self, accepting: bool) {
-        self.accepting.store(accepting, Ordering::Relaxed);
+        // Called for every write group: nothing to change costs two loads, not a lock.
+        if self.accepting_hint.load(Ordering::Relaxed) == accepting && (accepting || self.pooled_bytes() == 0) {
+            return;
+        }
+        let mut state = self.state.lock();
+        state.accepting = accepting;
+        self.accepting_hint.store(accepting, Ordering::Relaxed);
         if !accepting {
-            self.release();
+            let regions = std::mem::take(&mut state.regions);
+            drop(state);
+            self.free_regions(regions);
         }
     }
 
@@ -210,7 +225,12 @@ impl ChunkPool {
 
     /// Returns every pooled region to the operating system.
     fn release(&self) {
-        let regions = std::mem::take(&mut *self.regions.lock());
+        let regions = std::mem::take(&mut self.state.lock().regions);
+        self.free_regions(regions);
+    }
+
+    /// Frees regions taken out of the pool's state.
+    fn free_regions(&self, regions: Vec<PooledRegion>) {
         for region in regions {
             self.pooled_bytes.fetch_sub(MAX_CHUNK_SIZE_BYTES, Ordering::Relaxed);
             // SAFETY: pooled regions are page-mapped regions of this size that the pool alone
@@ -388,15 +408,16 @@ unsafe impl Send for Arena {}
 unsafe impl Sync for Arena {}
 
 impl Arena {
-    /// Creates an arena for a memtable expected to hold about `capacity_hint_bytes`. Regular
-    /// chunks are an eighth of the hint, clamped to [1 KiB, 4 MiB], so the first chunk (allocated
-    /// here) is a small fraction of the budget and a full memtable needs few chunks.
+    /// [`Arena::with_pool`] without a pool (tests).
     #[cfg(test)]
     pub(crate) fn new(capacity_hint_bytes: usize) -> Arena {
         Arena::with_pool(capacity_hint_bytes, None)
     }
 
-    /// [`Arena::new`], with regular chunks taken from and given back to `pool`.
+    /// Creates an arena for a memtable expected to hold about `capacity_hint_bytes`. Regular
+    /// chunks are an eighth of the hint, clamped to [1 KiB, 4 MiB], so the first chunk (allocated
+    /// here) is a small fraction of the budget and a full memtable needs few chunks. Regular
+    /// chunks of the pooled size are taken from and given back to `pool`, when there is one.
     pub(crate) fn with_pool(capacity_hint_bytes: usize, pool: Option<std::sync::Arc<ChunkPool>>) -> Arena {
         let chunk_size_bytes =
             rounded_block_size((capacity_hint_bytes / 8).clamp(MIN_CHUNK_SIZE_BYTES, MAX_CHUNK_SIZE_BYTES));

@@ -169,6 +169,13 @@ impl BlockBuilder {
     }
 }
 
+/// One step of [`Block::walk_entries`]: the start of a restart interval, or an entry with
+/// the offsets of its header, the end of its key and the end of its value.
+enum EntryStep {
+    Restart(usize),
+    Entry { offset: usize, key_end: usize, value_end: usize },
+}
+
 /// A decoded, validated, uncompressed block, in one of two layouts:
 ///
 /// - *stored*: as written (entries with their values inline, then the restart array and
@@ -234,37 +241,20 @@ impl Block {
     /// interval or the entry area is corruption here rather than when a cursor reaches it.
     pub(crate) fn separated(data: Vec<u8>) -> Result<Block, BlockCorruption> {
         let stored = Block::new(data)?;
-        let corruption = |offset_in_block, reason| BlockCorruption { offset_in_block, reason };
-        let interval_end = |restart: usize| {
-            if restart + 1 < stored.num_restarts {
-                stored.restart_point(restart + 1)
-            } else {
-                stored.restarts_offset
-            }
-        };
         // First pass: check every entry and count the bytes of headers and keys, so that the
         // second writes each byte once into a buffer of the exact size.
         let mut entries_end = 0;
-        for restart in 0..stored.num_restarts {
-            let end = interval_end(restart);
-            let mut offset = stored.restart_point(restart);
-            while offset < end {
-                let header = decode_entry_header(&stored.data, offset, end)?;
-                let value_end = header
-                    .key_end
-                    .checked_add(header.value_length)
-                    .filter(|&value_end| value_end <= end)
-                    .ok_or_else(|| corruption(offset, "entry extends past its restart interval"))?;
-                entries_end += header.key_end - offset;
-                offset = value_end;
+        stored.walk_entries(|step| {
+            if let EntryStep::Entry { offset, key_end, .. } = step {
+                entries_end += key_end - offset;
             }
-        }
+        })?;
         // Entries and values together take exactly the stored entry area.
         let restarts_offset = stored.restarts_offset;
         let values_bytes = stored.restarts_offset - entries_end;
         let total_bytes = entries_end + values_bytes + 2 * RESTART_ENTRY_SIZE_BYTES * stored.num_restarts;
         if total_bytes > u32::MAX as usize {
-            return Err(corruption(0, "block too large to separate"));
+            return Err(BlockCorruption { offset_in_block: 0, reason: "block too large to separate" });
         }
         let mut data = vec![0u8; total_bytes];
         let (entries, rest) = data.split_at_mut(entries_end);
@@ -272,28 +262,49 @@ impl Block {
         let (restart_entry_offsets, restart_value_offsets) =
             restarts.split_at_mut(RESTART_ENTRY_SIZE_BYTES * stored.num_restarts);
         let (mut entry_position, mut value_position) = (0, 0);
-        for restart in 0..stored.num_restarts {
-            let slot = restart * RESTART_ENTRY_SIZE_BYTES..(restart + 1) * RESTART_ENTRY_SIZE_BYTES;
-            restart_entry_offsets[slot.clone()].copy_from_slice(&(entry_position as u32).to_le_bytes());
-            restart_value_offsets[slot].copy_from_slice(&((entries_end + value_position) as u32).to_le_bytes());
-            let end = interval_end(restart);
-            let mut offset = stored.restart_point(restart);
-            while offset < end {
-                // Checked by the first pass.
-                let header = decode_entry_header(&stored.data, offset, end)?;
-                let value_end = header.key_end + header.value_length;
-                let entry_bytes = header.key_end - offset;
-                entries[entry_position..entry_position + entry_bytes]
-                    .copy_from_slice(&stored.data[offset..header.key_end]);
-                values[value_position..value_position + header.value_length]
-                    .copy_from_slice(&stored.data[header.key_end..value_end]);
+        stored.walk_entries(|step| match step {
+            EntryStep::Restart(restart) => {
+                let slot = restart * RESTART_ENTRY_SIZE_BYTES..(restart + 1) * RESTART_ENTRY_SIZE_BYTES;
+                restart_entry_offsets[slot.clone()].copy_from_slice(&(entry_position as u32).to_le_bytes());
+                restart_value_offsets[slot].copy_from_slice(&((entries_end + value_position) as u32).to_le_bytes());
+            }
+            EntryStep::Entry { offset, key_end, value_end } => {
+                let entry_bytes = key_end - offset;
+                let value_bytes = value_end - key_end;
+                entries[entry_position..entry_position + entry_bytes].copy_from_slice(&stored.data[offset..key_end]);
+                values[value_position..value_position + value_bytes].copy_from_slice(&stored.data[key_end..value_end]);
                 entry_position += entry_bytes;
-                value_position += header.value_length;
+                value_position += value_bytes;
+            }
+        })?;
+        debug_assert_eq!((entry_position, value_position), (entries_end, values_bytes));
+        Ok(Block { data, entries_end, restarts_offset, num_restarts: stored.num_restarts, separated: true })
+    }
+
+    /// Walks a stored block's entries in order, calling `visit` at each restart point and for
+    /// each entry, and checking that every entry ends within its restart interval. Only
+    /// [`Block::separated`] uses it: once to count and check, once to copy.
+    fn walk_entries(&self, mut visit: impl FnMut(EntryStep)) -> Result<(), BlockCorruption> {
+        debug_assert!(!self.separated);
+        for restart in 0..self.num_restarts {
+            visit(EntryStep::Restart(restart));
+            let end =
+                if restart + 1 < self.num_restarts { self.restart_point(restart + 1) } else { self.restarts_offset };
+            let mut offset = self.restart_point(restart);
+            while offset < end {
+                let header = decode_entry_header(&self.data, offset, end)?;
+                let value_end = header.key_end.checked_add(header.value_length).filter(|&value_end| value_end <= end);
+                let Some(value_end) = value_end else {
+                    return Err(BlockCorruption {
+                        offset_in_block: offset,
+                        reason: "entry extends past its restart interval",
+                    });
+                };
+                visit(EntryStep::Entry { offset, key_end: header.key_end, value_end });
                 offset = value_end;
             }
         }
-        debug_assert_eq!((entry_position, value_position), (entries_end, values_bytes));
-        Ok(Block { data, entries_end, restarts_offset, num_restarts: stored.num_restarts, separated: true })
+        Ok(())
     }
 
     /// A value read from a blob file, to be kept in the block cache (keyed by the blob file's

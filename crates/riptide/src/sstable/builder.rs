@@ -8,7 +8,8 @@
 //! comparator (checked by `debug_assert`, as is the order of index separators); every index
 //! entry maps a separator that is `>=` every key of its data block and `<` every key of the
 //! next block (shortened for the bytewise order only: a separator between two keys is a
-//! byte-level construction, and for any other order the block's last key is used whole); a table has at least one entry (finishing an empty builder is an
+//! byte-level construction, and for any other order the block's last key is used whole); a table
+//! has at least one entry (finishing an empty builder is an
 //! [`Error::InvalidArgument`], and the caller should delete the file). After any error the
 //! builder must be dropped and the partial file deleted.
 

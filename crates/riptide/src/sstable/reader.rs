@@ -11,7 +11,8 @@
 //! [`TableIterator`] belongs to one thread and keeps its table alive through an `Arc`.
 //! Invariants: a table is read in the order of the comparator it was opened with, and opening
 //! checks that the table records that comparator's name; every index entry was checked at open
-//! (its handle lies inside the data region and separators increase), so a data-block read never leaves the data region; any damage met
+//! (its handle lies inside the data region and separators increase), so a data-block read never
+//! leaves the data region; any damage met
 //! later is reported as [`Error::Corruption`], never as a panic or a wrong entry that a checksum
 //! could have caught.
 

@@ -7,7 +7,8 @@
 //! racing a trivial move and a compaction.
 //!
 //! Invariants (see `docs/invariants.md`): I4, files of levels 1 and deeper are sorted by key (in
-//! the column family's order, which every version carries) and do not overlap; I5, level-0 files are ordered newest first (by largest sequence number), so a
+//! the column family's order, which every version carries) and do not overlap; I5, level-0 files
+//! are ordered newest first (by largest sequence number), so a
 //! point lookup can stop at the first level-0 hit.
 
 use std::path::PathBuf;
