@@ -156,7 +156,12 @@ impl Shard {
     fn insert(&mut self, key: CacheKey, block: Arc<Block>) {
         let charge_bytes = block.size_bytes() + ENTRY_OVERHEAD_BYTES;
         if let Some(cached) = self.map.get_mut(&key) {
-            // Two readers missed on the same block and both read it; keep the newer copy.
+            // Two readers missed on the same block and both read it, or an iterator converted
+            // a block a point read cached: keep the newer copy, unless only the older one has
+            // the separated layout (a point read's copy replaces no iterator's).
+            if cached.block.stored_bytes().is_none() && block.stored_bytes().is_some() {
+                return;
+            }
             self.usage_bytes = self.usage_bytes - cached.charge_bytes + charge_bytes;
             cached.block = block;
             cached.charge_bytes = charge_bytes;

@@ -64,7 +64,9 @@ pub mod decode {
     use crate::options::WalRecovery;
     use crate::sstable::block::Block;
     use crate::sstable::bloom::BloomFilter;
-    use crate::sstable::format::{decode_stored_block, Footer, FOOTER_SIZE_BYTES};
+    use crate::sstable::format::{
+        decode_stored_block, decode_stored_block_into, DecodedBlock, Footer, FOOTER_SIZE_BYTES,
+    };
     use crate::sstable::{BlockReadOptions, Table, TableProperties};
     use crate::version::edit::VersionEdit;
     use crate::version::set::VersionSet;
@@ -224,8 +226,23 @@ pub mod decode {
 
     /// Checks a stored block (contents then the five-byte trailer) and returns its uncompressed
     /// contents, as every block read from a table is decoded.
+    ///
+    /// It decodes twice, the second time as the read path does into a reused buffer that holds
+    /// other bytes first, and fails (panics) if the two differ.
     pub fn stored_block(stored_with_trailer: &[u8], verify_checksum: bool) -> Result<Vec<u8>> {
-        decode_stored_block(Path::new("/fuzz/000001.sst"), 0, stored_with_trailer.to_vec(), verify_checksum)
+        let path = Path::new("/fuzz/000001.sst");
+        let decoded = decode_stored_block(path, 0, stored_with_trailer.to_vec(), verify_checksum);
+        let mut reused = vec![0xa5; 1 << 16];
+        let into = decode_stored_block_into(path, 0, stored_with_trailer, verify_checksum, &mut reused);
+        match (&decoded, into) {
+            (Ok(contents), Ok(DecodedBlock::Stored(length))) => {
+                assert_eq!(&stored_with_trailer[..length], &contents[..])
+            }
+            (Ok(contents), Ok(DecodedBlock::Decompressed(length))) => assert_eq!(&reused[..length], &contents[..]),
+            (Err(_), Err(_)) => {}
+            (decoded, into) => panic!("the two decodings disagree: {decoded:?} against {into:?}"),
+        }
+        decoded
     }
 
     /// Decodes an uncompressed data or index block and walks it forward, backward, and from a

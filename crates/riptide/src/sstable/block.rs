@@ -169,7 +169,86 @@ impl BlockBuilder {
     }
 }
 
-/// One step of [`Block::walk_entries`]: the start of a restart interval, or an entry with
+/// A block in the stored layout, borrowed, with its restart array validated: what
+/// [`Block::new`] checks, and what [`Block::separated_from`] reads.
+struct StoredBlock<'a> {
+    data: &'a [u8],
+    restarts_offset: usize,
+    num_restarts: usize,
+}
+
+impl<'a> StoredBlock<'a> {
+    /// Validates the restart array of `data`.
+    fn parse(data: &'a [u8]) -> Result<StoredBlock<'a>, BlockCorruption> {
+        let corruption = |offset_in_block, reason| Err(BlockCorruption { offset_in_block, reason });
+        let Some(count_offset) = data.len().checked_sub(RESTART_ENTRY_SIZE_BYTES) else {
+            return corruption(0, "block too short for its restart count");
+        };
+        let Some(num_restarts) = read_u32(data, count_offset) else {
+            return corruption(count_offset, "block too short for its restart count");
+        };
+        let num_restarts = num_restarts as usize;
+        if num_restarts > count_offset / RESTART_ENTRY_SIZE_BYTES {
+            return corruption(count_offset, "restart count larger than the block");
+        }
+        let restarts_offset = count_offset - num_restarts * RESTART_ENTRY_SIZE_BYTES;
+        if num_restarts == 0 && restarts_offset != 0 {
+            return corruption(count_offset, "entries without restart points");
+        }
+        let mut previous: Option<u32> = None;
+        for index in 0..num_restarts {
+            let position = restarts_offset + index * RESTART_ENTRY_SIZE_BYTES;
+            let Some(restart) = read_u32(data, position) else {
+                return corruption(position, "restart array truncated");
+            };
+            let in_order = match previous {
+                None => restart == 0,
+                Some(previous) => restart > previous,
+            };
+            // A restart point must name an entry; the one exception is the single restart point
+            // of a block without entries, which names the (empty) end of the entry area.
+            let names_entry = (restart as usize) < restarts_offset || (restarts_offset == 0 && restart == 0);
+            if !in_order || !names_entry {
+                return corruption(position, "restart point out of order or out of range");
+            }
+            previous = Some(restart);
+        }
+        Ok(StoredBlock { data, restarts_offset, num_restarts })
+    }
+
+    /// The entry offset of restart point `index` (validated by `parse`).
+    fn restart_point(&self, index: usize) -> usize {
+        read_u32(self.data, self.restarts_offset + index * RESTART_ENTRY_SIZE_BYTES)
+            .map_or(self.restarts_offset, |offset| offset as usize)
+    }
+
+    /// Walks a stored block's entries in order, calling `visit` at each restart point and for
+    /// each entry, and checking that every entry ends within its restart interval. Only
+    /// [`Block::separated_from`] uses it: once to count and check, once to copy.
+    fn walk_entries(&self, mut visit: impl FnMut(EntryStep)) -> Result<(), BlockCorruption> {
+        for restart in 0..self.num_restarts {
+            visit(EntryStep::Restart(restart));
+            let end =
+                if restart + 1 < self.num_restarts { self.restart_point(restart + 1) } else { self.restarts_offset };
+            let mut offset = self.restart_point(restart);
+            while offset < end {
+                let header = decode_entry_header(self.data, offset, end)?;
+                let value_end = header.key_end.checked_add(header.value_length).filter(|&value_end| value_end <= end);
+                let Some(value_end) = value_end else {
+                    return Err(BlockCorruption {
+                        offset_in_block: offset,
+                        reason: "entry extends past its restart interval",
+                    });
+                };
+                visit(EntryStep::Entry { offset, key_end: header.key_end, value_end });
+                offset = value_end;
+            }
+        }
+        Ok(())
+    }
+}
+
+/// One step of [`StoredBlock::walk_entries`]: the start of a restart interval, or an entry with
 /// the offsets of its header, the end of its key and the end of its value.
 enum EntryStep {
     Restart(usize),
@@ -200,39 +279,8 @@ pub(crate) struct Block {
 impl Block {
     /// Validates the restart array of `data` and wraps it.
     pub(crate) fn new(data: Vec<u8>) -> Result<Block, BlockCorruption> {
-        let corruption = |offset_in_block, reason| Err(BlockCorruption { offset_in_block, reason });
-        let Some(count_offset) = data.len().checked_sub(RESTART_ENTRY_SIZE_BYTES) else {
-            return corruption(0, "block too short for its restart count");
-        };
-        let Some(num_restarts) = read_u32(&data, count_offset) else {
-            return corruption(count_offset, "block too short for its restart count");
-        };
-        let num_restarts = num_restarts as usize;
-        if num_restarts > count_offset / RESTART_ENTRY_SIZE_BYTES {
-            return corruption(count_offset, "restart count larger than the block");
-        }
-        let restarts_offset = count_offset - num_restarts * RESTART_ENTRY_SIZE_BYTES;
-        if num_restarts == 0 && restarts_offset != 0 {
-            return corruption(count_offset, "entries without restart points");
-        }
-        let mut previous: Option<u32> = None;
-        for index in 0..num_restarts {
-            let position = restarts_offset + index * RESTART_ENTRY_SIZE_BYTES;
-            let Some(restart) = read_u32(&data, position) else {
-                return corruption(position, "restart array truncated");
-            };
-            let in_order = match previous {
-                None => restart == 0,
-                Some(previous) => restart > previous,
-            };
-            // A restart point must name an entry; the one exception is the single restart point
-            // of a block without entries, which names the (empty) end of the entry area.
-            let names_entry = (restart as usize) < restarts_offset || (restarts_offset == 0 && restart == 0);
-            if !in_order || !names_entry {
-                return corruption(position, "restart point out of order or out of range");
-            }
-            previous = Some(restart);
-        }
+        let stored = StoredBlock::parse(&data)?;
+        let (restarts_offset, num_restarts) = (stored.restarts_offset, stored.num_restarts);
         Ok(Block { data, entries_end: restarts_offset, restarts_offset, num_restarts, separated: false })
     }
 
@@ -240,9 +288,16 @@ impl Block {
     /// [`Block::new`] validates, plus every entry's lengths: an entry that runs past its restart
     /// interval or the entry area is corruption here rather than when a cursor reaches it.
     pub(crate) fn separated(data: Vec<u8>) -> Result<Block, BlockCorruption> {
-        let stored = Block::new(data)?;
+        Block::separated_from(&data)
+    }
+
+    /// [`Block::separated`] from borrowed bytes: the read path decodes blocks into a buffer
+    /// it keeps, and this copies each byte once into the block's own allocation.
+    pub(crate) fn separated_from(stored_bytes: &[u8]) -> Result<Block, BlockCorruption> {
+        let stored = StoredBlock::parse(stored_bytes)?;
         // First pass: check every entry and count the bytes of headers and keys, so that the
-        // second writes each byte once into a buffer of the exact size.
+        // second writes each byte once into a buffer of the exact size. (Appending pass by pass
+        // to a buffer not cleared first measured slower: more passes, a copy call per piece.)
         let mut entries_end = 0;
         stored.walk_entries(|step| {
             if let EntryStep::Entry { offset, key_end, .. } = step {
@@ -281,32 +336,6 @@ impl Block {
         Ok(Block { data, entries_end, restarts_offset, num_restarts: stored.num_restarts, separated: true })
     }
 
-    /// Walks a stored block's entries in order, calling `visit` at each restart point and for
-    /// each entry, and checking that every entry ends within its restart interval. Only
-    /// [`Block::separated`] uses it: once to count and check, once to copy.
-    fn walk_entries(&self, mut visit: impl FnMut(EntryStep)) -> Result<(), BlockCorruption> {
-        debug_assert!(!self.separated);
-        for restart in 0..self.num_restarts {
-            visit(EntryStep::Restart(restart));
-            let end =
-                if restart + 1 < self.num_restarts { self.restart_point(restart + 1) } else { self.restarts_offset };
-            let mut offset = self.restart_point(restart);
-            while offset < end {
-                let header = decode_entry_header(&self.data, offset, end)?;
-                let value_end = header.key_end.checked_add(header.value_length).filter(|&value_end| value_end <= end);
-                let Some(value_end) = value_end else {
-                    return Err(BlockCorruption {
-                        offset_in_block: offset,
-                        reason: "entry extends past its restart interval",
-                    });
-                };
-                visit(EntryStep::Entry { offset, key_end: header.key_end, value_end });
-                offset = value_end;
-            }
-        }
-        Ok(())
-    }
-
     /// A value read from a blob file, to be kept in the block cache (keyed by the blob file's
     /// number and the record's offset, which no table block shares: I7). It has no entries,
     /// so a cursor over it finds none; [`Block::raw_bytes`] returns the value.
@@ -328,6 +357,11 @@ impl Block {
             num_restarts: 0,
             separated: false,
         }
+    }
+
+    /// The whole block in the stored layout; `None` for a separated block.
+    pub(crate) fn stored_bytes(&self) -> Option<&[u8]> {
+        (!self.separated).then_some(&self.data[..])
     }
 
     /// Bytes of the uncompressed block held in memory.

@@ -217,24 +217,58 @@ pub(crate) fn decode_stored_block(
     mut stored_with_trailer: Vec<u8>,
     verify_checksum: bool,
 ) -> Result<Vec<u8>> {
+    let mut output = Vec::new();
+    match decode_stored_block_into(path, block_offset, &stored_with_trailer, verify_checksum, &mut output)? {
+        DecodedBlock::Stored(length) => {
+            stored_with_trailer.truncate(length);
+            Ok(stored_with_trailer)
+        }
+        DecodedBlock::Decompressed(length) => {
+            output.truncate(length);
+            Ok(output)
+        }
+    }
+}
+
+/// Where [`decode_stored_block_into`] left a block's uncompressed contents.
+#[derive(Clone, Copy, Debug, PartialEq, Eq)]
+pub(crate) enum DecodedBlock {
+    /// The block was stored uncompressed: its contents are the first `n` bytes of the input.
+    Stored(usize),
+    /// The block was compressed: its contents are the first `n` bytes of the output buffer.
+    Decompressed(usize),
+}
+
+/// [`decode_stored_block`] without allocating: a compressed block is decompressed into
+/// `output`, which grows when it is too short and is never shrunk (the read path keeps one per
+/// thread, so a block read costs no allocation and no cleared buffer).
+pub(crate) fn decode_stored_block_into(
+    path: &Path,
+    block_offset: u64,
+    stored_with_trailer: &[u8],
+    verify_checksum: bool,
+    output: &mut Vec<u8>,
+) -> Result<DecodedBlock> {
     let corruption = |reason: String| Error::corruption(path, block_offset, reason);
     let stored_length = stored_with_trailer
         .len()
         .checked_sub(BLOCK_TRAILER_SIZE_BYTES)
         .ok_or_else(|| corruption("block shorter than its trailer".to_string()))?;
     let block_type = stored_with_trailer.get(stored_length).copied().unwrap_or(u8::MAX);
-    let expected = read_u32(&stored_with_trailer, stored_length + 1)
+    let expected = read_u32(stored_with_trailer, stored_length + 1)
         .ok_or_else(|| corruption("block trailer truncated".to_string()))?;
     let stored = stored_with_trailer.get(..stored_length).unwrap_or_default();
     let actual = if verify_checksum { block_checksum(stored, block_type) } else { expected };
     if actual != expected {
         return Err(corruption(format!("block checksum mismatch: stored {expected:#010x}, computed {actual:#010x}")));
     }
-    match block_type {
-        BLOCK_TYPE_NONE => {
-            stored_with_trailer.truncate(stored_length);
-            Ok(stored_with_trailer)
+    let output_of_length = |output: &mut Vec<u8>, length: usize| {
+        if output.len() < length {
+            output.resize(length, 0);
         }
+    };
+    match block_type {
+        BLOCK_TYPE_NONE => Ok(DecodedBlock::Stored(stored_length)),
         BLOCK_TYPE_LZ4 | BLOCK_TYPE_ZSTD => {
             let (raw_length, header_length) =
                 get_varint64(stored).ok_or_else(|| corruption("bad uncompressed length".to_string()))?;
@@ -250,18 +284,19 @@ pub(crate) fn decode_stored_block(
                     ))
                 })?;
             debug_assert_eq!(header_length, varint_length(raw_length as u64));
-            let mut output = vec![0u8; raw_length];
+            output_of_length(output, raw_length);
+            let target = &mut output[..raw_length];
             let written = if block_type == BLOCK_TYPE_LZ4 {
-                lz4_flex::block::decompress_into(payload, &mut output)
+                lz4_flex::block::decompress_into(payload, target)
                     .map_err(|error| corruption(format!("LZ4 decompression failed: {error}")))?
             } else {
-                zstd_decompress(payload, &mut output)
+                zstd_decompress(payload, target)
                     .map_err(|error| corruption(format!("Zstandard decompression failed: {error}")))?
             };
             if written != raw_length {
                 return Err(corruption(format!("block decompressed to {written} bytes, expected {raw_length}")));
             }
-            Ok(output)
+            Ok(DecodedBlock::Decompressed(raw_length))
         }
         BLOCK_TYPE_SNAPPY => {
             let raw_length = snap::raw::decompress_len(stored)
@@ -272,14 +307,14 @@ pub(crate) fn decode_stored_block(
                     stored.len()
                 )));
             }
-            let mut output = vec![0u8; raw_length];
+            output_of_length(output, raw_length);
             let written = snap::raw::Decoder::new()
-                .decompress(stored, &mut output)
+                .decompress(stored, &mut output[..raw_length])
                 .map_err(|error| corruption(format!("Snappy decompression failed: {error}")))?;
             if written != raw_length {
                 return Err(corruption(format!("block decompressed to {written} bytes, expected {raw_length}")));
             }
-            Ok(output)
+            Ok(DecodedBlock::Decompressed(raw_length))
         }
         other => Err(corruption(format!("unknown block type {other}"))),
     }

@@ -377,6 +377,61 @@ fn block_cache_is_used_and_filled_only_when_asked() {
     assert!(cache.usage_bytes() as u64 >= properties.raw_value_bytes);
 }
 
+#[test]
+fn a_point_read_caches_the_stored_layout_and_an_iterator_converts_it() {
+    for compression in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+        let entries = sample_entries(2000);
+        let (bytes, _) = build(&entries, options(compression, 1024));
+        let cache = BlockCache::new(8 << 20);
+        let table = open(bytes, Some(cache.clone())).unwrap();
+        // The first data block starts at offset 0 and holds the first entries.
+        assert_eq!(table.get(&entries[3].0, READ).unwrap(), Some(entries[3].clone()));
+        let cached = cache.get(7, 0).expect("the get cached the block");
+        assert!(cached.stored_bytes().is_some(), "{compression:?}: a get caches the stored layout");
+        let usage_stored = cache.usage_bytes();
+        // A hit on the stored copy reads right.
+        assert_eq!(table.get(&entries[4].0, READ).unwrap(), Some(entries[4].clone()));
+        let mut iter = table.iter(READ);
+        iter.seek(&entries[5].0);
+        assert!(iter.valid());
+        assert_eq!((iter.key(), iter.value()), (&entries[5].0[..], &entries[5].1[..]));
+        let converted = cache.get(7, 0).unwrap();
+        assert!(converted.stored_bytes().is_none(), "{compression:?}: an iterator converts the cached block");
+        assert!(cache.usage_bytes() >= usage_stored, "the separated copy replaced the stored one");
+        // A later get neither reads the block again nor brings back the stored layout.
+        let misses = cache.miss_count();
+        assert_eq!(table.get(&entries[6].0, READ).unwrap(), Some(entries[6].clone()));
+        assert_eq!(cache.miss_count(), misses);
+        assert!(cache.get(7, 0).unwrap().stored_bytes().is_none());
+        // Everything reads the same through both layouts.
+        let mut iter = table.iter(READ);
+        assert_eq!(collect_forward(&mut iter), entries);
+        for (key, value) in entries.iter().step_by(7) {
+            assert_eq!(table.get(key, READ).unwrap(), Some((key.clone(), value.clone())));
+        }
+    }
+}
+
+#[test]
+fn blocks_larger_than_the_kept_read_buffers_read_right() {
+    // Values of 300 KiB make blocks larger than what a thread keeps of its read buffers.
+    let entries: Entries = (0..6)
+        .map(|i| {
+            let value: Vec<u8> = (0..300 << 10).map(|j: u32| (j.wrapping_mul(31) ^ i) as u8).collect();
+            (make_internal_key(format!("big{i}").as_bytes(), 1 + i as u64, ValueKind::Put), value)
+        })
+        .collect();
+    for compression in [Compression::None, Compression::Lz4] {
+        let (bytes, _) = build(&entries, options(compression, 4096));
+        let table = open(bytes, Some(BlockCache::new(64 << 20))).unwrap();
+        for (key, value) in &entries {
+            assert_eq!(table.get(key, READ).unwrap(), Some((key.clone(), value.clone())));
+        }
+        let mut iter = table.iter(READ);
+        assert_eq!(collect_forward(&mut iter), entries);
+    }
+}
+
 /// Checks that reading a possibly damaged table either fails with corruption or returns exactly
 /// the right data.
 fn check_damaged(bytes: Vec<u8>, entries: &Entries, verify_checksums: bool) {
