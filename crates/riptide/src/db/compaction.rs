@@ -728,7 +728,7 @@ fn merge_into_outputs(
     let comparator = &plan.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for file in plan.inputs.iter().chain(plan.output_inputs.iter()) {
-        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+        let table = inner.table_cache.table_of(file, comparator)?;
         children.push(Box::new(table.iter(read_options)));
     }
     // Single deletes meet their puts here (`iterator/single_delete.rs`).

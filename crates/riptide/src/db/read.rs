@@ -189,7 +189,7 @@ fn merged_get(
         }
     }
     for file in view.version.files_for_key(key) {
-        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+        let table = inner.table_cache.table_of(file, comparator)?;
         if table.may_contain(key) {
             children.push(Box::new(table.iter(read_options)));
         }
@@ -214,7 +214,7 @@ fn table_get(
     options: BlockReadOptions,
     comparator: &KeyComparator,
 ) -> Result<Option<(TableAnswer, u64)>> {
-    let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+    let table = table_cache.table_of(file, comparator)?;
     Ok(table.get_value(lookup, options)?.map(|(kind, sequence, value)| {
         let answer = match kind {
             ValueKind::Put => TableAnswer::Value(value),
@@ -258,7 +258,7 @@ fn table_range_stats(
         if !file_in_bounds(file, Some(start), Some(end), comparator) {
             continue;
         }
-        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+        let table = inner.table_cache.table_of(file, comparator)?;
         let from = table.approximate_offset_of(&start_key);
         let to = table.approximate_offset_of(&end_key);
         let bytes = to.saturating_sub(from);
@@ -374,7 +374,7 @@ pub(crate) fn user_iterator_over_view(
     let mut level0_tables = 0;
     for file in &view.version.levels[0] {
         if file_in_bounds(file, lower, upper, comparator) {
-            let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+            let table = inner.table_cache.table_of(file, comparator)?;
             children.push(Box::new(table.iter(read_options)));
             note_max_sequence(file.meta.largest_sequence);
             level0_tables += 1;
@@ -393,7 +393,7 @@ pub(crate) fn user_iterator_over_view(
         let version = crate::sync::Arc::clone(&view.version);
         let opener = Arc::new(move |index: usize| -> Result<Box<dyn InternalIterator>> {
             let file = &version.levels[level][index];
-            let table = table_cache.get(file.number(), file.meta.file_size_bytes, &version.comparator)?;
+            let table = table_cache.table_of(file, &version.comparator)?;
             Ok(Box::new(table.iter(read_options)) as Box<dyn InternalIterator>)
         });
         let ranges = Arc::clone(&view.version.level_ranges[level]);
@@ -496,7 +496,7 @@ pub(crate) fn key_versions_in_view(
     }
     for (level, files) in view.version.levels.iter().enumerate() {
         for file in files {
-            let table = table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
+            let table = table_cache.table_of(file, comparator)?;
             sources.push((format!("L{level} #{}", file.number()), Box::new(table.iter(read_options))));
         }
     }

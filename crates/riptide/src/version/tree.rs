@@ -22,6 +22,7 @@ use crate::fs::FileSystem;
 use crate::iterator::level::FileRange;
 use crate::key::user_key;
 use crate::range_tombstone::{RangeTombstone, VersionTombstones};
+use crate::sstable::Table;
 // Versions and table files are shared through the shim's `Arc` and the obsolete flag is its
 // atomic, so that the loom model at the end of this file runs this code; normal builds get
 // `std`'s types.
@@ -45,11 +46,27 @@ pub(crate) struct TableFile {
     pub(crate) meta: FileMetadata,
     obsolete: AtomicBool,
     janitor: std::sync::Arc<FileJanitor>,
+    /// The open table, once the table cache pinned it here ([`TableCache::table_of`]): reads
+    /// then reach it through the version they already hold, with no lock and no reference
+    /// count changed.
+    pinned_table: std::sync::OnceLock<std::sync::Arc<Table>>,
 }
 
 impl TableFile {
     pub(crate) fn new(meta: FileMetadata, janitor: std::sync::Arc<FileJanitor>) -> TableFile {
-        TableFile { meta, obsolete: AtomicBool::new(false), janitor }
+        TableFile { meta, obsolete: AtomicBool::new(false), janitor, pinned_table: std::sync::OnceLock::new() }
+    }
+
+    /// The table pinned to this file, if the table cache pinned one.
+    #[inline]
+    pub(crate) fn pinned_table(&self) -> Option<&std::sync::Arc<Table>> {
+        self.pinned_table.get()
+    }
+
+    /// Pins `table` to this file; false if one is pinned already. Called by the table cache
+    /// only, which counts pinned tables against its capacity.
+    pub(crate) fn pin_table(&self, table: std::sync::Arc<Table>) -> bool {
+        self.pinned_table.set(table).is_ok()
     }
 
     pub(crate) fn number(&self) -> u64 {
@@ -80,6 +97,10 @@ impl TableFile {
 
 impl Drop for TableFile {
     fn drop(&mut self) {
+        // The pinned table (an open file) goes first, before the file may be deleted.
+        if self.pinned_table.take().is_some() && !self.obsolete.load(Ordering::Acquire) {
+            self.janitor.table_cache.unpin(self.meta.number);
+        }
         if self.obsolete.load(Ordering::Acquire) {
             self.janitor.table_cache.evict(self.meta.number);
             // A failure here leaves an orphan that the next open deletes, so it is not an error
