@@ -1,8 +1,9 @@
 //! Read-triggered compaction: seeks that merge several level-0 tables pay, table by table, for
 //! a compaction of level 0 below its file-count trigger (`read_compaction_bytes_per_table_seek`).
 //! The tests build a level 0 of overlapping files that the file-count trigger leaves alone, then
-//! check that enough seeks compact it (and only enough), that the rule can be turned off and
-//! on again, that a column family's own setting applies, and that nothing read changes.
+//! check that enough seeks compact it (and only enough), that seeks reading their blocks from
+//! the file pay sooner than seeks finding them cached, that the rule can be turned off and on
+//! again, that a column family's own setting applies, and that nothing read changes.
 
 mod common;
 
@@ -63,13 +64,36 @@ fn seek(db: &Db, count: u64) {
     iterator.status().expect("iterator status");
 }
 
-/// The job's bytes (level 0 and nothing below it) over the charges one seek makes (all level-0
-/// tables but one): the seeks that pay for the compaction at `bytes_per_table_seek`.
-fn seeks_to_pay(db: &Db, bytes_per_table_seek: u64) -> u64 {
+/// Charges come in units: an extra level-0 table a seek positions in costs two when its block
+/// is cached, and each block a level-0 table reads from the file during a seek adds 14; 16
+/// units are worth `bytes_per_table_seek` bytes of compaction.
+const UNITS_PER_TABLE_SEEK: u64 = 16;
+const MISS_UNITS: u64 = 14;
+const CACHED_TABLE_UNITS: u64 = 2;
+
+/// Reads every entry once, so that every block is cached, and returns the units this charged:
+/// its one seek positions in every level-0 table (all but one extra when level 0 is alone),
+/// each reading its first block from the file.
+fn warm_cache(db: &Db) -> u64 {
     let stats = db.stats();
-    let job_bytes = stats.levels[0].size_bytes;
-    let charges_per_seek = level0_files(&stats) - 1;
-    job_bytes.div_ceil(bytes_per_table_seek).div_ceil(charges_per_seek)
+    let files = level0_files(&stats);
+    let deeper = stats.levels.iter().skip(1).any(|level| level.files > 0);
+    dump(db, &ReadOptions::default());
+    let extra = if deeper { files } else { files - 1 };
+    extra * CACHED_TABLE_UNITS + files * MISS_UNITS
+}
+
+/// The seeks with cached blocks that pay for the compaction at `bytes_per_table_seek`, after
+/// `charged` units: the job's units (level 0 and the shallowest deeper level holding files)
+/// over the units one seek makes (two per extra level-0 table).
+fn seeks_to_pay(db: &Db, bytes_per_table_seek: u64, charged: u64) -> u64 {
+    let stats = db.stats();
+    let below = stats.levels.iter().skip(1).map(|level| level.size_bytes).find(|&bytes| bytes > 0);
+    let job_bytes = stats.levels[0].size_bytes + below.unwrap_or(0);
+    let extra_tables = if below.is_some() { level0_files(&stats) } else { level0_files(&stats) - 1 };
+    let units_per_seek = extra_tables * CACHED_TABLE_UNITS;
+    let threshold = (job_bytes * UNITS_PER_TABLE_SEEK).div_ceil(bytes_per_table_seek);
+    (threshold - charged).div_ceil(units_per_seek)
 }
 
 #[test]
@@ -78,7 +102,8 @@ fn seeks_compact_level0_once_they_paid_for_it_and_not_before() {
     let model = build_level0(&db);
     let stats = db.stats();
     assert_eq!(level0_files(&stats), LEVEL0_FILES, "the file-count trigger must leave level 0 alone:\n{stats}");
-    let needed = seeks_to_pay(&db, 128);
+    let charged = warm_cache(&db);
+    let needed = seeks_to_pay(&db, 128, charged);
     assert!(needed > 300, "the test needs a threshold well above one flush of charges, got {needed} seeks");
 
     // Just short of the threshold (several iterators, each adding its charges when dropped):
@@ -124,9 +149,9 @@ fn a_single_level0_file_over_a_deeper_level_is_charged() {
     db.wait_for_background_work().expect("idle");
     let stats = db.stats();
     assert_eq!(level0_files(&stats), 1, "{stats}");
-    let job_bytes = stats.levels[0].size_bytes + stats.levels.iter().skip(1).map(|level| level.size_bytes).sum::<u64>();
-    // One charge per seek: the level-0 table.
-    let needed = job_bytes.div_ceil(128);
+    // One unit per seek with cached blocks: the level-0 table.
+    let charged = warm_cache(&db);
+    let needed = seeks_to_pay(&db, 128, charged);
     seek(&db, needed - 1);
     db.wait_for_background_work().expect("idle");
     assert_eq!(level0_files(&db.stats()), 1, "{} seeks of {needed} compacted level 0", needed - 1);
@@ -153,12 +178,47 @@ fn zero_turns_the_rule_off_and_set_options_turns_it_on() {
     let mut on = db.column_family_options(&family).expect("options");
     on.read_compaction_bytes_per_table_seek = 128;
     db.set_column_family_options(&family, on).expect("set options");
-    seek(&db, seeks_to_pay(&db, 128));
+    seek(&db, seeks_to_pay(&db, 128, 0));
     db.wait_for_background_work().expect("idle");
     let stats = db.stats();
     assert_eq!(level0_files(&stats), 0, "{stats}");
     assert_eq!(stats.read_triggered_compactions, 1);
     db.close().expect("close");
+}
+
+/// A seek whose level-0 tables read their blocks from the file costs a whole charge per table,
+/// not an eighth: with no block cache level 0 is compacted after far fewer seeks, and the
+/// same seeks over cached blocks leave it alone.
+#[test]
+fn seeks_that_read_blocks_from_the_file_pay_sooner() {
+    let uncached =
+        Db::open("/read-triggered-uncached", Options { block_cache_size_bytes: 0, ..options(128) }).expect("open");
+    build_level0(&uncached);
+    // Every seek positions in all three tables (each holds every key), each reading a block.
+    let units_per_seek = (LEVEL0_FILES - 1) * CACHED_TABLE_UNITS + LEVEL0_FILES * MISS_UNITS;
+    let stats = uncached.stats();
+    let threshold = (stats.levels[0].size_bytes * UNITS_PER_TABLE_SEEK).div_ceil(128);
+    let needed = threshold.div_ceil(units_per_seek);
+    assert!(needed > 300, "the test needs a threshold well above one flush of charges, got {needed} seeks");
+    seek(&uncached, needed - 1);
+    uncached.wait_for_background_work().expect("idle");
+    assert_eq!(level0_files(&uncached.stats()), LEVEL0_FILES, "{} uncached seeks of {needed}", needed - 1);
+    seek(&uncached, 1);
+    uncached.wait_for_background_work().expect("idle");
+    let stats = uncached.stats();
+    assert_eq!(level0_files(&stats), 0, "{needed} uncached seeks did not compact level 0:\n{stats}");
+    assert_eq!(stats.read_triggered_compactions, 1);
+    uncached.close().expect("close");
+
+    let cached = Db::open("/read-triggered-cached", options(128)).expect("open");
+    build_level0(&cached);
+    warm_cache(&cached);
+    seek(&cached, needed);
+    cached.wait_for_background_work().expect("idle");
+    let stats = cached.stats();
+    assert_eq!(level0_files(&stats), LEVEL0_FILES, "{needed} cached seeks compacted level 0:\n{stats}");
+    assert_eq!(stats.read_triggered_compactions, 0);
+    cached.close().expect("close");
 }
 
 /// Point lookups probe level-0 files through their bloom filters and charge nothing.

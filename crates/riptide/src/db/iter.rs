@@ -93,6 +93,14 @@ impl DbIterator {
         }
     }
 
+    /// Called after every seek: charges the blocks its level-0 tables read from the file.
+    #[inline]
+    fn finish_seek(&mut self) {
+        if let Some(charges) = &mut self.seek_charges {
+            charges.charge_seek_misses();
+        }
+    }
+
     /// Rebuilds the iterator over the column family's newest view when that reads exactly as
     /// its own (I45); otherwise keeps its view (and does not look again until the next change).
     #[cold]
@@ -157,24 +165,28 @@ impl DbIterator {
     pub fn seek_to_first(&mut self) {
         self.prepare_seek();
         self.inner.seek_to_first();
+        self.finish_seek();
     }
 
     /// Positions at the last key (before the upper bound).
     pub fn seek_to_last(&mut self) {
         self.prepare_seek();
         self.inner.seek_to_last();
+        self.finish_seek();
     }
 
     /// Positions at the first key `>= target`.
     pub fn seek(&mut self, target: &[u8]) {
         self.prepare_seek();
         self.inner.seek(target);
+        self.finish_seek();
     }
 
     /// Positions at the last key `<= target`.
     pub fn seek_for_prev(&mut self, target: &[u8]) {
         self.prepare_seek();
         self.inner.seek_for_prev(target);
+        self.finish_seek();
     }
 
     /// Moves to the next key. Does nothing when not valid.

@@ -18,6 +18,7 @@
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cache::BlockCache;
@@ -329,11 +330,14 @@ impl Table {
     /// once and replaces the cached copy. Either way a block that stays in the cache is
     /// verified (cache hits are never checked), and it is read and decompressed into this
     /// thread's buffers, so the block's own allocation is the only one a miss makes.
+    ///
+    /// `misses`, when given, counts the blocks read from the file rather than found in the cache.
     fn read_data_block(
         &self,
         handle: BlockHandle,
         options: BlockReadOptions,
         for_iterator: bool,
+        misses: Option<&AtomicU64>,
     ) -> Result<Arc<Block>> {
         let corruption = |error: BlockCorruption| error.into_error(&self.path, handle.offset);
         if let Some(cache) = &self.cache {
@@ -345,6 +349,9 @@ impl Table {
                 cache.insert(self.file_number, handle.offset, Arc::clone(&separated));
                 return Ok(separated);
             }
+        }
+        if let Some(misses) = misses {
+            misses.fetch_add(1, Ordering::Relaxed);
         }
         let Some(cache) = self.cache.as_ref().filter(|_| options.fill_cache) else {
             // A block read once is used as stored.
@@ -453,7 +460,7 @@ impl Table {
             };
         }
         let handle = self.decode_handle(index_iter.value())?;
-        let block = self.read_data_block(handle, options, false)?;
+        let block = self.read_data_block(handle, options, false, None)?;
         // The cursor rebuilds prefix-compressed keys in a buffer; a point read borrows this
         // thread's instead of allocating and freeing one per lookup.
         let mut data_iter = BlockIter::new(&*block, LOOKUP_KEY_BUFFER.with(Cell::take));
@@ -480,6 +487,17 @@ impl Table {
 
     /// A cursor over the whole table.
     pub(crate) fn iter(self: &Arc<Self>, options: BlockReadOptions) -> TableIterator {
+        self.iter_counting_misses(options, None)
+    }
+
+    /// [`Table::iter`], adding to `misses` (when given) every data block the cursor reads from
+    /// the file rather than the block cache: what read-triggered compaction weighs a level-0
+    /// table's seeks by (`db::read_charges`).
+    pub(crate) fn iter_counting_misses(
+        self: &Arc<Self>,
+        options: BlockReadOptions,
+        misses: Option<Arc<AtomicU64>>,
+    ) -> TableIterator {
         TableIterator {
             index: Block::iter(Arc::clone(&self.index)),
             data: Block::iter(Arc::clone(&self.empty_block)),
@@ -487,6 +505,7 @@ impl Table {
             table: Arc::clone(self),
             options,
             error: None,
+            misses,
         }
     }
 
@@ -527,6 +546,8 @@ pub(crate) struct TableIterator {
     /// File offset of the block `data` reads, `None` before the first load.
     data_block_offset: Option<u64>,
     error: Option<Error>,
+    /// Counts data blocks read from the file (see [`Table::iter_counting_misses`]).
+    misses: Option<Arc<AtomicU64>>,
 }
 
 impl TableIterator {
@@ -551,7 +572,7 @@ impl TableIterator {
         if self.data_block_offset == Some(handle.offset) {
             return true;
         }
-        match self.table.read_data_block(handle, self.options, true) {
+        match self.table.read_data_block(handle, self.options, true, self.misses.as_deref()) {
             Ok(block) => {
                 self.data.reset(block);
                 self.data_block_offset = Some(handle.offset);
