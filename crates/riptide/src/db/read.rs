@@ -373,12 +373,11 @@ pub(crate) fn user_iterator_over_view(
     }
     let mut level0_tables = 0;
     // Read-triggered compaction weighs a seek's level-0 tables by the blocks they read from disk.
-    let level0_misses = (column_family.read_charges.is_enabled() && !view.version.levels[0].is_empty())
-        .then(|| Arc::new(std::sync::atomic::AtomicU64::new(0)));
+    let count_misses = column_family.read_charges.is_enabled();
     for file in &view.version.levels[0] {
         if file_in_bounds(file, lower, upper, comparator) {
             let table = inner.table_cache.table_of(file, comparator)?;
-            children.push(Box::new(table.iter_counting_misses(read_options, level0_misses.clone())));
+            children.push(Box::new(table.iter_counting_misses(read_options, count_misses)));
             note_max_sequence(file.meta.largest_sequence);
             level0_tables += 1;
         }
@@ -418,8 +417,7 @@ pub(crate) fn user_iterator_over_view(
         options.upper_bound.clone(),
     );
     configure_user_iterator(&mut user, inner, column_family, view, tombstones, options, options.blob_readahead);
-    let seek_charges =
-        column_family.read_charges.seek_charges(&view.version, level0_tables, deeper_levels, level0_misses);
+    let seek_charges = column_family.read_charges.seek_charges(&view.version, level0_tables, deeper_levels);
     Ok((user, seek_charges))
 }
 

@@ -31,6 +31,7 @@ use std::sync::Arc;
 
 use parking_lot::Condvar;
 
+use crate::sstable::reader::counted_block_misses;
 use crate::version::tree::Version;
 
 /// An iterator adds its charges to the shared counter after this many units.
@@ -108,14 +109,13 @@ impl ReadCharges {
     /// The per-iterator accumulator for seeks over `version`, or `None` when they charge
     /// nothing: the rule is off, or level 0 adds no cursor a compaction would remove.
     /// `level0_tables` is the number of level-0 tables the iterator merges, `deeper_levels` the
-    /// number of deeper levels it merges, and `level0_misses` counts the data blocks its level-0
-    /// tables read from the file.
+    /// number of deeper levels it merges; its level-0 tables count their block misses
+    /// ([`counted_block_misses`]).
     pub(crate) fn seek_charges(
         self: &Arc<Self>,
         version: &Version,
         level0_tables: usize,
         deeper_levels: usize,
-        level0_misses: Option<Arc<AtomicU64>>,
     ) -> Option<SeekCharges> {
         let bytes_per_charge = self.bytes_per_charge.load(Ordering::Relaxed);
         let per_seek = extra_tables_per_seek(level0_tables, deeper_levels) * CACHED_TABLE_UNITS;
@@ -132,7 +132,6 @@ impl ReadCharges {
             pending: 0,
             threshold,
             generation,
-            level0_misses,
             misses_before_seek: 0,
         })
     }
@@ -179,10 +178,8 @@ pub(crate) struct SeekCharges {
     threshold: u64,
     /// The shared charges' generation when the iterator was made.
     generation: u64,
-    /// Data blocks the iterator's level-0 tables read from the file, and the count when the
-    /// current seek began: only a seek's misses are charged (a scan reads the same blocks
-    /// however many files hold them).
-    level0_misses: Option<Arc<AtomicU64>>,
+    /// This thread's count of blocks read by level-0 tables when the current seek began: only a
+    /// seek's misses are charged (a scan reads the same blocks however many files hold them).
     misses_before_seek: u64,
 }
 
@@ -191,9 +188,7 @@ impl SeekCharges {
     #[inline]
     pub(crate) fn charge_seek(&mut self) {
         self.pending += self.per_seek;
-        if let Some(misses) = &self.level0_misses {
-            self.misses_before_seek = misses.load(Ordering::Relaxed);
-        }
+        self.misses_before_seek = counted_block_misses();
         if self.pending >= CHARGES_PER_FLUSH {
             self.flush();
         }
@@ -202,13 +197,11 @@ impl SeekCharges {
     /// Charges the block misses of the seek that just ran.
     #[inline]
     pub(crate) fn charge_seek_misses(&mut self) {
-        if let Some(misses) = &self.level0_misses {
-            let seek_misses = misses.load(Ordering::Relaxed).wrapping_sub(self.misses_before_seek);
-            self.pending += seek_misses.saturating_mul(MISS_UNITS);
-            self.misses_before_seek = misses.load(Ordering::Relaxed);
-            if self.pending >= CHARGES_PER_FLUSH {
-                self.flush();
-            }
+        let misses = counted_block_misses();
+        self.pending += misses.wrapping_sub(self.misses_before_seek).saturating_mul(MISS_UNITS);
+        self.misses_before_seek = misses;
+        if self.pending >= CHARGES_PER_FLUSH {
+            self.flush();
         }
     }
 
@@ -229,6 +222,7 @@ impl Drop for SeekCharges {
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::sstable::reader::add_counted_block_misses;
 
     #[test]
     fn extra_tables_count_only_what_a_level0_job_removes() {
@@ -247,7 +241,6 @@ mod tests {
             pending: 0,
             threshold,
             generation: 0,
-            level0_misses: None,
             misses_before_seek: 0,
         }
     }
@@ -255,17 +248,15 @@ mod tests {
     #[test]
     fn a_seek_is_charged_its_own_block_misses_only() {
         let shared = Arc::new(ReadCharges::new(100, Arc::new(Condvar::new())));
-        let misses = Arc::new(AtomicU64::new(0));
         let mut charges = test_charges(&shared, 2, u64::MAX);
-        charges.level0_misses = Some(Arc::clone(&misses));
         // Misses before the seek (a scan's) are not charged; the seek's two are.
-        misses.fetch_add(5, Ordering::Relaxed);
+        add_counted_block_misses(5);
         charges.charge_seek();
-        misses.fetch_add(2, Ordering::Relaxed);
+        add_counted_block_misses(2);
         charges.charge_seek_misses();
         assert_eq!(charges.pending, 2 + 2 * MISS_UNITS);
         // A seek that found its blocks cached costs its tables alone.
-        misses.fetch_add(3, Ordering::Relaxed);
+        add_counted_block_misses(3);
         charges.charge_seek();
         charges.charge_seek_misses();
         assert_eq!(charges.pending, 2 + 2 * MISS_UNITS + 2);

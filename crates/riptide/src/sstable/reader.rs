@@ -18,7 +18,6 @@
 
 use std::cell::{Cell, RefCell};
 use std::path::{Path, PathBuf};
-use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::Arc;
 
 use crate::cache::BlockCache;
@@ -120,6 +119,18 @@ fn stored_length_with_trailer(path: &Path, handle: BlockHandle, limit: u64) -> R
         })
 }
 
+/// The data blocks this thread's counting table cursors have read from their files so far (a
+/// running count that wraps; callers take differences).
+pub(crate) fn counted_block_misses() -> u64 {
+    COUNTED_BLOCK_MISSES.with(Cell::get)
+}
+
+/// Adds `count` to this thread's [`counted_block_misses`], for tests of its readers.
+#[cfg(test)]
+pub(crate) fn add_counted_block_misses(count: u64) {
+    COUNTED_BLOCK_MISSES.with(|misses| misses.set(misses.get().wrapping_add(count)));
+}
+
 /// The buffers a thread reads and decompresses cached blocks into; see
 /// [`with_read_buffers`].
 #[derive(Default)]
@@ -133,6 +144,13 @@ struct ReadBuffers {
 const READ_BUFFER_KEEP_BYTES: usize = 256 << 10;
 
 thread_local! {
+    /// Data blocks this thread's counting table cursors read from their files
+    /// ([`Table::iter_counting_misses`]). A thread-local counter, not one per iterator: a seek
+    /// runs on one thread, which reads the count before and after it, and an iterator is
+    /// created per query, so a shared counter would cost an allocation and an atomic write per
+    /// table per query.
+    static COUNTED_BLOCK_MISSES: Cell<u64> = const { Cell::new(0) };
+
     static READ_BUFFERS: RefCell<ReadBuffers> = RefCell::new(ReadBuffers::default());
 }
 
@@ -331,13 +349,14 @@ impl Table {
     /// verified (cache hits are never checked), and it is read and decompressed into this
     /// thread's buffers, so the block's own allocation is the only one a miss makes.
     ///
-    /// `misses`, when given, counts the blocks read from the file rather than found in the cache.
+    /// With `count_miss`, a block read from the file rather than found in the cache is counted
+    /// in this thread's [`counted_block_misses`].
     fn read_data_block(
         &self,
         handle: BlockHandle,
         options: BlockReadOptions,
         for_iterator: bool,
-        misses: Option<&AtomicU64>,
+        count_miss: bool,
     ) -> Result<Arc<Block>> {
         let corruption = |error: BlockCorruption| error.into_error(&self.path, handle.offset);
         if let Some(cache) = &self.cache {
@@ -350,8 +369,8 @@ impl Table {
                 return Ok(separated);
             }
         }
-        if let Some(misses) = misses {
-            misses.fetch_add(1, Ordering::Relaxed);
+        if count_miss {
+            COUNTED_BLOCK_MISSES.with(|misses| misses.set(misses.get().wrapping_add(1)));
         }
         let Some(cache) = self.cache.as_ref().filter(|_| options.fill_cache) else {
             // A block read once is used as stored.
@@ -460,7 +479,7 @@ impl Table {
             };
         }
         let handle = self.decode_handle(index_iter.value())?;
-        let block = self.read_data_block(handle, options, false, None)?;
+        let block = self.read_data_block(handle, options, false, false)?;
         // The cursor rebuilds prefix-compressed keys in a buffer; a point read borrows this
         // thread's instead of allocating and freeing one per lookup.
         let mut data_iter = BlockIter::new(&*block, LOOKUP_KEY_BUFFER.with(Cell::take));
@@ -487,16 +506,16 @@ impl Table {
 
     /// A cursor over the whole table.
     pub(crate) fn iter(self: &Arc<Self>, options: BlockReadOptions) -> TableIterator {
-        self.iter_counting_misses(options, None)
+        self.iter_counting_misses(options, false)
     }
 
-    /// [`Table::iter`], adding to `misses` (when given) every data block the cursor reads from
-    /// the file rather than the block cache: what read-triggered compaction weighs a level-0
-    /// table's seeks by (`db::read_charges`).
+    /// [`Table::iter`], counting (with `count_misses`) every data block the cursor reads from
+    /// the file rather than the block cache in [`counted_block_misses`]: what read-triggered
+    /// compaction weighs a level-0 table's seeks by (`db::read_charges`).
     pub(crate) fn iter_counting_misses(
         self: &Arc<Self>,
         options: BlockReadOptions,
-        misses: Option<Arc<AtomicU64>>,
+        count_misses: bool,
     ) -> TableIterator {
         TableIterator {
             index: Block::iter(Arc::clone(&self.index)),
@@ -505,7 +524,7 @@ impl Table {
             table: Arc::clone(self),
             options,
             error: None,
-            misses,
+            count_misses,
         }
     }
 
@@ -547,7 +566,7 @@ pub(crate) struct TableIterator {
     data_block_offset: Option<u64>,
     error: Option<Error>,
     /// Counts data blocks read from the file (see [`Table::iter_counting_misses`]).
-    misses: Option<Arc<AtomicU64>>,
+    count_misses: bool,
 }
 
 impl TableIterator {
@@ -572,7 +591,7 @@ impl TableIterator {
         if self.data_block_offset == Some(handle.offset) {
             return true;
         }
-        match self.table.read_data_block(handle, self.options, true, self.misses.as_deref()) {
+        match self.table.read_data_block(handle, self.options, true, self.count_misses) {
             Ok(block) => {
                 self.data.reset(block);
                 self.data_block_offset = Some(handle.offset);
