@@ -365,9 +365,16 @@ pub(crate) fn user_iterator_over_view(
             max_sequences.push(max_sequence);
         }
     };
-    children.push(Box::new(view.memtable.iter()));
-    note_max_sequence(u64::MAX);
-    for immutable in &view.immutables {
+    // A memtable that held no entry once `sequence` was read holds none the iterator may see:
+    // every entry at or below the sequence was inserted and counted before the sequence was
+    // published (the write path counts a batch's entries before it publishes them), and later
+    // ones are newer than the iterator. Leaving it out spares every fresh iterator after a
+    // flush a child, and often the merge itself (below).
+    if !view.memtable.is_empty() {
+        children.push(Box::new(view.memtable.iter()));
+        note_max_sequence(u64::MAX);
+    }
+    for immutable in view.immutables.iter().filter(|immutable| !immutable.is_empty()) {
         children.push(Box::new(immutable.iter()));
         note_max_sequence(immutable.largest_sequence());
     }
@@ -404,13 +411,21 @@ pub(crate) fn user_iterator_over_view(
             note_max_sequence(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
         }
     }
-    let mut merged = MergingIterator::new(children, comparator.clone());
-    if !tombstones.is_empty() {
-        merged = merged.with_child_max_sequences(max_sequences);
-    }
+    // One source needs no merge: the user iterator drives it directly, a layer of calls less
+    // per step. (With range tombstones the merge also lets older sources jump past them.)
+    let merged: Box<dyn InternalIterator> = match (children.len(), tombstones.is_empty()) {
+        (1, true) => children.remove(0),
+        _ => {
+            let mut merged = MergingIterator::new(children, comparator.clone());
+            if !tombstones.is_empty() {
+                merged = merged.with_child_max_sequences(max_sequences);
+            }
+            Box::new(merged)
+        }
+    };
     // Set in place: the iterator is large, and each by-value builder step would move it.
     let mut user = UserIterator::new(
-        Box::new(merged),
+        merged,
         comparator.clone(),
         sequence,
         options.lower_bound.clone(),
