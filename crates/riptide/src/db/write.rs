@@ -570,6 +570,7 @@ pub(crate) fn insert_batch<'a>(batch: &WriteBatch, memtable_of: impl Fn(u32) -> 
                 insert(memtable, record, sequence);
             }
         }
+        // I48: counted before the caller publishes the batch's sequences.
         memtable.count_inserted(count, batch.sequence() + count as u64 - 1);
         return;
     }
