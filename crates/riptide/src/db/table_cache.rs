@@ -188,20 +188,7 @@ mod tests {
         let mut builder = TableBuilder::new(file_system.create(&path).unwrap(), path, TableOptions::default());
         builder.add(&key, b"value").unwrap();
         let properties = builder.finish().unwrap();
-        let meta = FileMetadata {
-            number,
-            file_size_bytes: properties.file_size_bytes,
-            smallest: key.clone(),
-            largest: key,
-            smallest_sequence: number,
-            largest_sequence: number,
-            num_entries: 1,
-            num_deletions: 0,
-            blob_references: Vec::new(),
-            range_tombstones_applied_through: 0,
-            expiry: Default::default(),
-            num_merge_operands: 0,
-        };
+        let meta = FileMetadata::for_tests(number, properties.file_size_bytes, key.clone(), key, number);
         TableFile::new(meta, Arc::clone(janitor))
     }
 

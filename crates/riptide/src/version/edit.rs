@@ -158,6 +158,34 @@ pub(crate) struct FileMetadata {
     pub num_merge_operands: u64,
 }
 
+#[cfg(test)]
+impl FileMetadata {
+    /// Tests' metadata of table `number`: one entry from `smallest` to `largest` (internal
+    /// keys), all at `sequence`, in a file of `file_size_bytes`.
+    pub(crate) fn for_tests(
+        number: u64,
+        file_size_bytes: u64,
+        smallest: Vec<u8>,
+        largest: Vec<u8>,
+        sequence: u64,
+    ) -> FileMetadata {
+        FileMetadata {
+            number,
+            file_size_bytes,
+            smallest,
+            largest,
+            smallest_sequence: sequence,
+            largest_sequence: sequence,
+            num_entries: 1,
+            num_deletions: 0,
+            blob_references: Vec::new(),
+            range_tombstones_applied_through: 0,
+            expiry: Default::default(),
+            num_merge_operands: 0,
+        }
+    }
+}
+
 /// One change to the version, as logged in the manifest. Absent fields are left unchanged.
 #[derive(Clone, Debug, Default, PartialEq, Eq)]
 pub(crate) struct VersionEdit {

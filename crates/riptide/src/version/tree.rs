@@ -381,20 +381,8 @@ mod loom_models {
 
     /// The metadata of table `number`, holding the single key `a` at sequence `number`.
     fn table(number: u64) -> FileMetadata {
-        FileMetadata {
-            number,
-            file_size_bytes: 5,
-            smallest: make_internal_key(b"a", number, ValueKind::Put),
-            largest: make_internal_key(b"a", number, ValueKind::Put),
-            smallest_sequence: number,
-            largest_sequence: number,
-            num_entries: 1,
-            num_deletions: 0,
-            blob_references: Vec::new(),
-            range_tombstones_applied_through: 0,
-            expiry: Default::default(),
-            num_merge_operands: 0,
-        }
+        let key = make_internal_key(b"a", number, ValueKind::Put);
+        FileMetadata::for_tests(number, 5, key.clone(), key, number)
     }
 
     /// Writes table `number` to the file system, as a flush or compaction would have.
