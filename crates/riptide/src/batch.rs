@@ -207,9 +207,9 @@ pub(crate) struct RecordRef<'a> {
     pub(crate) range_delete: bool,
 }
 
-/// The crate's iterator over a batch's records; the value is empty for a delete. The batch has
-/// been validated, so decoding cannot fail; should it ever meet bytes it
-/// cannot decode (a broken invariant), it ends early instead of panicking.
+/// The crate's iterator over a batch's records; the value is empty for a delete. The batch has been
+/// validated, so decoding cannot fail; should it ever meet bytes it cannot decode (a broken
+/// invariant), it ends early instead of panicking.
 #[derive(Clone, Debug)]
 pub(crate) struct BatchEntries<'a> {
     /// The records still to decode.

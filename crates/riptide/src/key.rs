@@ -4,8 +4,7 @@
 //! Layout: `user_key ++ fixed64_le((sequence << 8) | kind)`. Internal keys sort by user key
 //! ascending in the column family's order (`crate::comparator::KeyComparator`), then by sequence
 //! number descending, then by kind descending, so the newest version of a user key comes first.
-//! Invariant I3 (see `docs/invariants.md`): sequence
-//! numbers fit in 56 bits.
+//! Invariant I3 (see `docs/invariants.md`): sequence numbers fit in 56 bits.
 
 use std::cmp::Ordering;
 

@@ -317,14 +317,13 @@ pub(crate) fn level_scores(version: &Version, options: &PickerOptions, targets: 
 /// compaction (or all that do are busy) and no file is dense with tombstones.
 ///
 /// Due levels are tried in decreasing score order, where scores count only files no running job
-/// holds (so a level that running jobs will bring under target does not start more jobs). Level
-/// 0 takes every level-0 file. A level of 1 or deeper takes the first file that can run in the
-/// order of `options.priority`: with `MinOverlappingRatio`, the file whose overlapping bytes in
-/// the next level are the smallest share of its own bytes (ties, and `RoundRobin`, go in key
-/// order starting after `compact_pointers[level]`, the largest user key of the level's last
-/// job, wrapping around; empty before the first job, which in an order where the empty key is
-/// not the smallest only moves where the round starts). The chosen file is then joined by the
-/// neighbours that fit in the same
+/// holds (so a level that running jobs will bring under target does not start more jobs). Level 0
+/// takes every level-0 file. A level of 1 or deeper takes the first file that can run in the order
+/// of `options.priority`: with `MinOverlappingRatio`, the file whose overlapping bytes in the next
+/// level are the smallest share of its own bytes (ties, and `RoundRobin`, go in key order starting
+/// after `compact_pointers[level]`, the largest user key of the level's last job, wrapping around;
+/// empty before the first job, which in an order where the empty key is not the smallest only moves
+/// where the round starts). The chosen file is then joined by the neighbours that fit in the same
 /// output-level files, within `max_compaction_bytes`.
 ///
 /// When nothing is due by size, a file of level 1 or deeper dense with tombstones is compacted

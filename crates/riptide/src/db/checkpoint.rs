@@ -10,12 +10,11 @@
 //! other: the logs replay into memtables. `CURRENT` is written last, so a checkpoint that
 //! failed half-way cannot be opened as a database (and its files are removed).
 //!
-//! Concurrency contract: the point is taken under write leadership and the database state's
-//! mutex, briefly (no I/O besides listing the directory). The files are linked and copied
-//! afterwards, while writes, flushes and
-//! compactions go on: the tables and blob files stay on disk because the checkpoint holds the
-//! versions that list them, and the logs because it pins the oldest one (the log deletion
-//! respects pins); bytes of a log below its recorded length never change.
+//! Concurrency contract: the point is taken under write leadership and the database state's mutex,
+//! briefly (no I/O besides listing the directory). The files are linked and copied afterwards,
+//! while writes, flushes and compactions go on: the tables and blob files stay on disk because the
+//! checkpoint holds the versions that list them, and the logs because it pins the oldest one (the
+//! log deletion respects pins); bytes of a log below its recorded length never change.
 //!
 //! Invariants: the manifest's next file number exceeds every file number of the checkpoint
 //! (I7); the checkpoint's manifest lists exactly its linked tables and blob files; undecided

@@ -722,10 +722,9 @@ impl Db {
         self.inner.memory.set_block_cache_capacity_bytes(&self.inner.block_cache, capacity_bytes);
     }
 
-    /// Approximate bytes of table data holding user keys in `[start, end)` (in the column
-    /// family's order) of the default column family; data still in memtables is not counted.
-    /// Cheap: it reads only in-memory
-    /// indexes.
+    /// Approximate bytes of table data holding user keys in `[start, end)` (in the column family's
+    /// order) of the default column family; data still in memtables is not counted. Cheap: it reads
+    /// only in-memory indexes.
     pub fn approximate_size_bytes(&self, start: &[u8], end: &[u8]) -> Result<u64> {
         self.check_open()?;
         read::approximate_size_bytes(&self.inner, &self.inner.default_column_family, start, end)

@@ -367,8 +367,8 @@ pub(crate) fn user_iterator_over_view(
     };
     // A memtable that held no entry once `sequence` was read holds none the iterator may see
     // (I48): every entry at or below the sequence was inserted and counted before the sequence
-    // was published, and later ones are newer than the iterator. Leaving it out spares every fresh iterator after a
-    // flush a child, and often the merge itself (below).
+    // was published, and later ones are newer than the iterator. Leaving it out spares every
+    // fresh iterator after a flush a child, and often the merge itself (below).
     if !view.memtable.is_empty() {
         children.push(Box::new(view.memtable.iter()));
         note_max_sequence(u64::MAX);

@@ -22,12 +22,11 @@
 //! Durability is the queue's: when the call returns, the write's record was handed to the
 //! operating system (it survives `kill -9`), and so was every record sequenced before it.
 //!
-//! Concurrency contract: self-service writers hold the write gate shared from before they look
-//! for room until their ticket is complete; a write group of the queue and every holder of
-//! write leadership hold it exclusively, so they run with no self-service write in flight: the
-//! stage is empty and flushed, and every ticket is published. Lock order: gate, then state; gate,
-//! then stage, then commit history;
-//! WAL, then the flush buffer, then stage.
+//! Concurrency contract: self-service writers hold the write gate shared from before they look for
+//! room until their ticket is complete; a write group of the queue and every holder of write
+//! leadership hold it exclusively, so they run with no self-service write in flight: the stage is
+//! empty and flushed, and every ticket is published. Lock order: gate, then state; gate, then
+//! stage, then commit history; WAL, then the flush buffer, then stage.
 //!
 //! Invariants: I8 holds as for groups (the stage frames records in ticket order, which is
 //! sequence order, and flushes write the stage in order); I47: a write is visible only once its

@@ -2,10 +2,10 @@
 //!
 //! A level at depth one or more holds files whose internal-key ranges are sorted (in the column
 //! family's order) and do not overlap, so their concatenation is sorted. [`LevelIterator`] walks
-//! that concatenation while
-//! keeping at most one file open: it opens files lazily through a caller-supplied opener, finds
-//! the file for a seek by binary search over the files' largest keys, and steps into the
-//! neighbouring file when the current one is exhausted, skipping files that yield no entries.
+//! that concatenation while keeping at most one file open: it opens files lazily through a
+//! caller-supplied opener, finds the file for a seek by binary search over the files' largest keys,
+//! and steps into the neighbouring file when the current one is exhausted, skipping files that
+//! yield no entries.
 //!
 //! Concurrency contract: used by one thread at a time, like every [`InternalIterator`]. The opener
 //! is shared (`Arc`) and may be called from any thread; it must keep whatever it opens alive

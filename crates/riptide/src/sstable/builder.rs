@@ -3,15 +3,14 @@
 //! The file is written front to back: data blocks as they fill, then at [`TableBuilder::finish`]
 //! the filter block, the properties block, the index block and the footer, followed by one sync.
 //!
-//! Concurrency contract: a builder is owned by one thread (flush or compaction). Invariants:
-//! keys are added in strictly increasing internal-key order under the column family's
-//! comparator (checked by `debug_assert`, as is the order of index separators); every index
-//! entry maps a separator that is `>=` every key of its data block and `<` every key of the
-//! next block (shortened for the bytewise order only: a separator between two keys is a
-//! byte-level construction, and for any other order the block's last key is used whole); a table
-//! has at least one entry (finishing an empty builder is an
-//! [`Error::InvalidArgument`], and the caller should delete the file). After any error the
-//! builder must be dropped and the partial file deleted.
+//! Concurrency contract: a builder is owned by one thread (flush or compaction). Invariants: keys
+//! are added in strictly increasing internal-key order under the column family's comparator
+//! (checked by `debug_assert`, as is the order of index separators); every index entry maps a
+//! separator that is `>=` every key of its data block and `<` every key of the next block
+//! (shortened for the bytewise order only: a separator between two keys is a byte-level
+//! construction, and for any other order the block's last key is used whole); a table has at least
+//! one entry (finishing an empty builder is an [`Error::InvalidArgument`], and the caller should
+//! delete the file). After any error the builder must be dropped and the partial file deleted.
 
 use std::path::PathBuf;
 
