@@ -728,7 +728,9 @@ fn merge_into_outputs(
     let comparator = &plan.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     for file in plan.inputs.iter().chain(plan.output_inputs.iter()) {
-        let table = inner.table_cache.table_of(file, comparator)?;
+        // Not `table_of`: inputs are about to leave the version, and pinning them would hold
+        // pin slots that the tables reads keep using could have.
+        let table = inner.table_cache.get(file.number(), file.meta.file_size_bytes, comparator)?;
         children.push(Box::new(table.iter(read_options)));
     }
     // Single deletes meet their puts here (`iterator/single_delete.rs`).
