@@ -257,7 +257,7 @@ pub mod decode {
     /// conversion, then the same walks.
     pub fn separated_block_entries(data: &[u8]) -> Result<Vec<(Vec<u8>, Vec<u8>)>> {
         let path = Path::new("/fuzz/000001.sst");
-        let block = Block::separated(data.to_vec()).map_err(|corruption| corruption.into_error(path, 0))?;
+        let block = Block::separated_from(data).map_err(|corruption| corruption.into_error(path, 0))?;
         walk_block(&block, path)
     }
 
@@ -536,20 +536,13 @@ pub mod encode {
         for file in new_files {
             edit.new_files.push((
                 file.level,
-                FileMetadata {
-                    number: file.number,
-                    file_size_bytes: 4096,
-                    smallest: make_internal_key(&file.smallest_user_key, 1, ValueKind::Put),
-                    largest: make_internal_key(&file.largest_user_key, 1, ValueKind::Put),
-                    smallest_sequence: 1,
-                    largest_sequence: 1,
-                    num_entries: 1,
-                    num_deletions: 0,
-                    blob_references: Vec::new(),
-                    range_tombstones_applied_through: 0,
-                    expiry: Default::default(),
-                    num_merge_operands: 0,
-                },
+                FileMetadata::of_one_sequence(
+                    file.number,
+                    4096,
+                    make_internal_key(&file.smallest_user_key, 1, ValueKind::Put),
+                    make_internal_key(&file.largest_user_key, 1, ValueKind::Put),
+                    1,
+                ),
             ));
         }
         let mut out = Vec::new();

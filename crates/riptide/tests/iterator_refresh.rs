@@ -15,22 +15,16 @@ use std::sync::Arc;
 use riptide::fs::{FileSystem, MemFileSystem};
 use riptide::{Db, DbIterator, Options, ReadOptions};
 
-use common::{key, value};
+use common::{key, level0_keeping_options, value};
 
 const KEYS: u64 = 2000;
 
 fn open(path: &str) -> (Db, MemFileSystem) {
     let memory = MemFileSystem::new();
     let options = Options {
-        file_system: Arc::new(memory.clone()),
-        memtable_size_bytes: 4 << 20,
-        block_size_bytes: 1024,
-        level0_compaction_trigger_files: 8,
-        level0_slowdown_writes_files: 12,
-        level0_stop_writes_files: 20,
         // Only `compact_range` compacts here.
         read_compaction_bytes_per_table_seek: 0,
-        ..Options::default()
+        ..level0_keeping_options(Arc::new(memory.clone()))
     };
     (Db::open(path, options).expect("open"), memory)
 }

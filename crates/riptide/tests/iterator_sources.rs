@@ -12,9 +12,9 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering};
 use std::sync::Arc;
 
 use riptide::fs::MemFileSystem;
-use riptide::{Db, Options, ReadOptions, WriteBatch};
+use riptide::{Db, ReadOptions, WriteBatch};
 
-use common::{dump, key, small_options, value};
+use common::{dump, key, level0_keeping_options, small_options, value};
 
 /// A writer puts keys in order and flushes often, so that many iterators are made right after
 /// a flush, over an empty memtable, while the next put is being written. Every iterator must
@@ -55,18 +55,6 @@ fn an_iterator_made_over_an_empty_memtable_sees_every_finished_write() {
     writer.join().expect("writer");
 }
 
-fn options() -> Options {
-    Options {
-        file_system: Arc::new(MemFileSystem::new()),
-        memtable_size_bytes: 4 << 20,
-        block_size_bytes: 1024,
-        level0_compaction_trigger_files: 8,
-        level0_slowdown_writes_files: 12,
-        level0_stop_writes_files: 20,
-        ..Options::default()
-    }
-}
-
 /// Reads the database forward, backward and from seeks, and compares with the model.
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, shape: &str) {
     assert_eq!(&dump(db, &ReadOptions::default()), model, "{shape}: forward");
@@ -100,7 +88,7 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, shape: &str) {
 
 #[test]
 fn every_shape_of_sources_reads_like_the_model() {
-    let db = Db::open("/sources-shapes", options()).expect("open");
+    let db = Db::open("/sources-shapes", level0_keeping_options(Arc::new(MemFileSystem::new()))).expect("open");
     let mut model = BTreeMap::new();
     check(&db, &model, "empty");
     for number in 0..400 {

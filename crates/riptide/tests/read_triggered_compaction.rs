@@ -13,7 +13,7 @@ use std::sync::Arc;
 use riptide::fs::MemFileSystem;
 use riptide::{Db, Options, ReadOptions, Stats};
 
-use common::{dump, key, value};
+use common::{dump, key, level0_keeping_options, value};
 
 /// Keys per level-0 file; every file holds a new version of all of them, so the files overlap.
 const KEYS: u64 = 3000;
@@ -23,14 +23,8 @@ const LEVEL0_FILES: u64 = 3;
 
 fn options(bytes_per_table_seek: u64) -> Options {
     Options {
-        file_system: Arc::new(MemFileSystem::new()),
-        memtable_size_bytes: 4 << 20,
-        block_size_bytes: 1024,
-        level0_compaction_trigger_files: 8,
-        level0_slowdown_writes_files: 12,
-        level0_stop_writes_files: 20,
         read_compaction_bytes_per_table_seek: bytes_per_table_seek,
-        ..Options::default()
+        ..level0_keeping_options(Arc::new(MemFileSystem::new()))
     }
 }
 

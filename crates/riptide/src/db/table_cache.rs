@@ -188,7 +188,7 @@ mod tests {
         let mut builder = TableBuilder::new(file_system.create(&path).unwrap(), path, TableOptions::default());
         builder.add(&key, b"value").unwrap();
         let properties = builder.finish().unwrap();
-        let meta = FileMetadata::for_tests(number, properties.file_size_bytes, key.clone(), key, number);
+        let meta = FileMetadata::of_one_sequence(number, properties.file_size_bytes, key.clone(), key, number);
         TableFile::new(meta, Arc::clone(janitor))
     }
 

@@ -259,7 +259,7 @@ enum EntryStep {
 ///
 /// - *stored*: as written (entries with their values inline, then the restart array and
 ///   count); `entries_end == restarts_offset`.
-/// - *separated* ([`Block::separated`], the form data blocks take in the block cache): the
+/// - *separated* ([`Block::separated_from`], the form of data blocks an iterator cached): the
 ///   entries' headers and key bytes first, `[0, entries_end)`; then their values, in entry order,
 ///   `[entries_end, restarts_offset)`; then the restart points' entry offsets (u32 each), then
 ///   their value offsets (u32 each, from the start of the block). A seek walks a restart interval
@@ -284,15 +284,11 @@ impl Block {
         Ok(Block { data, entries_end: restarts_offset, restarts_offset, num_restarts, separated: false })
     }
 
-    /// The separated layout of the stored block `data` (see [`Block`]), validated as
+    /// The separated layout of the stored block `stored_bytes` (see [`Block`]), validated as
     /// [`Block::new`] validates, plus every entry's lengths: an entry that runs past its restart
-    /// interval or the entry area is corruption here rather than when a cursor reaches it.
-    pub(crate) fn separated(data: Vec<u8>) -> Result<Block, BlockCorruption> {
-        Block::separated_from(&data)
-    }
-
-    /// [`Block::separated`] from borrowed bytes: the read path decodes blocks into a buffer
-    /// it keeps, and this copies each byte once into the block's own allocation.
+    /// interval or the entry area is corruption here rather than when a cursor reaches it. The
+    /// bytes are borrowed (the read path decodes blocks into buffers its thread keeps); each is
+    /// copied once into the block's own allocation.
     pub(crate) fn separated_from(stored_bytes: &[u8]) -> Result<Block, BlockCorruption> {
         let stored = StoredBlock::parse(stored_bytes)?;
         // First pass: check every entry and count the bytes of headers and keys, so that the
@@ -906,7 +902,7 @@ mod tests {
                 .collect();
             let restart_interval = [1, 2, 3, 16, 200][round % 5];
             let stored = build(&input, restart_interval);
-            let separated = Arc::new(Block::separated(stored.data.clone()).unwrap());
+            let separated = Arc::new(Block::separated_from(&stored.data).unwrap());
             assert!(separated.separated && !stored.separated);
             assert_eq!(separated.size_bytes(), stored.size_bytes() + 4 * stored.restart_count() - 4);
             let mut targets: Vec<Vec<u8>> = input.iter().map(|(key, _)| key.clone()).collect();
@@ -946,7 +942,7 @@ mod tests {
                     bytes[position] = random() as u8;
                 }
             }
-            if let Ok(separated) = Block::separated(bytes.clone()) {
+            if let Ok(separated) = Block::separated_from(&bytes) {
                 // The conversion refuses some damage; what it accepts reads without panicking.
                 let mut iter = Block::iter(Arc::new(separated));
                 iter.seek_to_first();

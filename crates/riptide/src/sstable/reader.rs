@@ -6,13 +6,12 @@
 //! shared [`BlockCache`]. A point lookup touches the key range and the bloom filter, binary
 //! searches the in-memory index and reads one data block.
 //!
-//! Concurrency contract: a `Table` is immutable after [`Table::open`] and shared as
-//! `Arc<Table>` by any number of threads; reads use positional I/O and need no lock. A
-//! [`TableIterator`] belongs to one thread and keeps its table alive through an `Arc`.
-//! Invariants: a table is read in the order of the comparator it was opened with, and opening
-//! checks that the table records that comparator's name; every index entry was checked at open
-//! (its handle lies inside the data region and separators increase), so a data-block read never
-//! leaves the data region; any damage met
+//! Concurrency contract: a `Table` is immutable after [`Table::open`] and shared as `Arc<Table>` by
+//! any number of threads; reads use positional I/O and need no lock. A [`TableIterator`] belongs to
+//! one thread and keeps its table alive through an `Arc`. Invariants: a table is read in the order
+//! of the comparator it was opened with, and opening checks that the table records that
+//! comparator's name; every index entry was checked at open (its handle lies inside the data region
+//! and separators increase), so a data-block read never leaves the data region; any damage met
 //! later is reported as [`Error::Corruption`], never as a panic or a wrong entry that a checksum
 //! could have caught.
 
@@ -125,8 +124,7 @@ pub(crate) fn counted_block_misses() -> u64 {
     COUNTED_BLOCK_MISSES.with(Cell::get)
 }
 
-/// Adds `count` to this thread's [`counted_block_misses`], for tests of its readers.
-#[cfg(test)]
+/// Adds `count` to this thread's [`counted_block_misses`].
 pub(crate) fn add_counted_block_misses(count: u64) {
     COUNTED_BLOCK_MISSES.with(|misses| misses.set(misses.get().wrapping_add(count)));
 }
@@ -370,7 +368,7 @@ impl Table {
             }
         }
         if count_miss {
-            COUNTED_BLOCK_MISSES.with(|misses| misses.set(misses.get().wrapping_add(1)));
+            add_counted_block_misses(1);
         }
         let Some(cache) = self.cache.as_ref().filter(|_| options.fill_cache) else {
             // A block read once is used as stored.

@@ -158,11 +158,10 @@ pub(crate) struct FileMetadata {
     pub num_merge_operands: u64,
 }
 
-#[cfg(test)]
 impl FileMetadata {
-    /// Tests' metadata of table `number`: one entry from `smallest` to `largest` (internal
-    /// keys), all at `sequence`, in a file of `file_size_bytes`.
-    pub(crate) fn for_tests(
+    /// Metadata for tests and fuzz inputs: table `number` of `file_size_bytes`, one entry from
+    /// `smallest` to `largest` (internal keys), all at `sequence`, nothing else recorded.
+    pub(crate) fn of_one_sequence(
         number: u64,
         file_size_bytes: u64,
         smallest: Vec<u8>,

@@ -8,8 +8,8 @@
 //!
 //! Invariants (see `docs/invariants.md`): I4, files of levels 1 and deeper are sorted by key (in
 //! the column family's order, which every version carries) and do not overlap; I5, level-0 files
-//! are ordered newest first (by largest sequence number), so a
-//! point lookup can stop at the first level-0 hit.
+//! are ordered newest first (by largest sequence number), so a point lookup can stop at the first
+//! level-0 hit.
 
 use std::path::PathBuf;
 
@@ -382,7 +382,7 @@ mod loom_models {
     /// The metadata of table `number`, holding the single key `a` at sequence `number`.
     fn table(number: u64) -> FileMetadata {
         let key = make_internal_key(b"a", number, ValueKind::Put);
-        FileMetadata::for_tests(number, 5, key.clone(), key, number)
+        FileMetadata::of_one_sequence(number, 5, key.clone(), key, number)
     }
 
     /// Writes table `number` to the file system, as a flush or compaction would have.

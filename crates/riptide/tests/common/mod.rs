@@ -27,6 +27,20 @@ pub fn small_options(file_system: Arc<dyn FileSystem>) -> Options {
     }
 }
 
+/// Options under which level 0 keeps the few files a test flushes: 4 MiB memtables, 1 KiB
+/// blocks, and a file-count trigger of 8 (slowdown at 12, stop at 20).
+pub fn level0_keeping_options(file_system: Arc<dyn FileSystem>) -> Options {
+    Options {
+        file_system,
+        memtable_size_bytes: 4 << 20,
+        block_size_bytes: 1024,
+        level0_compaction_trigger_files: 8,
+        level0_slowdown_writes_files: 12,
+        level0_stop_writes_files: 20,
+        ..Options::default()
+    }
+}
+
 /// Every key and value an iterator yields from its first entry on, in iteration order (the
 /// column family's order, which need not be bytewise).
 pub fn entries(mut iterator: DbIterator) -> Vec<(Vec<u8>, Vec<u8>)> {
