@@ -1,0 +1,141 @@
+//! Synced writes from several threads share syncs of the log (`db/write_queue.rs`, "Synced
+//! groups"): after a synced group its leader passes leadership on, the next leader waits a
+//! little for the group's writers to queue again, and writers of synced groups spin for about
+//! a sync. None of that may weaken what a synced write promises, which these tests check under
+//! a power loss in the middle of the writes:
+//! - every write acknowledged to a synced writer survives, also when it shared its group with
+//!   unsynced writes or was led by an unsynced writer;
+//! - what survives of each thread's writes is a prefix of them (the log keeps one order);
+//! - every writer returns, also the ones that stop writing while a leader waits for them.
+
+mod common;
+
+use std::collections::BTreeMap;
+use std::path::Path;
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::Arc;
+use std::time::Duration;
+
+use riptide::fs::{FaultFileSystem, MemFileSystem, PowerLossMode};
+use riptide::{Db, ReadOptions, SyncMode, WriteOptions};
+
+use common::{dump, small_options};
+
+/// Above the largest batch that writes itself without queueing (1 MiB).
+const LARGE_VALUE_BYTES: usize = (1 << 20) + 1;
+
+fn thread_key(thread: u64, index: u64) -> Vec<u8> {
+    format!("t{thread:02}-{index:06}").into_bytes()
+}
+
+/// What one writer thread saw: how many writes it made and which of them were acknowledged
+/// after a sync.
+struct Written {
+    thread: u64,
+    attempted: u64,
+    last_synced: Option<u64>,
+}
+
+/// Runs `synced_threads` writers of synced single puts and `unsynced_threads` writers of
+/// unsynced ones until the file system crashes under them (after `crash_after` of their writes
+/// in all), drops what a power loss drops, reopens and checks the promises above.
+fn crash_in_the_middle(synced_threads: u64, unsynced_threads: u64, crash_after: Duration, seed: u64) {
+    let memory = MemFileSystem::new();
+    let fault = FaultFileSystem::new(Arc::new(memory.clone()));
+    let path = Path::new("/synced-groups");
+    let options = riptide::Options { wal_sync_mode: SyncMode::None, ..small_options(Arc::new(fault.clone())) };
+    let db = Arc::new(Db::open(path, options.clone()).expect("open"));
+    let stop = Arc::new(AtomicBool::new(false));
+    let writers: Vec<_> = (0..synced_threads + unsynced_threads)
+        .map(|thread| {
+            let db = Arc::clone(&db);
+            let stop = Arc::clone(&stop);
+            let sync = thread < synced_threads;
+            std::thread::spawn(move || {
+                let mut written = Written { thread, attempted: 0, last_synced: None };
+                let limit = if sync { 20_000 } else { 40 };
+                while !stop.load(Ordering::Relaxed) && written.attempted < limit {
+                    let index = written.attempted;
+                    written.attempted += 1;
+                    let mut value = format!("value-{seed}-{thread}-{index}").into_bytes();
+                    if !sync {
+                        // Larger than a self-service write may be, so that unsynced writes
+                        // queue and share groups with synced ones (and lead some of them).
+                        value.resize(LARGE_VALUE_BYTES, b'.');
+                    }
+                    if db.put_opt(&thread_key(thread, index), &value, &WriteOptions { sync }).is_err() {
+                        break;
+                    }
+                    if sync {
+                        written.last_synced = Some(index);
+                    }
+                    // Some writers pause now and then, so that leaders also wait for writers
+                    // that do not come back in time.
+                    if thread % 2 == 1 && index % 16 == 15 {
+                        std::thread::sleep(Duration::from_micros(300));
+                    }
+                }
+                written
+            })
+        })
+        .collect();
+    std::thread::sleep(crash_after);
+    // Every mutation from here on fails: the writers in flight get errors and stop.
+    fault.crash_after(Some(fault.mutating_operation_count()));
+    stop.store(true, Ordering::Relaxed);
+    let written: Vec<Written> = writers.into_iter().map(|writer| writer.join().expect("writer")).collect();
+    drop(db);
+    memory.simulate_power_loss(PowerLossMode::DropUnsynced);
+    let db = Db::open(path, riptide::Options { file_system: Arc::new(memory.clone()), ..options })
+        .expect("reopen after the power loss");
+    let contents = dump(&db, &ReadOptions::default());
+    let mut survivors: BTreeMap<u64, Vec<u64>> = BTreeMap::new();
+    for key in contents.keys() {
+        let text = String::from_utf8(key.clone()).expect("keys are text");
+        let (thread, index) = text[1..].split_once('-').expect("thread-index");
+        survivors.entry(thread.parse().expect("thread")).or_default().push(index.parse().expect("index"));
+    }
+    let mut synced_acknowledged = 0;
+    for writer in &written {
+        let indexes = survivors.get(&writer.thread).cloned().unwrap_or_default();
+        let expected_prefix: Vec<u64> = (0..indexes.len() as u64).collect();
+        assert_eq!(
+            indexes, expected_prefix,
+            "seed {seed}: thread {} kept writes that are not a prefix of its own",
+            writer.thread
+        );
+        assert!(indexes.len() as u64 <= writer.attempted, "seed {seed}: writes nobody made");
+        if let Some(last) = writer.last_synced {
+            synced_acknowledged += last + 1;
+            assert!(
+                indexes.len() as u64 > last,
+                "seed {seed}: thread {} lost synced write {last} (kept {})",
+                writer.thread,
+                indexes.len()
+            );
+        }
+    }
+    assert!(synced_acknowledged > 0, "seed {seed}: no synced write was acknowledged before the crash");
+}
+
+#[test]
+fn synced_writers_alone_keep_every_acknowledged_write() {
+    for seed in 0..3 {
+        crash_in_the_middle(4, 0, Duration::from_millis(60), seed);
+    }
+}
+
+#[test]
+fn synced_writers_beside_unsynced_ones_keep_every_acknowledged_write() {
+    // Shown to fail (seed 1) when a group synced only if its leader's write asked for it.
+    for seed in 0..6 {
+        crash_in_the_middle(3, 3, Duration::from_millis(60), seed);
+    }
+}
+
+#[test]
+fn two_synced_writers_keep_every_acknowledged_write() {
+    for seed in 0..3 {
+        crash_in_the_middle(2, 1, Duration::from_millis(40), seed);
+    }
+}
