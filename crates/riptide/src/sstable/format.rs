@@ -230,6 +230,20 @@ pub(crate) fn decode_stored_block(
     }
 }
 
+/// The size of the block `stored_with_trailer` once decoded, as its header says (for a
+/// compressed block, unchecked: [`decode_stored_block_into`] checks it), or its stored size.
+pub(crate) fn uncompressed_length_hint(stored_with_trailer: &[u8]) -> usize {
+    let stored_length = stored_with_trailer.len().saturating_sub(BLOCK_TRAILER_SIZE_BYTES);
+    let stored = &stored_with_trailer[..stored_length];
+    match stored_with_trailer.get(stored_length).copied() {
+        Some(BLOCK_TYPE_LZ4 | BLOCK_TYPE_ZSTD) => {
+            get_varint64(stored).and_then(|(length, _)| usize::try_from(length).ok()).unwrap_or(stored_length)
+        }
+        Some(BLOCK_TYPE_SNAPPY) => snap::raw::decompress_len(stored).unwrap_or(stored_length),
+        _ => stored_length,
+    }
+}
+
 /// Where [`decode_stored_block_into`] left a block's uncompressed contents.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) enum DecodedBlock {
@@ -241,7 +255,8 @@ pub(crate) enum DecodedBlock {
 
 /// [`decode_stored_block`] without allocating: a compressed block is decompressed into
 /// `output`, which grows when it is too short and is never shrunk (the read path keeps one per
-/// thread, so a block read costs no allocation and no cleared buffer).
+/// thread, so a block read costs no allocation and no cleared buffer). An empty `output` is
+/// allocated to the block's size by the LZ4 decompressor, which fills it without clearing it.
 pub(crate) fn decode_stored_block_into(
     path: &Path,
     block_offset: u64,
@@ -284,6 +299,20 @@ pub(crate) fn decode_stored_block_into(
                     ))
                 })?;
             debug_assert_eq!(header_length, varint_length(raw_length as u64));
+            if block_type == BLOCK_TYPE_LZ4 && output.is_empty() {
+                // An empty output (a point read's block, which keeps the buffer) is allocated
+                // and filled by the decompressor without being cleared first: clearing 4 KiB
+                // was 3 % of the CPU of random gets that missed the cache half the time.
+                *output = lz4_flex::block::decompress(payload, raw_length)
+                    .map_err(|error| corruption(format!("LZ4 decompression failed: {error}")))?;
+                if output.len() != raw_length {
+                    return Err(corruption(format!(
+                        "block decompressed to {} bytes, expected {raw_length}",
+                        output.len()
+                    )));
+                }
+                return Ok(DecodedBlock::Decompressed(raw_length));
+            }
             output_of_length(output, raw_length);
             let target = &mut output[..raw_length];
             let written = if block_type == BLOCK_TYPE_LZ4 {

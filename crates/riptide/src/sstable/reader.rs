@@ -25,11 +25,11 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
 use crate::key::{self, ValueKind, TRAILER_SIZE_BYTES};
-use crate::sstable::block::{Block, BlockCorruption, BlockIter};
+use crate::sstable::block::{recycled_block_buffer, Block, BlockCorruption, BlockIter};
 use crate::sstable::bloom::BloomFilter;
 use crate::sstable::format::{
-    decode_stored_block, decode_stored_block_into, BlockHandle, DecodedBlock, Footer, BLOCK_TRAILER_SIZE_BYTES,
-    FOOTER_SIZE_BYTES, FORMAT_VERSION,
+    decode_stored_block, decode_stored_block_into, uncompressed_length_hint, BlockHandle, DecodedBlock, Footer,
+    BLOCK_TRAILER_SIZE_BYTES, FOOTER_SIZE_BYTES, FORMAT_VERSION,
 };
 use crate::sstable::index::IndexGuide;
 use crate::sstable::properties::TableProperties;
@@ -397,10 +397,14 @@ impl Table {
                 };
                 return Block::separated_from(contents).map_err(corruption);
             }
-            // Decompressed straight into the block's own buffer.
-            let mut contents = Vec::new();
+            // Decompressed straight into the block's own buffer: one a dropped block left
+            // this thread when one fits, else a fresh one.
+            let mut contents = recycled_block_buffer(uncompressed_length_hint(stored));
             match decode_stored_block_into(&self.path, handle.offset, stored, true, &mut contents)? {
-                DecodedBlock::Stored(length) => contents.extend_from_slice(&stored[..length]),
+                DecodedBlock::Stored(length) => {
+                    contents.clear();
+                    contents.extend_from_slice(&stored[..length]);
+                }
                 DecodedBlock::Decompressed(length) => contents.truncate(length),
             }
             Block::new(contents).map_err(corruption)

@@ -432,6 +432,30 @@ fn blocks_larger_than_the_kept_read_buffers_read_right() {
     }
 }
 
+#[test]
+fn point_reads_through_a_small_cache_decode_into_recycled_buffers_exactly() {
+    // Values of varied sizes make blocks of varied sizes; a cache that holds a few blocks
+    // evicts on almost every read, so most reads decode into a buffer an evicted block left,
+    // holding the stale bytes of another block (longer or shorter than the new one).
+    let entries: Entries = (0..3000u32)
+        .map(|i| {
+            let length = 20 + (i.wrapping_mul(7919) % 700) as usize;
+            let value: Vec<u8> = (0..length).map(|j| (j as u32 ^ i.wrapping_mul(13)) as u8).collect();
+            (make_internal_key(format!("key{i:06}").as_bytes(), 1 + u64::from(i), ValueKind::Put), value)
+        })
+        .collect();
+    for compression in [Compression::None, Compression::Lz4, Compression::Snappy, Compression::Zstd] {
+        let (bytes, _) = build(&entries, options(compression, 4096));
+        let table = open(bytes, Some(BlockCache::new(24 << 10))).unwrap();
+        for round in 0..2 {
+            for (n, (key, value)) in entries.iter().enumerate().rev().step_by(3 + round) {
+                let found = table.get(key, READ).unwrap();
+                assert_eq!(found, Some((key.clone(), value.clone())), "{compression:?}: entry {n}");
+            }
+        }
+    }
+}
+
 /// Checks that reading a possibly damaged table either fails with corruption or returns exactly
 /// the right data.
 fn check_damaged(bytes: Vec<u8>, entries: &Entries, verify_checksums: bool) {
