@@ -55,6 +55,38 @@ fn an_iterator_made_over_an_empty_memtable_sees_every_finished_write() {
     writer.join().expect("writer");
 }
 
+/// The same race for point reads: a writer overwrites one key and flushes often, so that many
+/// gets run right after a flush, over an empty memtable. Every get must see the put that
+/// finished last before it started, or a newer one.
+#[test]
+fn a_get_over_an_empty_memtable_sees_every_finished_write() {
+    let db = Arc::new(Db::open("/sources-get-race", small_options(Arc::new(MemFileSystem::new()))).expect("open"));
+    let finished = Arc::new(AtomicU64::new(0));
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, finished, done) = (Arc::clone(&db), Arc::clone(&finished), Arc::clone(&done));
+        std::thread::spawn(move || {
+            for number in 1..=3000u64 {
+                db.put(b"latest", &number.to_be_bytes()).expect("put");
+                finished.store(number, Ordering::Release);
+                if number % 4 == 3 {
+                    db.flush().expect("flush");
+                }
+            }
+            done.store(true, Ordering::Release);
+        })
+    };
+    let mut checks = 0u64;
+    while !done.load(Ordering::Acquire) || checks < 2000 {
+        let expected = finished.load(Ordering::Acquire);
+        let found = db.get(b"latest").expect("get");
+        let seen = found.map_or(0, |bytes| u64::from_be_bytes(bytes.try_into().expect("eight bytes")));
+        assert!(seen >= expected, "a get after {expected} finished writes saw write {seen}");
+        checks += 1;
+    }
+    writer.join().expect("writer");
+}
+
 /// Reads the database forward, backward and from seeks, and compares with the model.
 fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, shape: &str) {
     assert_eq!(&dump(db, &ReadOptions::default()), model, "{shape}: forward");

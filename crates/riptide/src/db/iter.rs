@@ -117,7 +117,7 @@ impl DbIterator {
             return;
         }
         let sequence = self.inner.sequence();
-        let (view, newest_sequence) = refresh.column_family.view_and_sequence(&db.visible_sequence, None);
+        let (view, newest_sequence, _) = refresh.column_family.view_and_sequence(&db.visible_sequence, None);
         // I45: without a snapshot, only a view of the very sequence the iterator reads at.
         if self.snapshot.is_none() && newest_sequence != sequence {
             return;
@@ -141,7 +141,7 @@ impl DbIterator {
         // The same point in time for entries with an expiry, whatever the clock says now.
         rebuilt.set_read_time(self.inner.read_time_us());
         self.inner = rebuilt;
-        self.view = view;
+        self.view = arc_swap::Guard::into_inner(view);
         self.seek_charges = seek_charges;
     }
 

@@ -709,7 +709,7 @@ impl Db {
 
     /// Number of table files per level of the default column family.
     pub fn level_file_counts(&self) -> Vec<usize> {
-        self.inner.default_column_family.read_view.read().version.levels.iter().map(Vec::len).collect()
+        self.inner.default_column_family.read_view.load().version.levels.iter().map(Vec::len).collect()
     }
 
     /// A snapshot of the engine's statistics. Its `Display` is a human-readable dump.

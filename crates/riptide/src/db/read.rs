@@ -1,10 +1,11 @@
 //! The read path: point lookups and iterator construction.
 //!
-//! A read takes the current [`super::ReadView`] and the sequence to read at together, under the
-//! view's read lock (see `ColumnFamilyShared::view_and_sequence`). Taking them together matters:
-//! a memtable switch installs a new view under the write lock, so every write at or below the
-//! sequence is in a memtable or table of the view; and a compaction that collapsed versions at
-//! or below some sequence installed its version before that sequence could be read.
+//! A read takes the current [`super::ReadView`] and the sequence to read at together, checked
+//! against the view generation (see `ColumnFamilyShared::view_and_sequence`). Taking them
+//! together matters: a memtable switch installs a new view before any write into the new
+//! memtable is published, so every write at or below the sequence is in a memtable or table of
+//! the view; and a compaction that collapsed versions at or below some sequence installed its
+//! version before that sequence could be read.
 //!
 //! Lookup order is newest data first: active memtable, immutable memtables (newest first),
 //! level-0 tables (newest first), then one table per deeper level. The first entry found for the
@@ -41,7 +42,7 @@ pub(crate) fn get(
     key: &[u8],
     options: &ReadOptions,
 ) -> Result<Option<Vec<u8>>> {
-    let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
+    let (view, sequence, _) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
     // I38: an entry older than a visible range tombstone that holds the key reads as deleted.
     // The newest entry found decides, so one comparison with the newest covering tombstone is
     // enough (older sources hold only older versions of the key).
@@ -52,7 +53,11 @@ pub(crate) fn get(
         Some(snapshot) => snapshot.read_time_us(),
         None => inner.snapshots.clock().now_us(),
     };
-    for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
+    // A memtable that held no entry once `sequence` was read holds none this read may see
+    // (I48). Skipping it spares a probe of its filter, a cache miss per get after a flush.
+    let memtables =
+        std::iter::once(&view.memtable).chain(view.immutables.iter()).filter(|memtable| !memtable.is_empty());
+    for memtable in memtables {
         if let Some((found, found_sequence)) = memtable.get_with_sequence(key, sequence) {
             if found_sequence < covering {
                 return Ok(None);
@@ -245,7 +250,7 @@ fn table_range_stats(
     start: &[u8],
     end: &[u8],
 ) -> Result<(u64, u64)> {
-    let view = Arc::clone(&column_family.read_view.read());
+    let view = column_family.read_view.load();
     let comparator = &view.version.comparator;
     if comparator.compare_user_keys(start, end).is_ge() {
         return Ok((0, 0));
@@ -304,7 +309,7 @@ pub(crate) fn approximate_range_stats(
     let (table_bytes, table_entries) = table_range_stats(inner, column_family, start, end)?;
     let mut memtable_entries = 0;
     if column_family.comparator.compare_user_keys(start, end).is_lt() {
-        let view = Arc::clone(&column_family.read_view.read());
+        let view = column_family.read_view.load();
         for memtable in std::iter::once(&view.memtable).chain(view.immutables.iter()) {
             memtable_entries += memtable.user_keys_in_range(start, end);
         }
@@ -326,10 +331,11 @@ pub(crate) fn new_iterator(
     column_family: &Arc<ColumnFamilyShared>,
     options: &ReadOptions,
 ) -> Result<DbIterator> {
-    // The generation is read before the view, so that a view installed in between is a change
-    // the iterator notices on its next seek.
-    let view_generation = column_family.view_generation();
-    let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
+    // The generation is the view's or older, so that a view installed since is a change the
+    // iterator notices on its next seek.
+    let (view, sequence, view_generation) =
+        column_family.view_and_sequence(&inner.visible_sequence, options.snapshot.as_ref());
+    let view = arc_swap::Guard::into_inner(view);
     let (user, seek_charges) = user_iterator_over_view(inner, column_family, &view, sequence, options)?;
     let refresh = ViewRefresh {
         db: Arc::downgrade(inner),
@@ -492,7 +498,7 @@ pub(crate) fn key_versions(
     column_family: &super::column_family::ColumnFamilyShared,
     user_key: &[u8],
 ) -> Result<(u64, Vec<StoredVersion>)> {
-    let (view, sequence) = column_family.view_and_sequence(&inner.visible_sequence, None);
+    let (view, sequence, _) = column_family.view_and_sequence(&inner.visible_sequence, None);
     Ok((sequence, key_versions_in_view(&view, &inner.table_cache, user_key)?))
 }
 
