@@ -116,6 +116,45 @@ fn check(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, shape: &str) {
             assert_eq!(iterator.valid(), before.is_some(), "{shape}: prev after seek {number}");
         }
     }
+    check_reseeks(db, model, shape);
+}
+
+/// One iterator sought again and again, as a SQL engine's lookups in index order do: targets
+/// just ahead (the next key, often one the iterator stands on or passed with `next`), far
+/// ahead, behind, after a backward move and past the end. A re-seek ahead moves the sources on
+/// from where they stand; every answer must still be the model's.
+fn check_reseeks(db: &Db, model: &BTreeMap<Vec<u8>, Vec<u8>>, shape: &str) {
+    let mut iterator = db.iter(&ReadOptions::default()).expect("iterator");
+    let mut targets: Vec<u64> = Vec::new();
+    targets.extend(0..12);
+    targets.extend([13, 13, 40, 41, 300, 2, 150, 151, 152, 120, 399, 403, 404, 500, 7, 8, 9]);
+    targets.extend((60..400).step_by(23));
+    for (step, &number) in targets.iter().enumerate() {
+        if step % 5 == 4 {
+            iterator.seek_for_prev(&key(number + 3));
+        }
+        iterator.seek(&key(number));
+        let expected = model.range(key(number)..).next();
+        assert_eq!(iterator.valid(), expected.is_some(), "{shape}: re-seek {step} to {number}");
+        if let Some((model_key, model_value)) = expected {
+            assert_eq!(
+                (iterator.key(), iterator.value()),
+                (&model_key[..], &model_value[..]),
+                "{shape}: re-seek {step} to {number}"
+            );
+            if step % 3 == 0 {
+                iterator.next();
+                let following =
+                    model.range((std::ops::Bound::Excluded(model_key.clone()), std::ops::Bound::Unbounded)).next();
+                assert_eq!(
+                    iterator.valid().then(|| iterator.key().to_vec()),
+                    following.map(|(following_key, _)| following_key.clone()),
+                    "{shape}: next after re-seek {step}"
+                );
+            }
+        }
+    }
+    iterator.status().expect("status");
 }
 
 #[test]

@@ -437,6 +437,7 @@ impl UserIterator {
         if self.error.is_some() {
             return;
         }
+        let was_forward = self.direction == Direction::Forward;
         self.direction = Direction::Forward;
         self.valid = false;
         let start = match &self.lower_bound {
@@ -449,7 +450,19 @@ impl UserIterator {
         // Seeking with the snapshot's sequence number skips the invisible newer versions.
         self.seek_key.clear();
         append_internal_key(&mut self.seek_key, start, self.sequence, ValueKind::FOR_SEEK);
-        self.inner.seek(&self.seek_key);
+        // A re-seek ahead of where the sources stand, after moving forward (the next key of an
+        // ascending walk, as a SQL engine's lookups in index order make): the sources move on
+        // from their positions, a step or a search within the block they hold, instead of
+        // searching their indexes from the top (`seek_forward`'s contract holds: the inner
+        // position is at or before the target and its last movement went forward).
+        let ahead = was_forward
+            && self.inner.valid()
+            && self.comparator.compare_internal_keys(self.inner.key(), &self.seek_key).is_le();
+        if ahead {
+            self.inner.seek_forward(&self.seek_key);
+        } else {
+            self.inner.seek(&self.seek_key);
+        }
         self.find_next_user_entry(false);
     }
 

@@ -688,6 +688,15 @@ impl InternalIterator for TableIterator {
         /// Entries stepped over before searching: a target this close (the rest of one key's
         /// versions) costs less to walk to than a binary search.
         const STEPS_BEFORE_SEARCH: usize = 4;
+        // A target past the current block (a re-seek far ahead): search the index at once
+        // rather than stepping first.
+        if self.valid()
+            && self.index.valid()
+            && self.table.comparator.compare_internal_keys(self.index.key(), target).is_lt()
+        {
+            self.seek(target);
+            return;
+        }
         for _ in 0..STEPS_BEFORE_SEARCH {
             if !self.valid() || self.table.comparator.compare_internal_keys(self.data.key(), target).is_ge() {
                 return;
