@@ -461,12 +461,17 @@ fn configure_user_iterator(
         None => 0,
     });
     iterator.set_merge_operator(column_family.merge_operator());
-    iterator.set_blob_source(BlobSource {
-        files: Arc::clone(&view.version.blob_files),
-        cache: Arc::clone(&inner.block_cache),
-        fill_cache: options.fill_cache,
-        readahead: readahead.then(Default::default),
-    });
+    // Without blob files a reference is corruption either way (it names a file no version
+    // lists), so the source is left out: its two `Arc`s cost four writes, at creation and at
+    // drop, to counters every reading core shares.
+    if !view.version.blob_files.is_empty() {
+        iterator.set_blob_source(BlobSource {
+            files: Arc::clone(&view.version.blob_files),
+            cache: Arc::clone(&inner.block_cache),
+            fill_cache: options.fill_cache,
+            readahead: readahead.then(Default::default),
+        });
+    }
 }
 
 /// Whether a memtable or a table of the view holds entries with an expiry.
