@@ -16,7 +16,7 @@
 //! parking_lot's interface, so the modelled code is the production code, unchanged.
 
 #[cfg(not(loom))]
-pub(crate) use parking_lot::{Condvar, Mutex, MutexGuard};
+pub(crate) use parking_lot::{Condvar, Mutex};
 #[cfg(not(loom))]
 pub(crate) use std::hint::spin_loop;
 #[cfg(not(loom))]
@@ -31,7 +31,7 @@ pub(crate) use loom::sync::atomic::{fence, AtomicBool, AtomicPtr, AtomicU64, Ato
 #[cfg(loom)]
 pub(crate) use loom::sync::Arc;
 #[cfg(loom)]
-pub(crate) use loom_locks::{Condvar, Mutex, MutexGuard};
+pub(crate) use loom_locks::{Condvar, Mutex};
 
 /// A yield that takes longer than this ran another thread.
 const SLOW_YIELD: std::time::Duration = std::time::Duration::from_micros(10);

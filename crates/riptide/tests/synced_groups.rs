@@ -1,12 +1,10 @@
-//! Synced writes from several threads share syncs of the log (`db/write_queue.rs`, "Synced
-//! groups"): after a synced group its leader passes leadership on, the next leader waits a
-//! little for the group's writers to queue again, and writers of synced groups spin for about
-//! a sync. None of that may weaken what a synced write promises, which these tests check under
-//! a power loss in the middle of the writes:
+//! Synced writes from several threads share syncs of the log (group commit, `db/write_queue.rs`).
+//! However groups form and whoever leads them, a synced write's promise must hold, which these
+//! tests check under a power loss in the middle of the writes:
 //! - every write acknowledged to a synced writer survives, also when it shared its group with
 //!   unsynced writes or was led by an unsynced writer;
 //! - what survives of each thread's writes is a prefix of them (the log keeps one order);
-//! - every writer returns, also the ones that stop writing while a leader waits for them.
+//! - every writer returns, also the ones that pause between writes.
 
 mod common;
 

@@ -270,7 +270,6 @@ fn write_pending(
     inner.write_queue.write(
         write,
         size_bytes,
-        sync,
         |write, memtables| insert_batch(&write.batch.lock(), |id| memtables.get(id)),
         // A column family dropped after the writer checked it: fail this batch alone (drops
         // take leadership, so none can happen while the group forms).
@@ -483,10 +482,7 @@ pub(crate) fn sync_wal(inner: &DbInner, wal: &mut WalState) -> Result<()> {
     }
     if wal.unsynced {
         if let Some(writer) = wal.writer.as_mut() {
-            let start = Instant::now();
             writer.sync()?;
-            // Synced writers wait about this long for their groups (`write_queue`).
-            inner.write_queue.note_sync(start.elapsed());
         }
         wal.unsynced = false;
     }

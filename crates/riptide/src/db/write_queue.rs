@@ -5,23 +5,12 @@
 //! `write_group`: sequence numbers, WAL, memtables), and wakes the members with the shared
 //! result. It runs further groups while writers keep queueing (up to `MAX_GROUPS_PER_LEADER`),
 //! then hands leadership to the writer at the front of the queue, or leaves the queue
-//! leaderless when nobody waits. A group that synced the log is the exception (see "Synced
-//! groups" below). A group may insert in parallel
+//! leaderless when nobody waits. A group may insert in parallel
 //! ([`WriteQueue::insert_in_parallel`]): the members insert their own writes while the leader
 //! inserts the first one and then waits for them. Waiting writers spin briefly before they
 //! sleep. A token ([`WriteQueue::with_leadership`]) queues like a writer but carries no write:
 //! it is never taken into a group and only ever leaves the queue as a leader, so whoever holds
 //! it runs with no group in flight (flush, dropping a column family).
-//!
-//! Synced groups: when each writer waits for a sync of the log (about 100 microseconds on the
-//! machines measured) before it writes again, a sync can only cover the writers that queued
-//! while the previous one ran. A leader that kept leading would keep its own thread from
-//! writing, and the writers it just woke would come back a few microseconds after the next
-//! sync began, so writers went half to each sync (two writers wrote no faster than one).
-//! Instead, after a synced group the leader passes leadership on at once, and the next leader
-//! waits, for at most a quarter of the last sync's duration, until as many writers have queued
-//! as the synced group held; and a writer waiting for a synced group spins for about as long as
-//! a sync takes, so that the members come back without a wake-up from an idle core.
 //!
 //! The queue is generic over the write (`W`) and over what a parallel insert shares (`J`), so
 //! that its loom model (`make loom`, at the end of this file) runs this very code with small
@@ -44,7 +33,7 @@
 use std::collections::VecDeque;
 
 use crate::error::{Error, Result};
-use crate::sync::{spin_until, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, MutexGuard, Ordering};
+use crate::sync::{spin_until, Arc, AtomicBool, AtomicUsize, Condvar, Mutex, Ordering};
 
 /// A leader runs up to this many groups in a row while writers keep queueing, so that the
 /// queue does not wait for a sleeping writer to wake up and take over after every group. Its
@@ -58,19 +47,6 @@ const MAX_GROUPS_PER_LEADER: usize = 16;
 /// the model spins once: enough to explore the spin's early exit without multiplying the
 /// executions a thousandfold.
 const SPIN_ITERATIONS: usize = if cfg!(loom) { 1 } else { 1000 };
-
-/// The time one spin iteration takes, about (see `SPIN_ITERATIONS`).
-const SPIN_ITERATION_NS: u128 = 25;
-
-/// A synced write's writer spins at most this many iterations (about 400 microseconds), however
-/// long syncs take.
-const MAX_SYNCED_SPIN_ITERATIONS: usize = 16 * SPIN_ITERATIONS;
-
-/// After a synced group, the next leader waits at most this fraction of the last sync's
-/// duration for the group's writers to queue again. Measured with 2 and 4 writers of synced
-/// single puts: a quarter and a half both doubled throughput, a quarter did slightly better
-/// with 2 and wastes less when writers do not come back (they do other work between writes).
-const REJOIN_WAIT_DIVISOR: u32 = 4;
 
 /// A spinning writer yields its core once every this many iterations (about 3 microseconds) to
 /// learn whether another thread wants it; see [`Writer::wait_for_news`].
@@ -98,8 +74,6 @@ pub(crate) struct Writer<W, J> {
     size_bytes: usize,
     /// True for a token (see [`WriteQueue::with_leadership`]): no write, never in a group.
     is_token: bool,
-    /// True when the write waits for a sync of the log.
-    synced: bool,
     status: Mutex<Status<J>>,
     /// Set when `status` changes, so a waiter can spin on it without the mutex.
     has_news: AtomicBool,
@@ -107,12 +81,11 @@ pub(crate) struct Writer<W, J> {
 }
 
 impl<W, J> Writer<W, J> {
-    fn new(write: W, size_bytes: usize, is_token: bool, synced: bool) -> Writer<W, J> {
+    fn new(write: W, size_bytes: usize, is_token: bool) -> Writer<W, J> {
         Writer {
             write,
             size_bytes,
             is_token,
-            synced,
             status: Mutex::new(Status::Waiting),
             has_news: AtomicBool::new(false),
             wake: Condvar::new(),
@@ -145,10 +118,8 @@ impl<W, J> Writer<W, J> {
     /// another thread wanted the core: the writer stops spinning and sleeps. Measured on 2
     /// cores with a compiler running beside the benchtool, single puts from 2 threads went from
     /// 77-80K ops/s (spinning regardless) to about 175K; on an idle machine spinning is kept.
-    ///
-    /// `spin_iterations` is [`SPIN_ITERATIONS`] for most writers; a synced write's writer spins
-    /// for about as long as a sync takes (see the module documentation).
-    fn wait_for_news(&self, spin_iterations: usize) -> Status<J> {
+    fn wait_for_news(&self, spin: bool) -> Status<J> {
+        let spin_iterations = if spin { SPIN_ITERATIONS } else { 0 };
         // Whatever the spin found, the status is taken under its mutex below.
         spin_until(spin_iterations, SPIN_ITERATIONS_PER_YIELD, MAX_SLOW_YIELDS, || {
             self.has_news.load(Ordering::Acquire)
@@ -198,10 +169,6 @@ impl<J> ParallelInsert<J> {
 struct Pending<W, J> {
     writers: VecDeque<Arc<Writer<W, J>>>,
     leader_active: bool,
-    /// How many writers of the latest synced group have not queued again (any writer that
-    /// queues counts as one of them), and until when the next leader waits for them.
-    awaited: usize,
-    awaited_until: Option<std::time::Instant>,
 }
 
 /// The write queue; see the module documentation.
@@ -209,40 +176,16 @@ pub(crate) struct WriteQueue<W, J> {
     pending: Mutex<Pending<W, J>>,
     /// A group never grows past this many bytes (but always takes at least one writer).
     max_group_bytes: usize,
-    /// How long the latest sync of the log took, in nanoseconds ([`WriteQueue::note_sync`]).
-    /// A hint for how long synced writers wait: a plain atomic, outside the loom model.
-    sync_duration_ns: std::sync::atomic::AtomicU64,
 }
 
 impl<W, J> WriteQueue<W, J> {
     /// An empty queue whose groups grow to at most `max_group_bytes`.
     pub(crate) fn new(max_group_bytes: usize) -> WriteQueue<W, J> {
-        WriteQueue {
-            pending: Mutex::new(Pending {
-                writers: VecDeque::new(),
-                leader_active: false,
-                awaited: 0,
-                awaited_until: None,
-            }),
-            max_group_bytes,
-            sync_duration_ns: std::sync::atomic::AtomicU64::new(0),
-        }
+        WriteQueue { pending: Mutex::new(Pending { writers: VecDeque::new(), leader_active: false }), max_group_bytes }
     }
 
-    /// Records how long a sync of the log took, which sets how long synced writers wait.
-    pub(crate) fn note_sync(&self, duration: std::time::Duration) {
-        let nanoseconds = u64::try_from(duration.as_nanos()).unwrap_or(u64::MAX);
-        self.sync_duration_ns.store(nanoseconds, std::sync::atomic::Ordering::Relaxed);
-    }
-
-    /// The last sync's duration.
-    fn sync_duration(&self) -> std::time::Duration {
-        std::time::Duration::from_nanos(self.sync_duration_ns.load(std::sync::atomic::Ordering::Relaxed))
-    }
-
-    /// Queues `write` (of `size_bytes`; `synced` when it waits for a sync of the log) and
-    /// returns its outcome: once its group has run, or at once with the error of `admit` if that
-    /// rejects it when a group forms.
+    /// Queues `write` (of `size_bytes`) and returns its outcome: once its group has run, or at
+    /// once with the error of `admit` if that rejects it when a group forms.
     ///
     /// While the writer waits it may be asked to insert its own write in a parallel group:
     /// `insert` does that. When it becomes the leader, `admit` is asked about each write as it
@@ -252,32 +195,22 @@ impl<W, J> WriteQueue<W, J> {
         &self,
         write: W,
         size_bytes: usize,
-        synced: bool,
         insert: impl Fn(&W, &J),
         admit: impl FnMut(&W) -> Result<()>,
         run_group: impl FnMut(&[Arc<Writer<W, J>>]) -> Result<()>,
     ) -> Result<()> {
-        let writer = Arc::new(Writer::new(write, size_bytes, false, synced));
+        let writer = Arc::new(Writer::new(write, size_bytes, false));
         {
             let mut pending = self.pending.lock();
             let queued_ahead = pending.writers.len();
             pending.writers.push_back(Arc::clone(&writer));
-            pending.awaited = pending.awaited.saturating_sub(1);
             if pending.leader_active {
                 drop(pending);
                 // Only a writer with nobody queued ahead spins, so at most one spins beside the
-                // leader: on two cores, a second spinner would take the leader's core. A synced
-                // write is the exception: its leader sleeps in the sync, leaving the cores free,
-                // and waking a writer on an idle core costs a good part of a sync.
-                let spin_iterations = if synced {
-                    self.synced_spin_iterations()
-                } else if queued_ahead == 0 {
-                    SPIN_ITERATIONS
-                } else {
-                    0
-                };
+                // leader: on two cores, a second spinner would take the leader's core.
+                let spin = queued_ahead == 0;
                 loop {
-                    match writer.wait_for_news(spin_iterations) {
+                    match writer.wait_for_news(spin) {
                         Status::Waiting => {}
                         Status::Done(result) => return result,
                         Status::Lead => break,
@@ -306,7 +239,7 @@ impl<W, J> WriteQueue<W, J> {
         for _round in 0..MAX_GROUPS_PER_LEADER {
             let round = usize::from(own_result.is_some());
             let group: Vec<Arc<Writer<W, J>>> = {
-                let mut pending = self.wait_for_rejoin();
+                let mut pending = self.pending.lock();
                 debug_assert!(round > 0 || pending.writers.front().is_some_and(|w| Arc::ptr_eq(w, own)));
                 let mut group = Vec::new();
                 let mut group_bytes = 0;
@@ -355,46 +288,9 @@ impl<W, J> WriteQueue<W, J> {
             if has_own {
                 own_result = Some(result);
             }
-            if group.iter().any(|member| member.synced) {
-                // See "Synced groups" in the module documentation.
-                let mut pending = self.pending.lock();
-                pending.awaited = group.len();
-                pending.awaited_until = Some(std::time::Instant::now() + self.sync_duration() / REJOIN_WAIT_DIVISOR);
-                break;
-            }
         }
         Self::pass_leadership(&mut self.pending.lock());
         own_result.unwrap_or_else(|| Err(Error::Closed("write leader formed no group".to_string())))
-    }
-
-    /// How long a synced write's writer spins: about one sync, within bounds.
-    fn synced_spin_iterations(&self) -> usize {
-        if cfg!(loom) {
-            return SPIN_ITERATIONS;
-        }
-        let iterations = self.sync_duration().as_nanos() / SPIN_ITERATION_NS;
-        usize::try_from(iterations).unwrap_or(usize::MAX).clamp(SPIN_ITERATIONS, MAX_SYNCED_SPIN_ITERATIONS)
-    }
-
-    /// The queue, locked, once the writers of the latest synced group have queued again or the
-    /// time the next leader waits for them is over (see "Synced groups" in the module
-    /// documentation). The leader yields its core meanwhile: they need it to come back.
-    fn wait_for_rejoin(&self) -> MutexGuard<'_, Pending<W, J>> {
-        let mut pending = self.pending.lock();
-        // Under loom the wait is left out: it only delays forming a group, and its yields
-        // would multiply the model's executions.
-        while !cfg!(loom) && pending.awaited > 0 {
-            match pending.awaited_until {
-                Some(until) if std::time::Instant::now() < until => {}
-                _ => break,
-            }
-            drop(pending);
-            std::thread::yield_now();
-            pending = self.pending.lock();
-        }
-        pending.awaited = 0;
-        pending.awaited_until = None;
-        pending
     }
 
     /// Hands leadership to the writer at the front of the queue, or marks the queue leaderless
@@ -409,13 +305,13 @@ impl<W, J> WriteQueue<W, J> {
     /// Runs `action` while holding write leadership, so that no group is in flight meanwhile.
     /// The token that queues for it carries `token` as its write, which no group ever takes.
     pub(crate) fn with_leadership<T>(&self, token: W, action: impl FnOnce() -> T) -> T {
-        let token = Arc::new(Writer::new(token, 0, true, false));
+        let token = Arc::new(Writer::new(token, 0, true));
         {
             let mut pending = self.pending.lock();
             pending.writers.push_back(Arc::clone(&token));
             if pending.leader_active {
                 drop(pending);
-                while !matches!(token.wait_for_news(0), Status::Lead) {}
+                while !matches!(token.wait_for_news(false), Status::Lead) {}
             } else {
                 pending.leader_active = true;
             }
@@ -516,9 +412,6 @@ mod loom_models {
         last_sequence: UnsafeCell<u64>,
         /// True to insert groups of several writers in parallel.
         parallel: bool,
-        /// True when every write waits for a sync (so each group's leader passes leadership on
-        /// after its own group).
-        synced: bool,
         /// Each group's leader (the index of its writer) and size, in order. A `std` mutex,
         /// not a modelled one: this is the model's notebook, not part of the protocol, and
         /// nothing inside it can be preempted.
@@ -531,13 +424,8 @@ mod loom_models {
                 queue: WriteQueue::new(max_group_bytes),
                 last_sequence: UnsafeCell::new(0),
                 parallel,
-                synced: false,
                 groups: std::sync::Mutex::new(Vec::new()),
             }
-        }
-
-        fn synced(self) -> ModelDb {
-            ModelDb { synced: true, ..self }
         }
 
         /// The leader's part: assigns the group a range of sequence numbers, stamps each write,
@@ -583,7 +471,6 @@ mod loom_models {
             let result = self.queue.write(
                 Arc::clone(&write),
                 1,
-                self.synced,
                 |write, ()| write.insert(),
                 |write| if write.rejected { Err(Error::invalid("rejected")) } else { Ok(()) },
                 |group| self.run_group(index, group),
@@ -695,18 +582,6 @@ mod loom_models {
             run_writers(ModelDb::new(usize::MAX, true), &[(1, false), (2, false), (3, false)], &seen, |_| {})
         });
         assert!(Coverage::count(&coverage.single_groups) > 0 && Coverage::count(&coverage.leader_changes) > 0);
-    }
-
-    /// Three synced writers: a leader passes leadership on after each synced group (its own
-    /// write is done), and the next leader must still take every waiting writer exactly once.
-    #[test]
-    fn synced_groups_pass_leadership() {
-        let coverage = std::sync::Arc::new(Coverage::default());
-        let seen = std::sync::Arc::clone(&coverage);
-        model(3, move || {
-            run_writers(ModelDb::new(usize::MAX, false).synced(), &[(1, false), (2, false), (3, false)], &seen, |_| {})
-        });
-        assert!(Coverage::count(&coverage.shared_groups) > 0 && Coverage::count(&coverage.leader_changes) > 0);
     }
 
     /// Two writers and a token holder (as `flush` is): the token must get leadership alone,
