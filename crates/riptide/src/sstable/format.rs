@@ -299,28 +299,23 @@ pub(crate) fn decode_stored_block_into(
                     ))
                 })?;
             debug_assert_eq!(header_length, varint_length(raw_length as u64));
-            if block_type == BLOCK_TYPE_LZ4 && output.is_empty() {
+            let lz4_failed =
+                |error: lz4_flex::block::DecompressError| corruption(format!("LZ4 decompression failed: {error}"));
+            let written = if block_type == BLOCK_TYPE_LZ4 && output.is_empty() {
                 // An empty output (a point read's block, which keeps the buffer) is allocated
                 // and filled by the decompressor without being cleared first: clearing 4 KiB
                 // was 3 % of the CPU of random gets that missed the cache half the time.
-                *output = lz4_flex::block::decompress(payload, raw_length)
-                    .map_err(|error| corruption(format!("LZ4 decompression failed: {error}")))?;
-                if output.len() != raw_length {
-                    return Err(corruption(format!(
-                        "block decompressed to {} bytes, expected {raw_length}",
-                        output.len()
-                    )));
-                }
-                return Ok(DecodedBlock::Decompressed(raw_length));
-            }
-            output_of_length(output, raw_length);
-            let target = &mut output[..raw_length];
-            let written = if block_type == BLOCK_TYPE_LZ4 {
-                lz4_flex::block::decompress_into(payload, target)
-                    .map_err(|error| corruption(format!("LZ4 decompression failed: {error}")))?
+                *output = lz4_flex::block::decompress(payload, raw_length).map_err(lz4_failed)?;
+                output.len()
             } else {
-                zstd_decompress(payload, target)
-                    .map_err(|error| corruption(format!("Zstandard decompression failed: {error}")))?
+                output_of_length(output, raw_length);
+                let target = &mut output[..raw_length];
+                if block_type == BLOCK_TYPE_LZ4 {
+                    lz4_flex::block::decompress_into(payload, target).map_err(lz4_failed)?
+                } else {
+                    zstd_decompress(payload, target)
+                        .map_err(|error| corruption(format!("Zstandard decompression failed: {error}")))?
+                }
             };
             if written != raw_length {
                 return Err(corruption(format!("block decompressed to {written} bytes, expected {raw_length}")));

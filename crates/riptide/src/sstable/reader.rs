@@ -555,10 +555,6 @@ impl Table {
     }
 }
 
-/// A two-level cursor over a table: a cursor over the in-memory index selects a data block, a
-/// cursor over that block yields the entries. Keys borrow a reused buffer and values borrow the
-/// block, so stepping allocates nothing; moving into another block costs one cache lookup or
-/// one read.
 /// A block the table holds for its whole life (its index, its empty block), borrowed by an
 /// iterator of the table without a reference count of its own. Cloning the table's `Arc`s for
 /// every iterator wrote counters that every reading core shares: four atomic writes per table
@@ -609,6 +605,10 @@ impl std::ops::Deref for DataBlock {
     }
 }
 
+/// A two-level cursor over a table: a cursor over the in-memory index selects a data block, a
+/// cursor over that block yields the entries. Keys borrow a reused buffer and values borrow the
+/// block, so stepping allocates nothing; moving into another block costs one cache lookup or
+/// one read.
 pub(crate) struct TableIterator {
     /// The table `index` and `data` may point into (`TableBlock`); their pointers are never
     /// followed once the iterator is being dropped (a `BlockIter` has no drop of its own).
