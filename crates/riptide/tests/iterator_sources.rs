@@ -16,60 +16,25 @@ use riptide::{Db, ReadOptions, WriteBatch};
 
 use common::{dump, key, level0_keeping_options, small_options, value};
 
-/// A writer puts keys in order and flushes often, so that many iterators are made right after
-/// a flush, over an empty memtable, while the next put is being written. Every iterator must
-/// see every key whose put returned before the iterator was made.
-#[test]
-fn an_iterator_made_over_an_empty_memtable_sees_every_finished_write() {
-    let db = Arc::new(Db::open("/sources-race", small_options(Arc::new(MemFileSystem::new()))).expect("open"));
-    let finished = Arc::new(AtomicU64::new(0));
-    let done = Arc::new(AtomicBool::new(false));
-    let writer = {
-        let (db, finished, done) = (Arc::clone(&db), Arc::clone(&finished), Arc::clone(&done));
-        std::thread::spawn(move || {
-            for number in 0..3000u64 {
-                db.put(&key(number), &value(number, 1, 20)).expect("put");
-                finished.store(number + 1, Ordering::Release);
-                if number % 4 == 3 {
-                    db.flush().expect("flush");
-                }
-            }
-            done.store(true, Ordering::Release);
-        })
-    };
-    let mut checks = 0u64;
-    while !done.load(Ordering::Acquire) || checks < 2000 {
-        let expected = finished.load(Ordering::Acquire);
-        let mut iterator = db.iter(&ReadOptions::default()).expect("iterator");
-        iterator.seek_to_first();
-        let mut seen = 0u64;
-        while iterator.valid() && seen < expected {
-            assert_eq!(iterator.key(), key(seen).as_slice(), "key {seen} missing with {expected} writes finished");
-            seen += 1;
-            iterator.next();
-        }
-        iterator.status().expect("iterator status");
-        assert_eq!(seen, expected, "an iterator made after {expected} finished writes saw {seen}");
-        checks += 1;
-    }
-    writer.join().expect("writer");
-}
-
-/// The same race for point reads: a writer overwrites one key and flushes often, so that many
-/// gets run right after a flush, over an empty memtable. Every get must see the put that
-/// finished last before it started, or a newer one.
-#[test]
-fn a_get_over_an_empty_memtable_sees_every_finished_write() {
-    let db = Arc::new(Db::open("/sources-get-race", small_options(Arc::new(MemFileSystem::new()))).expect("open"));
+/// Runs `check` over and over while a writer makes writes 1 to 3,000 (`write`) and flushes after
+/// every fourth, so that many reads start right after a flush, over an empty memtable, while the
+/// next write is being made. `check` gets the number of writes that had returned before it
+/// started; it runs at least 2,000 times.
+fn race_reads_with_a_flushing_writer(
+    path: &str,
+    write: impl Fn(&Db, u64) + Send + 'static,
+    mut check: impl FnMut(&Db, u64),
+) {
+    let db = Arc::new(Db::open(path, small_options(Arc::new(MemFileSystem::new()))).expect("open"));
     let finished = Arc::new(AtomicU64::new(0));
     let done = Arc::new(AtomicBool::new(false));
     let writer = {
         let (db, finished, done) = (Arc::clone(&db), Arc::clone(&finished), Arc::clone(&done));
         std::thread::spawn(move || {
             for number in 1..=3000u64 {
-                db.put(b"latest", &number.to_be_bytes()).expect("put");
+                write(&db, number);
                 finished.store(number, Ordering::Release);
-                if number % 4 == 3 {
+                if number % 4 == 0 {
                     db.flush().expect("flush");
                 }
             }
@@ -78,13 +43,47 @@ fn a_get_over_an_empty_memtable_sees_every_finished_write() {
     };
     let mut checks = 0u64;
     while !done.load(Ordering::Acquire) || checks < 2000 {
-        let expected = finished.load(Ordering::Acquire);
-        let found = db.get(b"latest").expect("get");
-        let seen = found.map_or(0, |bytes| u64::from_be_bytes(bytes.try_into().expect("eight bytes")));
-        assert!(seen >= expected, "a get after {expected} finished writes saw write {seen}");
+        check(&db, finished.load(Ordering::Acquire));
         checks += 1;
     }
     writer.join().expect("writer");
+}
+
+/// A writer puts keys in order: every iterator must see every key whose put returned before the
+/// iterator was made.
+#[test]
+fn an_iterator_made_over_an_empty_memtable_sees_every_finished_write() {
+    race_reads_with_a_flushing_writer(
+        "/sources-race",
+        |db, number| db.put(&key(number - 1), &value(number - 1, 1, 20)).expect("put"),
+        |db, expected| {
+            let mut iterator = db.iter(&ReadOptions::default()).expect("iterator");
+            iterator.seek_to_first();
+            let mut seen = 0u64;
+            while iterator.valid() && seen < expected {
+                assert_eq!(iterator.key(), key(seen).as_slice(), "key {seen} missing with {expected} writes finished");
+                seen += 1;
+                iterator.next();
+            }
+            iterator.status().expect("iterator status");
+            assert_eq!(seen, expected, "an iterator made after {expected} finished writes saw {seen}");
+        },
+    );
+}
+
+/// The same race for point reads: a writer overwrites one key. Every get must see the put that
+/// finished last before it started, or a newer one.
+#[test]
+fn a_get_over_an_empty_memtable_sees_every_finished_write() {
+    race_reads_with_a_flushing_writer(
+        "/sources-get-race",
+        |db, number| db.put(b"latest", &number.to_be_bytes()).expect("put"),
+        |db, expected| {
+            let found = db.get(b"latest").expect("get");
+            let seen = found.map_or(0, |bytes| u64::from_be_bytes(bytes.try_into().expect("eight bytes")));
+            assert!(seen >= expected, "a get after {expected} finished writes saw write {seen}");
+        },
+    );
 }
 
 /// Reads the database forward, backward and from seeks, and compares with the model.
