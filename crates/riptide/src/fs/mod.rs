@@ -17,6 +17,7 @@
 mod fault;
 mod mem;
 mod os;
+mod write_buffer;
 
 use std::path::Path;
 use std::sync::Arc;
