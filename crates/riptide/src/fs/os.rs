@@ -201,3 +201,53 @@ impl FileSystem for OsFileSystem {
         }
     }
 }
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use rand::rngs::SmallRng;
+    use rand::{Rng, SeedableRng};
+
+    /// Appends of every size (from one byte to several buffers' worth), flushes and
+    /// preallocations in a random order: the file must read back as exactly the bytes appended,
+    /// then the preallocated zeros, whatever the buffer's alignment did with them.
+    #[test]
+    fn appends_of_any_size_read_back_exactly_around_flushes_and_preallocation() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let file_system = OsFileSystem;
+        for seed in 0..4u64 {
+            let path = directory.path().join(format!("{seed}.log"));
+            let mut random = SmallRng::seed_from_u64(seed);
+            let mut file = file_system.create(&path).unwrap();
+            let mut expected: Vec<u8> = Vec::new();
+            let mut preallocated_until = 0u64;
+            for step in 0..60 {
+                let length = match random.gen_range(0..4) {
+                    0 => random.gen_range(1..64),
+                    1 => random.gen_range(64..8192),
+                    2 => random.gen_range(8192..(WRITE_BUFFER_BYTES + 100)),
+                    _ => random.gen_range(WRITE_BUFFER_BYTES..3 * WRITE_BUFFER_BYTES),
+                };
+                let data: Vec<u8> = (0..length).map(|index| (index as u64 * 131 + seed * 7 + step) as u8 | 1).collect();
+                file.append(&data).unwrap();
+                expected.extend_from_slice(&data);
+                assert_eq!(file.len(), expected.len() as u64);
+                match random.gen_range(0..6) {
+                    0 => file.flush().unwrap(),
+                    1 => file.sync().unwrap(),
+                    2 => {
+                        preallocated_until = expected.len() as u64 + random.gen_range(1..(1u64 << 20));
+                        file.preallocate(preallocated_until).unwrap();
+                    }
+                    _ => {}
+                }
+            }
+            file.sync().unwrap();
+            drop(file);
+            let written = std::fs::read(&path).unwrap();
+            assert_eq!(written.len() as u64, (expected.len() as u64).max(preallocated_until), "seed {seed}");
+            assert!(written[..expected.len()] == expected[..], "seed {seed}: appended bytes differ");
+            assert!(written[expected.len()..].iter().all(|&byte| byte == 0), "seed {seed}: the tail is not zeros");
+        }
+    }
+}
