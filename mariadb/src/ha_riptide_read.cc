@@ -99,8 +99,15 @@ int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_ke
                        size_t row_length) {
   // assign reuses the strings' buffers: no allocation per row once they are large enough.
   current_primary_key_.assign(reinterpret_cast<const char *>(primary_key), primary_key_length);
-  row_bytes_.assign(reinterpret_cast<const char *>(row), row_length);
-  if (!riptide_sql::unpack_row(table, buf, bytes(row_bytes_), row_bytes_.size())) return HA_ERR_CRASHED;
+  // BLOB fields of the record point into the bytes they were unpacked from, which must outlive
+  // the iterator's next move: only a table with BLOBs has its row copied first. Other fields
+  // are copied into the record, so they unpack straight from the engine's memory.
+  const uint8_t *source = row;
+  if (table->s->blob_fields > 0) {
+    row_bytes_.assign(reinterpret_cast<const char *>(row), row_length);
+    source = bytes(row_bytes_);
+  }
+  if (!riptide_sql::unpack_row(table, buf, source, row_length)) return HA_ERR_CRASHED;
   counters().rows_read.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }
