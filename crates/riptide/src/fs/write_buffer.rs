@@ -2,9 +2,9 @@
 //! the kernel in large writes, laid out in memory at the same offset modulo 64 as they will
 //! have in the file.
 //!
-//! Why the layout: the kernel copies a `write` into the page cache with `rep movsb`, whose speed
-//! on this machine depends on where the source and the destination sit within their 64-byte
-//! cache lines. Measured (kernel 6.18, ext4, AMD EPYC, 4 MiB writes from a buffer 16 bytes into
+//! Why the layout: the speed of the kernel's copy of a `write` into the page cache
+//! (`copy_folio_from_iter_atomic`) depends, on this machine, on where the source and the
+//! destination sit within their 64-byte cache lines. Measured (kernel 6.18, ext4, AMD EPYC, 4 MiB writes from a buffer 16 bytes into
 //! a line): 4.7-5.1 GB/s when the file offset sat at 0, 16 or 48 bytes into a line, 3.4-3.8
 //! GB/s at 32 or 40, and 2.3-2.4 GB/s at 24. Buffers that start where their bytes will sit in
 //! the file make every copy the fast one, and so does copying large appends through the buffer
