@@ -410,8 +410,16 @@ pub(crate) fn user_iterator_over_view(
             let table = table_cache.table_of(file, &version.comparator)?;
             Ok(Box::new(table.iter(read_options)) as Box<dyn InternalIterator>)
         });
+        // A file's filter, for seeks that leave sources without the key unpositioned (I49); a
+        // table that cannot be opened may hold the key (the seek reports the error).
+        let table_cache = Arc::clone(&inner.table_cache);
+        let version = crate::sync::Arc::clone(&view.version);
+        let filter = Arc::new(move |index: usize, user_key: &[u8]| -> bool {
+            let file = &version.levels[level][index];
+            table_cache.table_of(file, &version.comparator).map_or(true, |table| table.may_contain(user_key))
+        });
         let ranges = Arc::clone(&view.version.level_ranges[level]);
-        children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone())));
+        children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone()).with_filter(filter)));
         if !tombstones.is_empty() {
             note_max_sequence(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
         }

@@ -458,11 +458,9 @@ impl UserIterator {
         let ahead = was_forward
             && self.inner.valid()
             && self.comparator.compare_internal_keys(self.inner.key(), &self.seek_key).is_le();
-        if ahead {
-            self.inner.seek_forward(&self.seek_key);
-        } else {
-            self.inner.seek(&self.seek_key);
-        }
+        // A user's seek often reads only the key it lands on: a merge may leave sources that
+        // cannot hold it unpositioned until the iterator moves (I49).
+        self.inner.seek_for_entry(&self.seek_key, ahead);
         self.find_next_user_entry(false);
     }
 
@@ -936,7 +934,7 @@ impl UserIterator {
 #[allow(clippy::type_complexity)] // Test tables of entries are clearer spelled out.
 mod tests {
     use super::*;
-    use crate::iterator::level::{FileOpener, FileRange, LevelIterator};
+    use crate::iterator::level::{FileFilter, FileOpener, FileRange, LevelIterator};
     use crate::iterator::merge::tests::FailingIterator;
     use crate::iterator::merge::MergingIterator;
     use crate::iterator::VecIterator;
@@ -979,9 +977,13 @@ mod tests {
             .iter()
             .map(|file| FileRange { smallest: file[0].0.clone(), largest: file[file.len() - 1].0.clone() })
             .collect();
+        // Every file's exact filter, so that seeks may leave the level pending (I49).
+        let user_keys: Vec<std::collections::BTreeSet<Vec<u8>>> =
+            files.iter().map(|file| file.iter().map(|(key, _)| crate::key::user_key(key).to_vec()).collect()).collect();
+        let filter: FileFilter = Arc::new(move |index, user_key| user_keys[index].contains(user_key));
         let opener: FileOpener =
             Arc::new(move |index| Ok(Box::new(VecIterator::new(files[index].clone())) as Box<dyn InternalIterator>));
-        Box::new(LevelIterator::new(ranges, opener, KeyComparator::Bytewise))
+        Box::new(LevelIterator::new(ranges, opener, KeyComparator::Bytewise).with_filter(filter))
     }
 
     /// A memtable holding `entries`, whose iterator jumps over versions with searches from its

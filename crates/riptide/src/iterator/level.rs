@@ -21,6 +21,7 @@ use std::sync::Arc;
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
+use crate::key;
 
 /// The internal-key range covered by one file of a level.
 #[derive(Clone, Debug, PartialEq, Eq)]
@@ -34,11 +35,17 @@ pub(crate) struct FileRange {
 /// Opens the iterator of the file at an index into the level's file list.
 pub(crate) type FileOpener = Arc<dyn Fn(usize) -> Result<Box<dyn InternalIterator>> + Send + Sync>;
 
+/// Answers whether the file at an index into the level's file list may hold entries of a user
+/// key (its bloom filter); true when it cannot tell.
+pub(crate) type FileFilter = Arc<dyn Fn(usize, &[u8]) -> bool + Send + Sync>;
+
 /// Concatenates the files of one level, opening each lazily; see the module documentation.
 pub(crate) struct LevelIterator {
     /// Shared with the version the files belong to, so creating an iterator copies no keys.
     files: Arc<[FileRange]>,
     opener: FileOpener,
+    /// The files' filters, for `may_contain_user_key`; `None` when there are none to ask.
+    filter: Option<FileFilter>,
     /// The index in `files` of the file `file_iterator` reads; meaningless when it is `None`.
     file_index: usize,
     file_iterator: Option<Box<dyn InternalIterator>>,
@@ -57,7 +64,14 @@ impl LevelIterator {
         debug_assert!(files
             .windows(2)
             .all(|pair| comparator.compare_internal_keys(&pair[0].largest, &pair[1].smallest).is_lt()));
-        LevelIterator { files, opener, file_index: 0, file_iterator: None, error: None, comparator }
+        LevelIterator { files, opener, filter: None, file_index: 0, file_iterator: None, error: None, comparator }
+    }
+
+    /// Lets `may_contain_user_key` ask the files' filters (`filter(index, user_key)`) besides
+    /// their key ranges.
+    pub(crate) fn with_filter(mut self, filter: FileFilter) -> LevelIterator {
+        self.filter = Some(filter);
+        self
     }
 
     /// Makes `files[index]` the open file, reusing the open iterator when it is already that
@@ -128,6 +142,27 @@ impl LevelIterator {
 impl InternalIterator for LevelIterator {
     fn valid(&self) -> bool {
         self.error.is_none() && self.file_iterator.as_ref().is_some_and(|iterator| iterator.valid())
+    }
+
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        // The one file whose user-key range can hold the key: the first whose largest user key
+        // is not below it. (When a key's versions end one file and begin the next, that first
+        // file holds the key, so its filter answers "maybe".)
+        let comparator = &self.comparator;
+        let index = self
+            .files
+            .partition_point(|file| comparator.compare_user_keys(key::user_key(&file.largest), user_key).is_lt());
+        let Some(file) = self.files.get(index) else { return false };
+        if comparator.compare_user_keys(user_key, key::user_key(&file.smallest)).is_lt() {
+            return false;
+        }
+        self.filter.as_ref().is_none_or(|filter| filter(index, user_key))
+    }
+
+    fn reaches_cheaply(&self, target: &[u8]) -> bool {
+        self.valid()
+            && self.comparator.compare_internal_keys(&self.files[self.file_index].largest, target).is_ge()
+            && self.file_iterator.as_ref().is_some_and(|iterator| iterator.reaches_cheaply(target))
     }
 
     fn seek_to_first(&mut self) {

@@ -13,9 +13,11 @@
 //! Invariants: the stream is totally ordered by `(internal key, child index)`, so the rare case of
 //! an internal key present in two sources yields the earlier (newer) child first when moving
 //! forward and last when moving backward, and both directions visit the same sequence. While
-//! valid, the heap holds exactly the valid children, its top is the current entry, and every
-//! other child is positioned on its first entry after (forward) or last entry before (backward)
-//! the current one. Once a child reports an error the merging iterator becomes invalid for good
+//! valid, the heap holds exactly the valid children that are not pending, its top is the current
+//! entry, and every other child is positioned on its first entry after (forward) or last entry
+//! before (backward) the current one. A pending child (left unpositioned by `seek_for_entry`,
+//! only while moving forward) holds no entry of the current user key at or after the seek's
+//! target, and is positioned before the stream moves (I49). Once a child reports an error the merging iterator becomes invalid for good
 //! and `status()` returns that error: skipping the failed source silently could resurrect
 //! deleted keys.
 
@@ -24,6 +26,7 @@ use std::cmp::Ordering;
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
+use crate::key::{self, TRAILER_SIZE_BYTES};
 
 /// The direction of the last movement, which decides how the heap is ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
@@ -48,7 +51,27 @@ pub(crate) struct MergingIterator {
     /// The largest sequence number each child can hold, for `skip_older_forward`; empty when
     /// unknown (then no child is skipped).
     child_max_sequences: Vec<u64>,
+    /// Children `seek_for_entry` left unpositioned (I49), each with whether its position is
+    /// still one `seek_forward` may start from; they are positioned at `pending_target` (or a
+    /// later target) before the stream moves. Empty while moving backward.
+    pending: Vec<(usize, bool)>,
+    /// The target of the `seek_for_entry` that left children pending.
+    pending_target: Vec<u8>,
+    /// Scratch list of the children a `seek_for_entry` moves, kept for its allocation.
+    movers: Vec<(usize, bool)>,
+    /// How well asking filters first has paid lately, from 0 to [`PROBE_CREDIT_MAX`]:
+    /// `seek_for_entry` asks them only while it is positive. It rises when a seek landed on
+    /// its key and the next seek came before any movement (children left pending were never
+    /// positioned), and falls when the stream moved after such a seek (they had to be
+    /// positioned after all) or when a seek's key was in no child (every filter was asked for
+    /// nothing). Scans and seeks of absent keys then pay no probes.
+    probe_credit: u8,
+    /// The last `seek_for_entry` landed on its key and nothing has moved the stream since.
+    seek_landed: bool,
 }
+
+/// The most credit `probe_credit` holds; a new iterator starts with one.
+const PROBE_CREDIT_MAX: u8 = 3;
 
 impl MergingIterator {
     /// Creates an unpositioned iterator over `children`, which are ordered newest source first
@@ -63,6 +86,21 @@ impl MergingIterator {
             error: None,
             comparator,
             child_max_sequences: Vec::new(),
+            pending: Vec::new(),
+            pending_target: Vec::new(),
+            movers: Vec::new(),
+            probe_credit: 1,
+            seek_landed: false,
+        }
+    }
+
+    /// Called when the stream moves or is positioned otherwise than by `seek_for_entry`: if the
+    /// last such seek landed on its key, leaving children pending did not spare them.
+    #[inline]
+    fn note_movement(&mut self) {
+        if self.seek_landed {
+            self.seek_landed = false;
+            self.probe_credit = self.probe_credit.saturating_sub(1);
         }
     }
 
@@ -83,11 +121,15 @@ impl MergingIterator {
         }
     }
 
-    /// Rebuilds the heap from every valid child after a seek or a change of direction.
+    /// Rebuilds the heap from every valid child after a seek or a change of direction
+    /// (pending children stay out of it).
     fn rebuild_heap(&mut self, direction: Direction) {
         self.direction = direction;
         self.heap.clear();
         for child in 0..self.children.len() {
+            if self.pending.iter().any(|&(pending, _)| pending == child) {
+                continue;
+            }
             if self.children[child].valid() {
                 self.heap.push(child);
             } else {
@@ -101,6 +143,88 @@ impl MergingIterator {
         for position in (0..self.heap.len() / 2).rev() {
             sift_down(&mut self.heap, &self.children, &self.comparator, direction, position);
         }
+    }
+
+    /// Positions `child` at its first entry at or after `target`, from where it stands when
+    /// `from_here` (the caller keeps `seek_forward`'s contract).
+    fn position_child(&mut self, child: usize, target: &[u8], from_here: bool) {
+        let iterator = &mut self.children[child];
+        if from_here {
+            iterator.seek_forward(target);
+        } else {
+            iterator.seek(target);
+        }
+    }
+
+    /// Positions the children `seek_for_entry` left pending at their first entry at or after
+    /// `target` (the pending target when `None`; a later target must not be before the current
+    /// entry), then rebuilds the heap. Their entries all come after the current one (I49), so
+    /// the current entry stays on top.
+    fn position_pending(&mut self, target: Option<&[u8]>) {
+        let pending = std::mem::take(&mut self.pending);
+        let target_buffer = std::mem::take(&mut self.pending_target);
+        let target = target.unwrap_or(&target_buffer);
+        for &(child, from_here) in &pending {
+            self.position_child(child, target, from_here);
+        }
+        self.pending = pending;
+        self.pending.clear();
+        self.pending_target = target_buffer;
+        self.rebuild_heap(Direction::Forward);
+    }
+
+    /// `seek_for_entry` from where the merge stands with nothing pending: the children still
+    /// before the target move in heap order, as in `seek_forward`, except those whose filters
+    /// rule the key out (when `probe`), which leave the heap and become pending.
+    fn advance_for_entry(&mut self, target: &[u8], user_key: &[u8], probe: bool) {
+        while let Some(&top) = self.heap.first() {
+            let iterator = &self.children[top];
+            if self.comparator.compare_internal_keys(iterator.key(), target).is_ge() {
+                break;
+            }
+            // A child that reaches the target within its current block moves there: the step
+            // costs less than the probe.
+            if probe && !iterator.reaches_cheaply(target) && !iterator.may_contain_user_key(user_key) {
+                self.heap.swap_remove(0);
+                if !self.heap.is_empty() {
+                    sift_down(&mut self.heap, &self.children, &self.comparator, self.direction, 0);
+                }
+                self.pending.push((top, true));
+                continue;
+            }
+            self.children[top].seek_forward(target);
+            self.repair_top();
+        }
+    }
+
+    /// `seek_for_entry` as a seek of every child (or, `from_here`, of the pending children and
+    /// those still before the target), positioning first those that may hold the key: the
+    /// others (when `probe`) become pending.
+    fn position_for_entry(&mut self, target: &[u8], user_key: &[u8], probe: bool, from_here: bool) {
+        let mut movers = std::mem::take(&mut self.movers);
+        movers.clear();
+        if from_here {
+            movers.append(&mut self.pending);
+            for &child in &self.heap {
+                if self.comparator.compare_internal_keys(self.children[child].key(), target).is_lt() {
+                    movers.push((child, true));
+                }
+            }
+        } else {
+            self.pending.clear();
+            movers.extend((0..self.children.len()).map(|child| (child, false)));
+        }
+        for &(child, child_from_here) in &movers {
+            let iterator = &self.children[child];
+            let step = child_from_here && iterator.reaches_cheaply(target);
+            if probe && !step && !iterator.may_contain_user_key(user_key) {
+                self.pending.push((child, child_from_here));
+                continue;
+            }
+            self.position_child(child, target, child_from_here);
+        }
+        self.movers = movers;
+        self.rebuild_heap(Direction::Forward);
     }
 
     /// Restores the heap after the current (top) child has moved one step.
@@ -130,6 +254,10 @@ impl MergingIterator {
     fn skip_older(&mut self, direction: Direction, older_than: u64, target: &[u8]) {
         if self.error.is_some() || self.direction != direction || self.child_max_sequences.is_empty() {
             return;
+        }
+        self.note_movement();
+        if !self.pending.is_empty() {
+            self.position_pending(None);
         }
         let mut moved = false;
         for position in 0..self.heap.len() {
@@ -279,6 +407,8 @@ impl InternalIterator for MergingIterator {
         if self.error.is_some() {
             return;
         }
+        self.note_movement();
+        self.pending.clear();
         for child in &mut self.children {
             child.seek_to_first();
         }
@@ -289,6 +419,8 @@ impl InternalIterator for MergingIterator {
         if self.error.is_some() {
             return;
         }
+        self.note_movement();
+        self.pending.clear();
         for child in &mut self.children {
             child.seek_to_last();
         }
@@ -299,6 +431,8 @@ impl InternalIterator for MergingIterator {
         if self.error.is_some() {
             return;
         }
+        self.note_movement();
+        self.pending.clear();
         for child in &mut self.children {
             child.seek(target);
         }
@@ -307,6 +441,14 @@ impl InternalIterator for MergingIterator {
 
     fn next(&mut self) {
         assert!(self.valid(), "MergingIterator::next called on an invalid iterator");
+        self.note_movement();
+        if !self.pending.is_empty() {
+            self.position_pending(None);
+            // A pending child's error ends the stream.
+            if self.heap.is_empty() {
+                return;
+            }
+        }
         let current = self.heap[0];
         if self.direction == Direction::Backward {
             self.switch_to_forward(current);
@@ -323,8 +465,11 @@ impl InternalIterator for MergingIterator {
 
     fn prev(&mut self) {
         assert!(self.valid(), "MergingIterator::prev called on an invalid iterator");
+        self.note_movement();
         let current = self.heap[0];
         if self.direction == Direction::Forward {
+            // Turning positions every other child anew, pending ones included.
+            self.pending.clear();
             self.switch_to_backward(current);
             if self.heap.is_empty() {
                 return;
@@ -354,6 +499,10 @@ impl InternalIterator for MergingIterator {
             self.seek(target);
             return;
         }
+        self.note_movement();
+        if !self.pending.is_empty() {
+            self.position_pending(Some(target));
+        }
         // Only the children still before the target move, each once and from where it stands
         // (every other child is already at its first entry at or after the target); the heap is
         // repaired after each, so its top is always the least child left to move.
@@ -363,6 +512,56 @@ impl InternalIterator for MergingIterator {
             }
             self.children[top].seek_forward(target);
             self.repair_top();
+        }
+    }
+
+    /// A seek (or, when `from_here`, a `seek_forward`) that positions first the children that
+    /// may hold the target's user key, asking the others' filters. When a child lands on that
+    /// user key, the children whose filters ruled it out stay pending: every entry they hold
+    /// at or after the target has a larger user key, so it comes after the entry found, and
+    /// they are positioned only if the stream moves (I49). A seek that only reads the entry it
+    /// lands on (a point lookup through an index, a read of one key) then positions the
+    /// sources that hold the key and no others.
+    fn seek_for_entry(&mut self, target: &[u8], from_here: bool) {
+        if self.error.is_some() {
+            return;
+        }
+        if self.seek_landed {
+            // The last seek read only the entry it landed on.
+            self.probe_credit = (self.probe_credit + 1).min(PROBE_CREDIT_MAX);
+            self.seek_landed = false;
+        }
+        let from_here = from_here && self.direction == Direction::Forward;
+        // A target the current entry's source reaches within its block (the next key of an
+        // ascending walk): the other sources are near it too, and steps cost less than probes.
+        let near = from_here && self.heap.first().is_some_and(|&top| self.children[top].reaches_cheaply(target));
+        let probe = self.probe_credit > 0 && !near;
+        let user_key = &target[..target.len().saturating_sub(TRAILER_SIZE_BYTES)];
+        if near && self.pending.is_empty() {
+            // Nothing to learn or leave pending: move as `seek_forward` does.
+            self.advance_for_entry(target, user_key, false);
+            return;
+        }
+        if from_here && self.pending.is_empty() {
+            self.advance_for_entry(target, user_key, probe);
+        } else {
+            self.position_for_entry(target, user_key, probe, from_here);
+        }
+        // Pending children hold no entry of the key, so a positioned child on the key would be
+        // on top. Keys that compare equal are byte-identical (the comparator's contract).
+        let found = self.heap.first().is_some_and(|&top| key::user_key(self.children[top].key()) == user_key);
+        if !self.pending.is_empty() {
+            if found {
+                self.pending_target.clear();
+                self.pending_target.extend_from_slice(target);
+            } else {
+                // Nothing stands on the key: the first entry may come from any child.
+                self.position_pending(Some(target));
+            }
+        }
+        self.seek_landed = found;
+        if !found {
+            self.probe_credit = self.probe_credit.saturating_sub(1);
         }
     }
 
@@ -504,7 +703,11 @@ pub(crate) mod tests {
                     let split = target.len() - crate::key::TRAILER_SIZE_BYTES;
                     target.insert(split, 0);
                 }
-                iterator.seek_forward(&target);
+                if rng.gen_bool(0.5) {
+                    iterator.seek_forward(&target);
+                } else {
+                    iterator.seek_for_entry(&target, true);
+                }
                 let found = expected.partition_point(|(key, _)| compare_internal_keys(key, &target).is_lt());
                 position = (found < expected.len()).then_some(found);
             } else if choice < 10 {
@@ -515,7 +718,11 @@ pub(crate) mod tests {
                 } else {
                     random_internal_key(rng)
                 };
-                iterator.seek(&target);
+                if rng.gen_bool(0.5) {
+                    iterator.seek(&target);
+                } else {
+                    iterator.seek_for_entry(&target, false);
+                }
                 let index = expected.partition_point(|(key, _)| compare_internal_keys(key, &target).is_lt());
                 position = (index < expected.len()).then_some(index);
             } else if rng.gen_bool(0.5) {
@@ -565,6 +772,156 @@ pub(crate) mod tests {
         union.sort_by(|a, b| compare_internal_keys(&a.1, &b.1).then(a.0.cmp(&b.0)));
         let expected = union.into_iter().map(|(_, key, value)| (key, value)).collect();
         (sources, expected)
+    }
+
+    /// A source with a filter, counting the seeks it is given: it answers
+    /// `may_contain_user_key` exactly, or (with `false_positives`) also says "maybe" for user
+    /// keys of even length it does not hold, as a bloom filter may, and claims to reach every
+    /// target cheaply.
+    pub(crate) struct FilteredIterator {
+        inner: VecIterator,
+        user_keys: std::collections::BTreeSet<Vec<u8>>,
+        false_positives: bool,
+        seeks: std::sync::Arc<std::sync::atomic::AtomicUsize>,
+    }
+
+    impl FilteredIterator {
+        pub(crate) fn new(entries: Vec<(Vec<u8>, Vec<u8>)>, false_positives: bool) -> FilteredIterator {
+            let user_keys = entries.iter().map(|(key, _)| crate::key::user_key(key).to_vec()).collect();
+            FilteredIterator {
+                inner: VecIterator::new(entries),
+                user_keys,
+                false_positives,
+                seeks: std::sync::Arc::default(),
+            }
+        }
+    }
+
+    impl InternalIterator for FilteredIterator {
+        fn valid(&self) -> bool {
+            self.inner.valid()
+        }
+        fn seek_to_first(&mut self) {
+            self.inner.seek_to_first();
+        }
+        fn seek_to_last(&mut self) {
+            self.inner.seek_to_last();
+        }
+        fn seek(&mut self, target: &[u8]) {
+            self.seeks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.inner.seek(target);
+        }
+        fn seek_forward(&mut self, target: &[u8]) {
+            self.seeks.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            // Only from a position before the target, reached moving forward.
+            assert!(!self.inner.valid() || compare_internal_keys(self.inner.key(), target).is_le());
+            self.inner.seek(target);
+        }
+        fn next(&mut self) {
+            self.inner.next();
+        }
+        fn prev(&mut self) {
+            self.inner.prev();
+        }
+        fn key(&self) -> &[u8] {
+            self.inner.key()
+        }
+        fn value(&self) -> &[u8] {
+            self.inner.value()
+        }
+        fn status(&self) -> Result<()> {
+            self.inner.status()
+        }
+        fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+            self.user_keys.contains(user_key) || (self.false_positives && user_key.len().is_multiple_of(2))
+        }
+        fn reaches_cheaply(&self, _target: &[u8]) -> bool {
+            // Sources with false positives also step rather than answer, whenever they can.
+            self.false_positives && self.inner.valid()
+        }
+    }
+
+    fn filtered_merge_of(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>, rng: &mut SmallRng) -> MergingIterator {
+        let children: Vec<Box<dyn InternalIterator>> = sources
+            .into_iter()
+            .map(|entries| match rng.gen_range(0..3) {
+                0 => Box::new(VecIterator::new(entries)) as Box<dyn InternalIterator>,
+                choice => Box::new(FilteredIterator::new(entries, choice == 2)),
+            })
+            .collect();
+        MergingIterator::new(children, KeyComparator::Bytewise)
+    }
+
+    /// Sources that answer for their keys make seeks leave some of them pending (I49); every
+    /// movement after such a seek (next, prev, a seek forward, another seek) must read as if
+    /// all had been positioned, with and without keys in several sources.
+    #[test]
+    fn random_walks_with_filtered_sources_match_reference() {
+        let mut rng = SmallRng::seed_from_u64(15);
+        for round in 0..1200 {
+            let source_count = rng.gen_range(1..7);
+            let (sources, expected) = random_sources(&mut rng, source_count, round % 2 == 0);
+            let mut merge = filtered_merge_of(sources, &mut rng);
+            walk_and_compare(&mut merge, &expected, &mut rng, 80);
+        }
+    }
+
+    /// A seek for an entry positions only the sources that may hold its key when one of them
+    /// does, and the rest as soon as the stream moves; once seeks stop paying for the filter
+    /// probes (the stream moves after them, or the key is absent) it positions every source,
+    /// and it probes again after a seek that read only its entry.
+    #[test]
+    fn a_seek_for_an_entry_positions_only_the_sources_that_may_hold_its_key() {
+        let entry = |user_key: &[u8], sequence: u64| {
+            let value = format!("{}@{sequence}", user_key[0] as char).into_bytes();
+            (make_internal_key(user_key, sequence, ValueKind::Put), value)
+        };
+        let sources =
+            vec![vec![entry(b"b", 9), entry(b"d", 8)], vec![entry(b"a", 3), entry(b"c", 2)], vec![entry(b"e", 1)]];
+        let children: Vec<FilteredIterator> =
+            sources.into_iter().map(|entries| FilteredIterator::new(entries, false)).collect();
+        let counters: Vec<_> = children.iter().map(|child| std::sync::Arc::clone(&child.seeks)).collect();
+        let seeks =
+            || counters.iter().map(|counter| counter.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>();
+        let boxed = children.into_iter().map(|child| Box::new(child) as Box<dyn InternalIterator>).collect();
+        let mut merge = MergingIterator::new(boxed, KeyComparator::Bytewise);
+        let target = |user_key: &[u8]| make_internal_key(user_key, MAX_SEQUENCE_NUMBER, ValueKind::Put);
+
+        merge.seek_for_entry(&target(b"c"), false);
+        assert_eq!(merge.value(), b"c@2");
+        assert_eq!(seeks(), vec![0, 1, 0], "only the source holding c was positioned");
+        merge.next();
+        assert_eq!(merge.value(), b"d@8");
+        assert_eq!(seeks(), vec![1, 1, 1], "moving on positions the others");
+        merge.next();
+        assert_eq!(merge.value(), b"e@1");
+
+        // The stream moved after the seek: the next seek asks no filter.
+        merge.seek_for_entry(&target(b"c"), false);
+        assert_eq!(merge.value(), b"c@2");
+        assert_eq!(seeks(), vec![2, 2, 2]);
+        // That seek read only its entry: this one asks the filters again. From where the
+        // merge stands, only sources before the target that may hold its key move.
+        merge.seek_for_entry(&target(b"d"), true);
+        assert_eq!(merge.value(), b"d@8");
+        assert_eq!(seeks(), vec![2, 2, 2], "d's source already stood on it; c's was left pending");
+        merge.prev();
+        assert_eq!(merge.value(), b"c@2", "turning back positions the pending source");
+        merge.prev();
+        assert_eq!(merge.value(), b"b@9");
+        assert_eq!(seeks(), vec![2, 3, 3], "turning back positions every source but the current one");
+
+        // A key no source holds: every source is positioned, the seek lands after it, and the
+        // filters are not asked again until a seek reads only its entry.
+        merge.seek_for_entry(&target(b"a"), false);
+        merge.seek_for_entry(&target(b"bb"), false);
+        assert_eq!(merge.value(), b"c@2");
+        merge.seek_for_entry(&target(b"e"), false);
+        assert_eq!(merge.value(), b"e@1");
+        assert_eq!(seeks(), vec![5, 6, 6]);
+        merge.seek_for_entry(&target(b"b"), false);
+        assert_eq!(merge.value(), b"b@9");
+        assert_eq!(seeks(), vec![6, 6, 6]);
     }
 
     fn merge_of(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> MergingIterator {

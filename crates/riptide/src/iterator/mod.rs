@@ -49,6 +49,33 @@ pub(crate) trait InternalIterator: Send {
     fn seek_forward(&mut self, target: &[u8]) {
         self.seek(target);
     }
+    /// Positions like `seek` (like `seek_forward` when `from_here`, under its contract) for a
+    /// caller that will often read only the entry it lands on, as a user's seek does: a
+    /// merging iterator may then leave sources that hold no entry of the target's user key
+    /// unpositioned until the stream moves (`MergingIterator::seek_for_entry`, I49). The
+    /// result is that of `seek`. The default positions the source as asked.
+    fn seek_for_entry(&mut self, target: &[u8], from_here: bool) {
+        if from_here {
+            self.seek_forward(target);
+        } else {
+            self.seek(target);
+        }
+    }
+    /// False when the source certainly holds no entry of `user_key` (its bloom filter or its
+    /// key range says so), true when it may. It never moves the iterator. A source that grows
+    /// while it is read (the active memtable) answers for what it holds now, and gains only
+    /// entries newer than every reader's sequence (I48), which no seek of a reader lands on
+    /// before the entries it already holds. The default cannot tell.
+    fn may_contain_user_key(&self, _user_key: &[u8]) -> bool {
+        true
+    }
+    /// True when `seek_forward(target)` from the current position stays within data the
+    /// source already holds (a table's current block), so that it costs less than asking a
+    /// filter about the target's key; a merge then moves the source rather than asking. Only
+    /// under `seek_forward`'s contract. The default says no.
+    fn reaches_cheaply(&self, _target: &[u8]) -> bool {
+        false
+    }
     /// A hint after a covered entry while moving forward (range tombstones, I38): sources
     /// whose every entry is older than `older_than` may move straight to their first entry at
     /// or after the internal key `target`, because every entry they would pass is covered by a

@@ -348,6 +348,16 @@ impl MemTableIterator {
 }
 
 impl InternalIterator for MemTableIterator {
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        self.memtable.may_contain(user_key)
+    }
+
+    fn reaches_cheaply(&self, _target: &[u8]) -> bool {
+        // `seek_forward` steps or searches from the last search path, touching nodes near the
+        // current one rather than probing the filter's scattered bits.
+        self.path_usable && self.current.is_some()
+    }
+
     fn valid(&self) -> bool {
         self.current.is_some()
     }

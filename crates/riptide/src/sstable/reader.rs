@@ -698,6 +698,17 @@ impl TableIterator {
 }
 
 impl InternalIterator for TableIterator {
+    fn may_contain_user_key(&self, user_key: &[u8]) -> bool {
+        self.table.may_contain(user_key)
+    }
+
+    fn reaches_cheaply(&self, target: &[u8]) -> bool {
+        // At or before the current block's separator: `seek_forward` searches this block alone.
+        self.valid()
+            && self.index.valid()
+            && self.table.comparator.compare_internal_keys(self.index.key(), target).is_ge()
+    }
+
     #[inline]
     fn valid(&self) -> bool {
         self.error.is_none() && self.data.valid()
