@@ -95,7 +95,8 @@ impl MergingIterator {
     }
 
     /// Called when the stream moves or is positioned otherwise than by `seek_for_entry`: if the
-    /// last such seek landed on its key, leaving children pending did not spare them.
+    /// last such seek landed on its key, leaving children pending did not spare them. (Children
+    /// are pending only while `seek_landed` is set.)
     #[inline]
     fn note_movement(&mut self) {
         if self.seek_landed {
@@ -441,12 +442,16 @@ impl InternalIterator for MergingIterator {
 
     fn next(&mut self) {
         assert!(self.valid(), "MergingIterator::next called on an invalid iterator");
-        self.note_movement();
-        if !self.pending.is_empty() {
-            self.position_pending(None);
-            // A pending child's error ends the stream.
-            if self.heap.is_empty() {
-                return;
+        // Children are pending only after a seek that landed (I49): one test on the step path.
+        debug_assert!(self.pending.is_empty() || self.seek_landed);
+        if self.seek_landed {
+            self.note_movement();
+            if !self.pending.is_empty() {
+                self.position_pending(None);
+                // A pending child's error ends the stream.
+                if self.heap.is_empty() {
+                    return;
+                }
             }
         }
         let current = self.heap[0];
