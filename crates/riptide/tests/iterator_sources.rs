@@ -3,7 +3,8 @@
 //! source reads it without a merge. The tests check that leaving memtables out never hides a
 //! write that finished before the iterator was made, with writers racing the iterators' creation
 //! across flushes, and that every shape of source set (memtable only, one table, several
-//! tables, with and without a range tombstone) reads the same as a model.
+//! tables, with and without a range tombstone) reads the same as a model; and that seeks which
+//! leave sources unpositioned (I49) read at their snapshot while a writer grows the memtable.
 
 mod common;
 
@@ -195,4 +196,80 @@ fn every_shape_of_sources_reads_like_the_model() {
     let at_snapshot = ReadOptions { snapshot: Some(snapshot), ..ReadOptions::default() };
     assert_eq!(dump(&db, &at_snapshot), model, "a snapshot taken over an empty memtable");
     db.close().expect("close");
+}
+
+/// The number a key of `common::key` was made from.
+fn number_of(key: &[u8]) -> u64 {
+    std::str::from_utf8(&key[3..9]).expect("digits").parse().expect("a number")
+}
+
+/// Seeks that read one entry leave sources whose filters rule the key out unpositioned until the
+/// iterator moves (I49), the active memtable among them; a writer adds keys and new versions to
+/// that memtable meanwhile, the sought key included. Every answer must be the one the
+/// iterator's snapshot gives, checked against gets at the snapshot: the entry a seek lands on,
+/// and each step after it (with nothing skipped between two steps).
+#[test]
+fn seeks_that_leave_a_growing_memtable_pending_read_at_their_snapshot() {
+    let db = Arc::new(Db::open("/pending-race", level0_keeping_options(Arc::new(MemFileSystem::new()))).expect("open"));
+    // Even keys in three overlapping level-0 tables; odd keys come only from the writer.
+    let keys = 3000u64;
+    for table in 0..3 {
+        let mut batch = WriteBatch::new();
+        for number in (0..keys).filter(|number| number % 2 == 0 && (number / 2) % 3 == table) {
+            batch.put(&key(number), &value(number, 0, 24));
+        }
+        db.write(batch).expect("write");
+        db.flush().expect("flush");
+    }
+    let done = Arc::new(AtomicBool::new(false));
+    let writer = {
+        let (db, done) = (Arc::clone(&db), Arc::clone(&done));
+        std::thread::spawn(move || {
+            let mut state = 7u64;
+            let mut version = 1;
+            while !done.load(Ordering::Acquire) {
+                state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+                let number = (state >> 33) % keys;
+                db.put(&key(number), &value(number, version, 24)).expect("put");
+                version += 1;
+            }
+        })
+    };
+    let mut state = 11u64;
+    let mut random = move |bound: u64| {
+        state = state.wrapping_mul(6364136223846793005).wrapping_add(1442695040888963407);
+        (state >> 33) % bound
+    };
+    for round in 0..3000 {
+        let snapshot = db.snapshot();
+        let options = ReadOptions { snapshot: Some(snapshot.clone()), ..ReadOptions::default() };
+        let at_snapshot = |number: u64| db.get_opt(&key(number), &options).expect("get");
+        let mut iterator = db.iter(&options).expect("iterator");
+        // A few seeks that read only their entry (they earn the probes), then steps.
+        for seek in 0..3 {
+            let number = random(keys / 2) * 2;
+            iterator.seek(&key(number));
+            assert!(iterator.valid(), "round {round}, seek {seek}: even key {number} is in a table");
+            assert_eq!(iterator.key(), key(number).as_slice(), "round {round}, seek {seek}");
+            assert_eq!(Some(iterator.value().to_vec()), at_snapshot(number), "round {round}, seek {seek}");
+        }
+        let mut previous = number_of(iterator.key());
+        for step in 0..4 {
+            iterator.next();
+            if !iterator.valid() {
+                assert!(((previous + 1)..keys).all(|number| at_snapshot(number).is_none()));
+                break;
+            }
+            let number = number_of(iterator.key());
+            assert!(number > previous, "round {round}, step {step}: {number} after {previous}");
+            for skipped in (previous + 1)..number {
+                assert_eq!(at_snapshot(skipped), None, "round {round}, step {step}: {skipped} was skipped");
+            }
+            assert_eq!(Some(iterator.value().to_vec()), at_snapshot(number), "round {round}, step {step}");
+            previous = number;
+        }
+        iterator.status().expect("status");
+    }
+    done.store(true, Ordering::Release);
+    writer.join().expect("writer");
 }
