@@ -4,12 +4,13 @@
 //!
 //! Why the layout: the speed of the kernel's copy of a `write` into the page cache
 //! (`copy_folio_from_iter_atomic`) depends, on this machine, on where the source and the
-//! destination sit within their 64-byte cache lines. Measured (kernel 6.18, ext4, AMD EPYC, 4 MiB writes from a buffer 16 bytes into
-//! a line): 4.7-5.1 GB/s when the file offset sat at 0, 16 or 48 bytes into a line, 3.4-3.8
-//! GB/s at 32 or 40, and 2.3-2.4 GB/s at 24. Buffers that start where their bytes will sit in
-//! the file make every copy the fast one, and so does copying large appends through the buffer
-//! rather than writing them from wherever the caller's memory happens to lie (a write-ahead log
-//! record's payload follows an 8-byte header, so it lands 8 bytes off from its batch's buffer).
+//! destination sit within their 64-byte cache lines. Measured (kernel 6.18, ext4, AMD EPYC,
+//! 4 MiB writes from a buffer 16 bytes into a line): 4.7-5.1 GB/s when the file offset sat at
+//! 0, 16 or 48 bytes into a line, 3.4-3.8 GB/s at 32 or 40, and 2.3-2.4 GB/s at 24. Buffers
+//! that start where their bytes will sit in the file make every copy the fast one, and so does
+//! copying large appends through the buffer rather than writing them from wherever the
+//! caller's memory happens to lie (a write-ahead log record's payload follows an 8-byte header,
+//! so it lands 8 bytes off from its batch's buffer).
 //!
 //! Concurrency contract: one owner (`&mut self`), like the file it serves.
 //!

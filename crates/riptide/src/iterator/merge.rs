@@ -17,9 +17,9 @@
 //! entry, and every other child is positioned on its first entry after (forward) or last entry
 //! before (backward) the current one. A pending child (left unpositioned by `seek_for_entry`,
 //! only while moving forward) holds no entry of the current user key at or after the seek's
-//! target, and is positioned before the stream moves (I49). Once a child reports an error the merging iterator becomes invalid for good
-//! and `status()` returns that error: skipping the failed source silently could resurrect
-//! deleted keys.
+//! target, and is positioned before the stream moves (I49). Once a child reports an error the
+//! merging iterator becomes invalid for good and `status()` returns that error: skipping the
+//! failed source silently could resurrect deleted keys.
 
 use std::cmp::Ordering;
 
@@ -183,13 +183,8 @@ impl MergingIterator {
             if self.comparator.compare_internal_keys(iterator.key(), target).is_ge() {
                 break;
             }
-            // A child that reaches the target within its current block moves there: the step
-            // costs less than the probe.
-            if probe && !iterator.reaches_cheaply(target) && !iterator.may_contain_user_key(user_key) {
-                self.heap.swap_remove(0);
-                if !self.heap.is_empty() {
-                    sift_down(&mut self.heap, &self.children, &self.comparator, self.direction, 0);
-                }
+            if probe && rules_out(iterator.as_ref(), target, user_key, true) {
+                self.remove_top();
                 self.pending.push((top, true));
                 continue;
             }
@@ -216,9 +211,7 @@ impl MergingIterator {
             movers.extend((0..self.children.len()).map(|child| (child, false)));
         }
         for &(child, child_from_here) in &movers {
-            let iterator = &self.children[child];
-            let step = child_from_here && iterator.reaches_cheaply(target);
-            if probe && !step && !iterator.may_contain_user_key(user_key) {
+            if probe && rules_out(self.children[child].as_ref(), target, user_key, child_from_here) {
                 self.pending.push((child, child_from_here));
                 continue;
             }
@@ -240,6 +233,11 @@ impl MergingIterator {
             self.heap.clear();
             return;
         }
+        self.remove_top();
+    }
+
+    /// Takes the top child out of the heap (exhausted, or left pending) and restores the heap.
+    fn remove_top(&mut self) {
         self.heap.swap_remove(0);
         if !self.heap.is_empty() {
             sift_down(&mut self.heap, &self.children, &self.comparator, self.direction, 0);
@@ -355,6 +353,16 @@ impl MergingIterator {
         }
         self.rebuild_heap(Direction::Backward);
     }
+}
+
+/// True when `seek_for_entry` may leave `child` pending: its filter rules out `user_key`. A
+/// child moving `from_here` that reaches `target` within its current block is moved instead,
+/// since the step costs less than the probe.
+fn rules_out(child: &dyn InternalIterator, target: &[u8], user_key: &[u8], from_here: bool) -> bool {
+    if from_here && child.reaches_cheaply(target) {
+        return false;
+    }
+    !child.may_contain_user_key(user_key)
 }
 
 /// True when child `a` must be yielded before child `b` when moving in `direction`.
