@@ -1,6 +1,7 @@
-//! Synced writes from several threads share syncs of the log (group commit, `db/write_queue.rs`).
-//! However groups form and whoever leads them, a synced write's promise must hold, which these
-//! tests check under a power loss in the middle of the writes:
+//! Synced writes from several threads share syncs of the log: through the sync stage while few
+//! are in flight (`db/sync_stage.rs`), through the write queue's groups when more are
+//! (`db/write_queue.rs`). However they share them and whoever runs the sync, a synced write's
+//! promise must hold, which these tests check under a power loss in the middle of the writes:
 //! - every write acknowledged to a synced writer survives, also when it shared its group with
 //!   unsynced writes or was led by an unsynced writer;
 //! - what survives of each thread's writes is a prefix of them (the log keeps one order);
@@ -39,6 +40,17 @@ struct Written {
 /// writes have been acknowledged in all: a count, not a time, so a loaded machine still crashes
 /// mid-run), drops what a power loss drops, reopens and checks the promises above.
 fn crash_in_the_middle(synced_threads: u64, unsynced_threads: u64, crash_after_synced: u64, seed: u64) {
+    crash_in_the_middle_with(synced_threads, unsynced_threads, LARGE_VALUE_BYTES, crash_after_synced, seed);
+}
+
+/// [`crash_in_the_middle`] with unsynced values of `unsynced_value_bytes`.
+fn crash_in_the_middle_with(
+    synced_threads: u64,
+    unsynced_threads: u64,
+    unsynced_value_bytes: usize,
+    crash_after_synced: u64,
+    seed: u64,
+) {
     let memory = MemFileSystem::new();
     let fault = FaultFileSystem::new(Arc::new(memory.clone()));
     let path = Path::new("/synced-groups");
@@ -60,9 +72,10 @@ fn crash_in_the_middle(synced_threads: u64, unsynced_threads: u64, crash_after_s
                     written.attempted += 1;
                     let mut value = format!("value-{seed}-{thread}-{index}").into_bytes();
                     if !sync {
-                        // Larger than a self-service write may be, so that unsynced writes
-                        // queue and share groups with synced ones (and lead some of them).
-                        value.resize(LARGE_VALUE_BYTES, b'.');
+                        // Larger than a self-service write may be, unsynced writes queue and
+                        // share groups with synced ones (and lead some of them); smaller, they
+                        // write themselves between the synced writes of the sync stage.
+                        value.resize(unsynced_value_bytes.max(value.len()), b'.');
                     }
                     if db.put_opt(&thread_key(thread, index), &value, &WriteOptions { sync }).is_err() {
                         break;
@@ -141,5 +154,23 @@ fn synced_writers_beside_unsynced_ones_keep_every_acknowledged_write() {
 fn two_synced_writers_keep_every_acknowledged_write() {
     for seed in 0..3 {
         crash_in_the_middle(2, 1, 200, seed);
+    }
+}
+
+#[test]
+fn synced_writers_beside_small_unsynced_ones_keep_every_acknowledged_write() {
+    // Both kinds write themselves (self-service): the synced ones wait in the sync stage while
+    // the unsynced ones hand their records over, and the 16 KiB memtables switch logs often.
+    for seed in 0..10 {
+        crash_in_the_middle_with(3, 3, 100, 300, seed);
+    }
+}
+
+#[test]
+fn many_synced_writers_through_the_stage_and_the_queue_keep_every_acknowledged_write() {
+    // More synced writers than the stage takes: some go through the queue's groups, some
+    // through the stage, and both kinds of sync run in one run.
+    for seed in 0..4 {
+        crash_in_the_middle_with(8, 2, 100, 800, seed);
     }
 }

@@ -28,6 +28,7 @@ mod read_charges;
 mod self_service;
 pub(crate) mod spilled_commit;
 mod stats;
+mod sync_stage;
 pub(crate) mod table_cache;
 pub(crate) mod write;
 mod write_queue;

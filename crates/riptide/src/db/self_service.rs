@@ -1,5 +1,5 @@
-//! Self-service writes: a small unsynced write does its own work instead of queueing for a
-//! group leader.
+//! Self-service writes: a small write does its own work instead of queueing for a group
+//! leader.
 //!
 //! With more writer threads than cores, every write that queues for a leader (`write_queue`)
 //! costs its thread a sleep and a wake-up, and those dominate the cost of a single put. A
@@ -11,31 +11,43 @@
 //! sequence advances over every completed prefix of tickets), lets the gate go and waits until
 //! its write is visible.
 //!
-//! What qualifies: no sync (a synced write waits for the device anyway, and groups share its
-//! sync), transaction commits included (validated against the commit history under the
-//! stage's mutex, in the very order of sequencing, as a group's leader validates its members),
-//! at most [`MAX_SELF_SERVICE_BATCH_BYTES`] and a sixteenth of each memtable it writes to, and
-//! memtables with room at normal memory pressure with level 0 below its slowdown trigger.
-//! Anything else, and any write that finds the ring of tickets full, goes through the queue,
-//! whose leaders switch memtables, stall and delay.
+//! A synced write does the same, except that between its flush and its insert it asks the sync
+//! stage (`sync_stage`) for a sync covering its record: while one writer's sync waits for the
+//! device, the next writers hand their records over and queue for the following sync, which
+//! serves them all, and no leader has to be woken to move the log on.
+//!
+//! What qualifies: transaction commits included (validated against the commit history under
+//! the stage's mutex, in the very order of sequencing, as a group's leader validates its
+//! members), at most [`MAX_SELF_SERVICE_BATCH_BYTES`] and a sixteenth of each memtable it
+//! writes to, memtables with room at normal memory pressure with level 0 below its slowdown
+//! trigger, and for a synced write at most [`MAX_SELF_SERVICE_SYNCED_WRITERS`] synced writes in
+//! flight. Anything else, and any write that finds the ring of tickets full, goes through the
+//! queue, whose leaders switch memtables, stall and delay.
 //!
 //! Durability is the queue's: when the call returns, the write's record was handed to the
-//! operating system (it survives `kill -9`), and so was every record sequenced before it.
+//! operating system (it survives `kill -9`), and so was every record sequenced before it; a
+//! synced write's record, and every one before it, was also synced (I50), and the write was
+//! not visible before that.
 //!
 //! Concurrency contract: self-service writers hold the write gate shared from before they look for
 //! room until their ticket is complete; a write group of the queue and every holder of write
 //! leadership hold it exclusively, so they run with no self-service write in flight: the stage is
-//! empty and flushed, and every ticket is published. Lock order: gate, then state; gate, then
-//! stage, then commit history; WAL, then the flush buffer, then stage.
+//! empty and flushed, and every ticket is published. A synced writer keeps the gate through
+//! its sync, so the log it syncs stays the current one. Lock order: gate, then state; gate,
+//! then stage, then commit history; WAL, then the flush buffer, then stage; WAL, then closed
+//! logs (the sync action); the sync stage's mutex is never held while taking another.
 //!
 //! Invariants: I8 holds as for groups (the stage frames records in ticket order, which is
 //! sequence order, and flushes write the stage in order); I47: a write is visible only once its
-//! record, and every record sequenced before it, was handed to the operating system.
+//! record, and every record sequenced before it, was handed to the operating system; I50: a
+//! synced write is inserted and returns only after a sync that began once its record was
+//! handed over succeeded.
 
 use parking_lot::{Mutex, RwLock, RwLockReadGuard};
 
 use super::publication::Publication;
 use super::stats::MemoryPressure;
+use super::sync_stage::SyncStage;
 use super::write::{
     check_column_families_live, group_memtables, insert_batch, refresh_memory_pressure, sequence_batch,
     TransactionCommit,
@@ -45,7 +57,7 @@ use crate::batch::{WriteBatch, DEFAULT_COLUMN_FAMILY_ID};
 use crate::error::{Error, Result};
 use crate::key::MAX_SEQUENCE_NUMBER;
 use crate::wal::{encode_record, RECORD_HEADER_SIZE_BYTES};
-use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::atomic::{AtomicU64, AtomicUsize, Ordering};
 
 /// Larger batches go through the queue: inserting one takes long enough that a group's
 /// hand-offs cost little beside it. Up to this size, self-service pays: batches of 1,000
@@ -57,6 +69,12 @@ pub(crate) const MAX_SELF_SERVICE_BATCH_BYTES: usize = 1 << 20;
 /// ... and at most this fraction of each memtable it writes to, so that the writes in flight
 /// between two looks for room overshoot a memtable's size by little.
 const MEMTABLE_FRACTION_PER_BATCH: usize = 16;
+
+/// Synced writes go through the sync stage while at most this many are in flight, and
+/// through the queue's groups when more are: there one leader writes, syncs and inserts for a
+/// whole group, and with many writers that packs more writes into each sync than writers that
+/// each hand over their own record.
+const MAX_SELF_SERVICE_SYNCED_WRITERS: usize = 4;
 
 /// Busy-wait iterations (about 30 microseconds) for another writer's flush before a writer
 /// sleeps on the WAL's mutex: several times a small flush's `write`, so that a flush in progress
@@ -82,6 +100,10 @@ pub(crate) struct SelfService {
     /// the holder of the WAL mutex.
     flushing: Mutex<Vec<u8>>,
     publication: Publication,
+    /// Where synced self-service writes share their syncs.
+    sync_stage: SyncStage,
+    /// Synced writes in flight, through either path.
+    synced_writers: AtomicUsize,
 }
 
 /// Exclusive hold of the write gate: no self-service write is in flight while it lives.
@@ -97,7 +119,16 @@ impl SelfService {
             flushed_end_bytes: AtomicU64::new(0),
             flushing: Mutex::new(Vec::new()),
             publication: Publication::new(),
+            sync_stage: SyncStage::new(),
+            synced_writers: AtomicUsize::new(0),
         }
+    }
+
+    /// Counts a synced write from its start to its return, so that [`qualifies`] can send
+    /// synced writes to the queue when many are in flight.
+    pub(crate) fn enter_synced_write(&self) -> SyncedWrite<'_> {
+        let in_flight = self.synced_writers.fetch_add(1, Ordering::Relaxed) + 1;
+        SyncedWrite { writers: &self.synced_writers, in_flight }
     }
 
     /// Waits until no self-service write is in flight and keeps new ones out until the result
@@ -120,9 +151,24 @@ impl SelfService {
     }
 }
 
-/// Whether `batch` may be written by its own writer (see the module documentation).
-pub(crate) fn qualifies(batch: &WriteBatch, sync: bool) -> bool {
-    !sync && batch.size_bytes() <= MAX_SELF_SERVICE_BATCH_BYTES
+/// Whether `batch` may be written by its own writer (see the module documentation); for a
+/// synced write, `synced_writers` is how many synced writes are in flight, its own included.
+pub(crate) fn qualifies(batch: &WriteBatch, synced_writers: Option<usize>) -> bool {
+    batch.size_bytes() <= MAX_SELF_SERVICE_BATCH_BYTES
+        && synced_writers.is_none_or(|count| count <= MAX_SELF_SERVICE_SYNCED_WRITERS)
+}
+
+/// Counts a synced write in flight while it lives (see [`SelfService::enter_synced_write`]).
+pub(crate) struct SyncedWrite<'a> {
+    writers: &'a AtomicUsize,
+    /// Synced writes in flight when this one began, itself included.
+    pub(crate) in_flight: usize,
+}
+
+impl Drop for SyncedWrite<'_> {
+    fn drop(&mut self) {
+        self.writers.fetch_sub(1, Ordering::Relaxed);
+    }
 }
 
 /// Writes `batch` (to the column families `column_family_ids` besides the default one) by its
@@ -135,6 +181,7 @@ pub(crate) fn write(
     inner: &DbInner,
     batch: &mut WriteBatch,
     column_family_ids: &[u32],
+    sync: bool,
     commit: Option<&TransactionCommit>,
 ) -> Option<Result<()>> {
     let service = &inner.self_service;
@@ -203,21 +250,76 @@ pub(crate) fn write(
         stage.staged_end_bytes += (stage.records.len() - staged_before) as u64;
         (ticket, last_sequence, stage.staged_end_bytes)
     };
-    let flushed = flush_through(inner, staged_end_bytes);
-    if flushed.is_ok() {
+    let mut logged = flush_through(inner, staged_end_bytes);
+    if sync && logged.is_ok() {
+        // I50: durable before it is inserted, so that a synced write is never visible before
+        // it is durable, as through a group. The gate stays held, so no memtable switch starts
+        // another log meanwhile.
+        logged = service.sync_stage.sync_through(staged_end_bytes, || sync_log(inner));
+    }
+    if logged.is_ok() {
         insert_batch(batch, |id| memtables.get(id));
         let batch_bytes = batch.size_bytes() as u64;
         inner.user_bytes_written.fetch_add(batch_bytes, Ordering::Relaxed);
         inner.wal_bytes_written.fetch_add(batch_bytes + RECORD_HEADER_SIZE_BYTES as u64, Ordering::Relaxed);
     }
-    // A write whose record failed to reach the log completes too, with nothing inserted, so
-    // that the tickets after it (whose flushes fail the same way) are not held up forever.
+    // A write whose record failed to reach the log (or to become durable) completes too, with
+    // nothing inserted, so that the tickets after it (whose flushes and syncs fail the same
+    // way) are not held up forever.
     service.publication.complete(ticket, last_sequence, &inner.visible_sequence);
     drop(gate);
-    if flushed.is_ok() {
+    if logged.is_ok() {
         service.publication.wait_until_visible(last_sequence, &inner.visible_sequence);
     }
-    Some(flushed)
+    Some(logged)
+}
+
+/// The sync stage's action: makes every record flushed so far durable and returns the stage
+/// position that covers. Called with the write gate held shared, so the current log stays the
+/// current log. When closed logs or the current log's name still need a sync, or the log was
+/// never synced (its first sync starts its preallocation), it syncs under the WAL mutex like
+/// any sync of the log; otherwise through the log's syncer, without the mutex, so that other
+/// writers flush their records while the device works. A failure stops the database (I10).
+fn sync_log(inner: &DbInner) -> Result<u64> {
+    let mut wal = inner.wal.lock();
+    // Flushes move this under the WAL mutex, after their `write`: all of it is in the log.
+    let target = inner.self_service.flushed_end_bytes.load(Ordering::Acquire);
+    let name_unsynced = wal.name_unsynced;
+    let Some(writer) = wal.writer.as_mut() else {
+        return Err(Error::Closed("the write-ahead log is closed".to_string()));
+    };
+    let syncer = if writer.has_synced() && !name_unsynced && inner.closed_logs.lock().is_empty() {
+        writer.syncer()
+    } else {
+        None
+    };
+    let synced = match syncer {
+        Some(syncer) => {
+            drop(wal);
+            let synced = syncer.sync();
+            if let Err(error) = &synced {
+                // Before anybody else syncs the log, so no later sync is taken to cover what
+                // this one may have lost.
+                if let Some(writer) = inner.wal.lock().writer.as_mut() {
+                    writer.poison_after_failed_sync(error);
+                }
+            }
+            synced
+        }
+        None => {
+            let synced = super::write::sync_wal(inner, &mut wal);
+            drop(wal);
+            synced
+        }
+    };
+    match synced {
+        Ok(()) => Ok(target),
+        Err(error) => {
+            let mut state = inner.state.lock();
+            inner.set_background_error(&mut state, error.duplicate());
+            Err(error)
+        }
+    }
 }
 
 /// Whether the memtables of `ids` take a write of `batch_bytes` without a switch, a stall or a

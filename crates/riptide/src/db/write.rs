@@ -12,9 +12,10 @@
 //! a group does. `flush` takes leadership through a token writer that no group ever absorbs;
 //! so does dropping a column family.
 //!
-//! Small unsynced writes (transaction commits included) do not queue at all: they sequence,
-//! log, insert and publish themselves (`self_service`), and fall back to the queue only when
-//! their memtables need a switch, a stall or a delay. A group, and every holder of leadership,
+//! Small writes (transaction commits included; synced ones while at most four are in flight)
+//! do not queue at all: they sequence, log, insert and publish themselves (`self_service`;
+//! synced ones share syncs in `sync_stage`), and fall back to the queue only when their
+//! memtables need a switch, a stall or a delay. A group, and every holder of leadership,
 //! holds the write gate exclusively, so it runs with no self-service write in flight: then only
 //! it touches the sequence counter, the WAL writer and the memtable switch.
 //!
@@ -260,8 +261,9 @@ fn write_pending(
     check_column_families_live(inner, &column_family_ids)?;
     let mut batch = with_column_family_ttls(inner, batch, &column_family_ids);
     let sync = options.sync || inner.options.wal_sync_mode == SyncMode::Full;
-    if super::self_service::qualifies(&batch, sync) {
-        if let Some(result) = super::self_service::write(inner, &mut batch, &column_family_ids, commit.as_ref()) {
+    let synced_write = sync.then(|| inner.self_service.enter_synced_write());
+    if super::self_service::qualifies(&batch, synced_write.as_ref().map(|write| write.in_flight)) {
+        if let Some(result) = super::self_service::write(inner, &mut batch, &column_family_ids, sync, commit.as_ref()) {
             return result;
         }
     }

@@ -39,7 +39,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The OS error code for a generic I/O error.
@@ -273,6 +273,11 @@ impl WritableFile for FaultWritableFile {
         self.inner.sync()
     }
 
+    fn syncer(&mut self) -> Option<Arc<dyn FileSyncer>> {
+        let inner = self.inner.syncer()?;
+        Some(Arc::new(FaultFileSyncer { inner, path: self.path.clone(), shared: Arc::clone(&self.shared) }))
+    }
+
     fn len(&self) -> u64 {
         self.inner.len()
     }
@@ -280,6 +285,20 @@ impl WritableFile for FaultWritableFile {
     fn preallocate(&mut self, total_bytes: u64) -> Result<()> {
         self.shared.admit(Access::Mutating, "preallocate", &self.path)?;
         self.inner.preallocate(total_bytes)
+    }
+}
+
+/// A syncer whose syncs pass the checkpoint like its writer's.
+struct FaultFileSyncer {
+    inner: Arc<dyn FileSyncer>,
+    path: std::path::PathBuf,
+    shared: Arc<Shared>,
+}
+
+impl FileSyncer for FaultFileSyncer {
+    fn sync(&self) -> Result<()> {
+        self.shared.admit(Access::Mutating, "sync", &self.path)?;
+        self.inner.sync()
     }
 }
 

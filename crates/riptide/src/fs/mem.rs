@@ -44,7 +44,7 @@ use std::sync::Arc;
 
 use parking_lot::Mutex;
 
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The size of the region a torn write may damage at the end of a file, one disk sector.
@@ -118,6 +118,14 @@ impl FileData {
             durable_zero_tail_bytes: 0,
             written_bytes: length_bytes,
         }
+    }
+
+    /// A sync: the first `written_bytes` bytes (everything appended) become durable, and so do
+    /// the preallocated zeros past them.
+    fn make_written_bytes_durable(&mut self, written_bytes: usize) {
+        let written_bytes = written_bytes.min(self.current.len());
+        self.durable = DurableContent::Prefix { length_bytes: written_bytes };
+        self.durable_zero_tail_bytes = self.current.len() - written_bytes;
     }
 
     /// The durable bytes followed by the durable zero tail, as one buffer.
@@ -493,6 +501,30 @@ impl MemFileSystem {
     }
 }
 
+/// Syncs one file identity of a [`MemFileSystem`] beside its writer (see
+/// [`WritableFile::syncer`]). Appends reach the shared state at once (nothing is buffered), so a
+/// sync covers every byte written before it took the state's lock.
+struct MemFileSyncer {
+    state: Arc<Mutex<State>>,
+    path: PathBuf,
+    identity: FileIdentity,
+    epoch: u64,
+}
+
+impl FileSyncer for MemFileSyncer {
+    fn sync(&self) -> Result<()> {
+        let mut state = self.state.lock();
+        if state.epoch != self.epoch {
+            return Err(stale_handle("sync", &self.path));
+        }
+        if let Some(file) = state.files.get_mut(&self.identity) {
+            let written_bytes = file.written_bytes;
+            file.make_written_bytes_durable(written_bytes);
+        }
+        Ok(())
+    }
+}
+
 /// A writer appending to one file identity of a [`MemFileSystem`].
 struct MemWritableFile {
     state: Arc<Mutex<State>>,
@@ -537,12 +569,18 @@ impl WritableFile for MemWritableFile {
             return Err(stale_handle("sync", &self.path));
         }
         if let Some(file) = state.files.get_mut(&self.identity) {
-            // Past the written bytes the file holds only preallocated zeros.
-            let written_bytes = (self.length_bytes as usize).min(file.current.len());
-            file.durable = DurableContent::Prefix { length_bytes: written_bytes };
-            file.durable_zero_tail_bytes = file.current.len() - written_bytes;
+            file.make_written_bytes_durable(self.length_bytes as usize);
         }
         Ok(())
+    }
+
+    fn syncer(&mut self) -> Option<Arc<dyn FileSyncer>> {
+        Some(Arc::new(MemFileSyncer {
+            state: Arc::clone(&self.state),
+            path: self.path.clone(),
+            identity: self.identity,
+            epoch: self.epoch,
+        }))
     }
 
     fn len(&self) -> u64 {

@@ -54,6 +54,22 @@ pub trait WritableFile: Send + Sync {
     fn is_empty(&self) -> bool {
         self.len() == 0
     }
+    /// A handle that syncs this file while its writer goes on appending (the write-ahead log's
+    /// sync stage: one writer syncs while the next ones hand their records to the operating
+    /// system). `None` when the file system offers none; callers then sync through the writer.
+    fn syncer(&mut self) -> Option<Arc<dyn FileSyncer>> {
+        None
+    }
+}
+
+/// Syncs one file from any thread, concurrently with its writer's appends (see
+/// [`WritableFile::syncer`]).
+pub trait FileSyncer: Send + Sync {
+    /// Makes durable every byte the writer handed to the operating system (appended and
+    /// flushed) before this call began, like [`WritableFile::sync`] without its flush. Bytes
+    /// handed over while it runs may or may not be covered. On error the same holds as for
+    /// `WritableFile::sync`: the file must not be trusted again.
+    fn sync(&self) -> Result<()>;
 }
 
 /// A file read at arbitrary offsets, shared between threads.

@@ -10,7 +10,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Arc;
 
 use super::write_buffer::AlignedWriteBuffer;
-use super::{FileLock, FileSystem, RandomAccessFile, WritableFile};
+use super::{FileLock, FileSyncer, FileSystem, RandomAccessFile, WritableFile};
 use crate::error::{Error, Result};
 
 /// The operating system's file system.
@@ -28,6 +28,18 @@ struct OsWritableFile {
     length_bytes: u64,
     /// The file's size on disk: `length_bytes`, or more once `preallocate` wrote zeros past it.
     allocated_bytes: u64,
+}
+
+/// Syncs a file through its own descriptor (see [`WritableFile::syncer`]).
+struct OsFileSyncer {
+    path: PathBuf,
+    file: File,
+}
+
+impl FileSyncer for OsFileSyncer {
+    fn sync(&self) -> Result<()> {
+        self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))
+    }
 }
 
 /// The user-space buffer of each file being written. Large appends (a group commit's batches,
@@ -62,6 +74,13 @@ impl WritableFile for OsWritableFile {
     fn sync(&mut self) -> Result<()> {
         self.flush()?;
         self.file.sync_data().map_err(|e| io_error("sync", &self.path, e))
+    }
+
+    fn syncer(&mut self) -> Option<Arc<dyn FileSyncer>> {
+        // A second descriptor of the same open file: `fdatasync` through it covers every
+        // `write` made through the first before it began. Without one, the writer syncs.
+        let file = self.file.try_clone().ok()?;
+        Some(Arc::new(OsFileSyncer { path: self.path.clone(), file }))
     }
 
     fn len(&self) -> u64 {

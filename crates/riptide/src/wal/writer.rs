@@ -21,10 +21,11 @@
 //! taken to cover them.
 
 use std::path::PathBuf;
+use std::sync::Arc;
 
 use super::{record_checksum, RECORD_HEADER_SIZE_BYTES};
 use crate::error::{Error, Result};
-use crate::fs::WritableFile;
+use crate::fs::{FileSyncer, WritableFile};
 
 /// Appends records to a log file.
 pub(crate) struct LogWriter {
@@ -40,12 +41,22 @@ pub(crate) struct LogWriter {
     preallocated_until_bytes: u64,
     /// Set by the first successful sync: preallocation starts then.
     synced: bool,
+    /// The file's syncer, once asked for.
+    syncer: Option<Arc<dyn FileSyncer>>,
 }
 
 impl LogWriter {
     /// Wraps a file opened for appending. Records go after whatever the file already holds.
     pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf) -> LogWriter {
-        LogWriter { file, path, poisoned: None, preallocate_chunk_bytes: 0, preallocated_until_bytes: 0, synced: false }
+        LogWriter {
+            file,
+            path,
+            poisoned: None,
+            preallocate_chunk_bytes: 0,
+            preallocated_until_bytes: 0,
+            synced: false,
+            syncer: None,
+        }
     }
 
     /// A writer for a write-ahead log that, once the log has been synced, writes zeros
@@ -107,6 +118,33 @@ impl LogWriter {
         let result = self.file.sync();
         self.synced |= result.is_ok();
         self.record_failure(result)
+    }
+
+    /// True once a sync of this log succeeded (preallocation runs from then on).
+    pub(crate) fn has_synced(&self) -> bool {
+        self.synced
+    }
+
+    /// A handle that syncs the log while this writer goes on appending (see
+    /// [`WritableFile::syncer`]); `None` when the writer refuses work or the file system offers
+    /// none. Whoever syncs through it must report a failure with
+    /// [`LogWriter::poison_after_failed_sync`] before anything else syncs the log.
+    pub(crate) fn syncer(&mut self) -> Option<Arc<dyn FileSyncer>> {
+        if self.poisoned.is_some() {
+            return None;
+        }
+        if self.syncer.is_none() {
+            self.syncer = self.file.syncer();
+        }
+        self.syncer.clone()
+    }
+
+    /// Poisons the writer after a sync through its [`LogWriter::syncer`] failed, as if its own
+    /// sync had (I10).
+    pub(crate) fn poison_after_failed_sync(&mut self, error: &Error) {
+        if self.poisoned.is_none() {
+            self.poisoned = Some(error.duplicate());
+        }
     }
 
     /// Before a record of `record_bytes` is appended: once the log has been synced, makes sure
