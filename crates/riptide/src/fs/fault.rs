@@ -434,6 +434,24 @@ mod tests {
     }
 
     #[test]
+    fn a_syncers_syncs_are_numbered_and_fail_like_the_writers() {
+        let (memory, fault) = new_pair();
+        let mut writer = fault.create(&file("a")).unwrap();
+        memory.sync_dir(dir()).unwrap();
+        let syncer = writer.syncer().expect("the in-memory file system underneath offers syncers");
+        writer.append(b"one").unwrap();
+        syncer.sync().unwrap();
+        assert_eq!(fault.mutating_operation_count(), 3);
+        // The append is operation 4, the sync 5.
+        fault.set_plan(plan(5, FaultKind::Eio, false, false));
+        writer.append(b"two").unwrap();
+        assert_eq!(os_code(syncer.sync()), Some(EIO_CODE));
+        assert_eq!(fault.injected_failure_count(), 1);
+        memory.simulate_power_loss(PowerLossMode::DropUnsynced);
+        assert_eq!(memory.read_all(&file("a")).unwrap(), b"one", "the failed sync made nothing durable");
+    }
+
+    #[test]
     fn fault_at_nth_operation_once() {
         let (memory, fault) = new_pair();
         fault.set_plan(plan(3, FaultKind::Eio, false, false));

@@ -1164,6 +1164,37 @@ mod tests {
     }
 
     #[test]
+    fn a_syncer_makes_what_was_appended_before_it_durable_while_the_writer_goes_on() {
+        let fs = new_fs();
+        let mut writer = fs.create(&file("log")).unwrap();
+        fs.sync_dir(dir()).unwrap();
+        let syncer = writer.syncer().expect("the in-memory file system offers syncers");
+        writer.append(b"synced").unwrap();
+        syncer.sync().unwrap();
+        writer.append(b"-not-synced").unwrap();
+        fs.simulate_power_loss(PowerLossMode::DropUnsynced);
+        assert_eq!(fs.read_all(&file("log")).unwrap(), b"synced");
+        // A syncer from before the power loss is stale, like its writer.
+        assert!(syncer.sync().is_err());
+    }
+
+    #[test]
+    fn a_syncer_keeps_synced_preallocated_zeros_like_the_writers_sync() {
+        let fs = new_fs();
+        let mut writer = fs.create(&file("log")).unwrap();
+        fs.sync_dir(dir()).unwrap();
+        writer.append(b"abc").unwrap();
+        writer.preallocate(16).unwrap();
+        let syncer = writer.syncer().unwrap();
+        syncer.sync().unwrap();
+        writer.append(b"def").unwrap();
+        fs.simulate_power_loss(PowerLossMode::DropUnsynced);
+        let mut expected = b"abc".to_vec();
+        expected.resize(16, 0);
+        assert_eq!(fs.read_all(&file("log")).unwrap(), expected);
+    }
+
+    #[test]
     fn truncating_create_is_durable_only_after_sync() {
         let fs = new_fs();
         write_file(&fs, "a", b"old content", b"");

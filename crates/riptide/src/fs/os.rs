@@ -230,6 +230,31 @@ mod tests {
     /// Appends of every size (from one byte to several buffers' worth), flushes and
     /// preallocations in a random order: the file must read back as exactly the bytes appended,
     /// then the preallocated zeros, whatever the buffer's alignment did with them.
+    /// A syncer's `fdatasync` runs on another thread while the writer appends and flushes; the
+    /// file then holds every append in order (what a sync makes durable cannot be observed
+    /// without a power cut; `fs/mem.rs` tests that).
+    #[test]
+    fn a_syncer_syncs_from_another_thread_while_the_writer_appends() {
+        let directory = tempfile::tempdir().expect("temporary directory");
+        let path = directory.path().join("log");
+        let mut writer = OsFileSystem.create(&path).unwrap();
+        let syncer = writer.syncer().expect("the OS file system offers syncers");
+        let syncing = {
+            let syncer = Arc::clone(&syncer);
+            std::thread::spawn(move || (0..50).try_for_each(|_| syncer.sync()))
+        };
+        let mut expected = Vec::new();
+        for index in 0..2_000u32 {
+            let record = index.to_le_bytes();
+            writer.append(&record).unwrap();
+            writer.flush().unwrap();
+            expected.extend_from_slice(&record);
+        }
+        syncing.join().unwrap().unwrap();
+        syncer.sync().unwrap();
+        assert_eq!(std::fs::read(&path).unwrap(), expected);
+    }
+
     #[test]
     fn appends_of_any_size_read_back_exactly_around_flushes_and_preallocation() {
         let directory = tempfile::tempdir().expect("temporary directory");
