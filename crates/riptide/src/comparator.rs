@@ -174,18 +174,24 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     }
     let mut offset = 0;
     while offset + 8 <= common {
-        let left = big_endian_word(&a[offset..offset + 8]);
-        let right = big_endian_word(&b[offset..offset + 8]);
+        let left = word_at(a, offset);
+        let right = word_at(b, offset);
         if left != right {
             return left.cmp(&right);
         }
         offset += 8;
     }
     if offset < common {
-        // Fewer than eight bytes remain: pad both with zeros on the right, which keeps their
-        // order since they have the same length.
-        let left = big_endian_word(&a[offset..common]);
-        let right = big_endian_word(&b[offset..common]);
+        // Fewer than eight common bytes remain. Both sides are read with fixed-size loads: a copy
+        // of a variable length was a call to `memmove` per comparison (1.2 % of mariadbd's CPU
+        // in a profile of sysbench oltp_read_only, whose keys are 5 bytes).
+        let (left, right) = if common >= 8 {
+            // The last eight common bytes: those before `offset` are equal on both sides, so
+            // reading them again decides nothing.
+            (word_at(a, common - 8), word_at(b, common - 8))
+        } else {
+            (short_word(&a[..common]), short_word(&b[..common]))
+        };
         if left != right {
             return left.cmp(&right);
         }
@@ -193,13 +199,31 @@ pub(crate) fn compare_bytes(a: &[u8], b: &[u8]) -> Ordering {
     a.len().cmp(&b.len())
 }
 
-/// Up to eight bytes as a big-endian number, missing low bytes as zeros.
+/// The eight bytes at `offset` as a big-endian number.
 #[inline(always)]
-fn big_endian_word(bytes: &[u8]) -> u64 {
+fn word_at(bytes: &[u8], offset: usize) -> u64 {
     let mut word = [0u8; 8];
-    let length = bytes.len().min(8);
-    word[..length].copy_from_slice(&bytes[..length]);
+    word.copy_from_slice(&bytes[offset..offset + 8]);
     u64::from_be_bytes(word)
+}
+
+/// Fewer than eight bytes as a number that orders as they do among strings of their length.
+/// Four to seven bytes: the first four, then the last four (they overlap; where the first four
+/// are equal, the first difference lies in the last four). One to three: the first, the middle
+/// and the last byte, which between them are every byte, in order.
+#[inline(always)]
+fn short_word(bytes: &[u8]) -> u64 {
+    let length = bytes.len();
+    debug_assert!(length < 8);
+    if length >= 4 {
+        let first = u32::from_be_bytes([bytes[0], bytes[1], bytes[2], bytes[3]]);
+        let last = u32::from_be_bytes([bytes[length - 4], bytes[length - 3], bytes[length - 2], bytes[length - 1]]);
+        (u64::from(first) << 32) | u64::from(last)
+    } else if length > 0 {
+        (u64::from(bytes[0]) << 16) | (u64::from(bytes[length / 2]) << 8) | u64::from(bytes[length - 1])
+    } else {
+        0
+    }
 }
 
 impl fmt::Debug for KeyComparator {
