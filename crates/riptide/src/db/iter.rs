@@ -98,6 +98,16 @@ impl DbIterator {
     fn finish_seek(&mut self) {
         if let Some(charges) = &mut self.seek_charges {
             charges.charge_seek_misses();
+            charges.charge_passed_versions(self.inner.take_passed_compactable_versions());
+        }
+    }
+
+    /// Called after every forward step: charges the older versions it passed that a
+    /// compaction of level 0 would have merged away.
+    #[inline]
+    fn finish_step(&mut self) {
+        if let Some(charges) = &mut self.seek_charges {
+            charges.charge_passed_versions(self.inner.take_passed_compactable_versions());
         }
     }
 
@@ -193,6 +203,7 @@ impl DbIterator {
     pub fn next(&mut self) {
         if self.inner.valid() {
             self.inner.next();
+            self.finish_step();
         }
     }
 
@@ -229,6 +240,7 @@ impl Iterator for DbIterator {
             self.seek_to_first();
         } else if self.inner.valid() {
             self.inner.next();
+            self.finish_step();
         }
         if self.inner.valid() {
             return Some(Ok((self.inner.key().to_vec(), self.inner.value().to_vec())));

@@ -383,6 +383,7 @@ pub(crate) fn user_iterator_over_view(
         children.push(Box::new(immutable.iter()));
         note_max_sequence(immutable.largest_sequence());
     }
+    let first_level0_child = children.len();
     let mut level0_tables = 0;
     // Read-triggered compaction weighs a seek's level-0 tables by the blocks they read from disk.
     let count_misses = column_family.read_charges.is_enabled();
@@ -429,7 +430,11 @@ pub(crate) fn user_iterator_over_view(
     let merged: Box<dyn InternalIterator> = match (children.len(), tombstones.is_empty()) {
         (1, true) => children.remove(0),
         _ => {
-            let mut merged = MergingIterator::new(children, comparator.clone());
+            // A compaction of level 0 merges its tables and the first deeper level (its
+            // output), so older versions passed in those count against level 0.
+            let compactable = first_level0_child..first_level0_child + level0_tables + deeper_levels.min(1);
+            let compactable = if level0_tables > 0 { compactable } else { 0..0 };
+            let mut merged = MergingIterator::new(children, comparator.clone()).with_compactable_children(compactable);
             if !tombstones.is_empty() {
                 merged = merged.with_child_max_sequences(max_sequences);
             }

@@ -10,7 +10,10 @@
 //! compaction would rewrite (level 0 and the shallowest deeper level holding files), the column
 //! family is marked due and the compaction threads are woken; the picker then compacts level 0
 //! even below its file-count trigger (`compaction::picker::pick_level0_for_reads`). Any job that
-//! takes level 0 starts the count again. The cost model is LevelDB's seek compaction, reweighed
+//! takes level 0 starts the count again. Scans also pay for the older versions they pass in
+//! the sources such a job merges ([`SeekCharges::charge_passed_versions`]): a row rewritten
+//! since level 0 was last compacted costs every scan over it a move of each source holding an
+//! older version, work the job removes. The cost model is LevelDB's seek compaction, reweighed
 //! for data in memory: a seek that merges a table more costs about what compacting a hundred
 //! bytes or so does when the table reads a block (a few microseconds against about 20 ns per
 //! byte, measured on 2 cores), and 7 to 15 bytes' worth when the block is cached.
@@ -200,6 +203,22 @@ impl SeekCharges {
         let misses = counted_block_misses();
         self.pending += misses.wrapping_sub(self.misses_before_seek).saturating_mul(MISS_UNITS);
         self.misses_before_seek = misses;
+        if self.pending >= CHARGES_PER_FLUSH {
+            self.flush();
+        }
+    }
+
+    /// Charges `versions` older versions that a step or a seek passed in sources a compaction
+    /// of level 0 merges: each costs the merge a move of one source and a comparison or two,
+    /// about what a cached extra table costs a seek, so it weighs as much
+    /// ([`CACHED_TABLE_UNITS`]). Scans over rows rewritten since level 0 was last compacted
+    /// pay this at every such row, many times per seek.
+    #[inline]
+    pub(crate) fn charge_passed_versions(&mut self, versions: u64) {
+        if versions == 0 {
+            return;
+        }
+        self.pending += versions * CACHED_TABLE_UNITS;
         if self.pending >= CHARGES_PER_FLUSH {
             self.flush();
         }

@@ -149,6 +149,9 @@ pub(crate) struct UserIterator {
     /// Reverse: versions of one key stepped over before a seek reads it instead
     /// ([`REVERSE_VERSIONS_BEFORE_SEEK`]; tests vary it).
     reverse_versions_before_seek: usize,
+    /// Older versions passed moving forward that a compaction of level 0 would have merged
+    /// away, since the owner last took the count (read charges, `db::read_charges`).
+    passed_compactable_versions: u64,
 }
 
 impl UserIterator {
@@ -186,7 +189,14 @@ impl UserIterator {
             merge_operator: None,
             forward_merged: false,
             reverse_versions_before_seek: REVERSE_VERSIONS_BEFORE_SEEK,
+            passed_compactable_versions: 0,
         }
+    }
+
+    /// The older versions passed moving forward that a compaction of level 0 would have
+    /// merged away, since the last call.
+    pub(crate) fn take_passed_compactable_versions(&mut self) -> u64 {
+        std::mem::take(&mut self.passed_compactable_versions)
     }
 
     /// Combines merge operands through `operator` (I43).
@@ -587,7 +597,7 @@ impl UserIterator {
                     // it would not move).
                     self.seek_key.clear();
                     append_internal_key(&mut self.seek_key, &self.saved_key, 0, ValueKind::Delete);
-                    self.inner.seek_forward(&self.seek_key);
+                    self.passed_compactable_versions += self.inner.seek_forward_past_versions(&self.seek_key);
                     continue;
                 }
                 if !hidden {

@@ -22,6 +22,7 @@
 //! failed source silently could resurrect deleted keys.
 
 use std::cmp::Ordering;
+use std::ops::Range;
 
 use crate::comparator::KeyComparator;
 use crate::error::{Error, Result};
@@ -68,6 +69,12 @@ pub(crate) struct MergingIterator {
     probe_credit: u8,
     /// The last `seek_for_entry` landed on its key and nothing has moved the stream since.
     seek_landed: bool,
+    /// The children whose entries a compaction of level 0 merges (the level-0 tables and the
+    /// level it writes into), for [`InternalIterator::seek_forward_past_versions`]; empty
+    /// unless the caller says.
+    compactable: Range<usize>,
+    /// The child the last `next` stepped from: the source of the entry read before it.
+    stepped_from: Option<usize>,
 }
 
 /// The most credit `probe_credit` holds; a new iterator starts with one.
@@ -91,7 +98,38 @@ impl MergingIterator {
             movers: Vec::new(),
             probe_credit: 1,
             seek_landed: false,
+            compactable: 0..0,
+            stepped_from: None,
         }
+    }
+
+    /// Names the children whose entries a compaction of level 0 would merge (the level-0
+    /// tables and the level below them), so that passing older versions held by them is
+    /// counted (`seek_forward_past_versions`).
+    pub(crate) fn with_compactable_children(mut self, compactable: Range<usize>) -> MergingIterator {
+        debug_assert!(compactable.end <= self.children.len());
+        self.compactable = compactable;
+        self
+    }
+
+    /// Moves every child still before `target` forward to it (see `seek_forward`), and
+    /// returns how many of those are compactable.
+    fn advance_children_to(&mut self, target: &[u8]) -> u64 {
+        let mut compactable_moved = 0;
+        // Only the children still before the target move, each once and from where it stands
+        // (every other child is already at its first entry at or after the target); the heap is
+        // repaired after each, so its top is always the least child left to move.
+        while let Some(&top) = self.heap.first() {
+            if self.comparator.compare_internal_keys(self.children[top].key(), target).is_ge() {
+                break;
+            }
+            if self.compactable.contains(&top) {
+                compactable_moved += 1;
+            }
+            self.children[top].seek_forward(target);
+            self.repair_top();
+        }
+        compactable_moved
     }
 
     /// Called when the stream moves or is positioned otherwise than by `seek_for_entry`: if the
@@ -472,6 +510,7 @@ impl InternalIterator for MergingIterator {
             }
             debug_assert_eq!(self.heap[0], current);
         }
+        self.stepped_from = Some(current);
         self.children[current].next();
         self.repair_top();
     }
@@ -516,15 +555,26 @@ impl InternalIterator for MergingIterator {
         if !self.pending.is_empty() {
             self.position_pending(Some(target));
         }
-        // Only the children still before the target move, each once and from where it stands
-        // (every other child is already at its first entry at or after the target); the heap is
-        // repaired after each, so its top is always the least child left to move.
-        while let Some(&top) = self.heap.first() {
-            if self.comparator.compare_internal_keys(self.children[top].key(), target).is_ge() {
-                break;
-            }
-            self.children[top].seek_forward(target);
-            self.repair_top();
+        self.advance_children_to(target);
+    }
+
+    fn seek_forward_past_versions(&mut self, target: &[u8]) -> u64 {
+        let stepped_from = self.stepped_from.take();
+        if self.compactable.is_empty() || self.error.is_some() || self.direction != Direction::Forward {
+            self.seek_forward(target);
+            return 0;
+        }
+        self.note_movement();
+        if !self.pending.is_empty() {
+            self.position_pending(Some(target));
+        }
+        let moved = self.advance_children_to(target);
+        // A compaction leaves one version of the key in its output: when the version read came
+        // from elsewhere (a memtable, a deeper level), one of those passed here would remain.
+        if stepped_from.is_some_and(|child| self.compactable.contains(&child)) {
+            moved
+        } else {
+            moved.saturating_sub(1)
         }
     }
 

@@ -49,6 +49,14 @@ pub(crate) trait InternalIterator: Send {
     fn seek_forward(&mut self, target: &[u8]) {
         self.seek(target);
     }
+    /// `seek_forward` to pass the older versions of the entry just read (`target` sorts after
+    /// every version of its user key), returning how many of the sources it moved hold
+    /// versions that a compaction of level 0 would have merged away: the work that read
+    /// charges count against level 0 (`db::read_charges`). The default counts none.
+    fn seek_forward_past_versions(&mut self, target: &[u8]) -> u64 {
+        self.seek_forward(target);
+        0
+    }
     /// Positions like `seek` (like `seek_forward` when `from_here`, under its contract) for a
     /// caller that will often read only the entry it lands on, as a user's seek does: a
     /// merging iterator may then leave sources that hold no entry of the target's user key
