@@ -210,9 +210,11 @@ impl SeekCharges {
 
     /// Charges `versions` older versions that a step or a seek passed in sources a compaction
     /// of level 0 merges: each costs the merge a move of one source and a comparison or two,
-    /// about what a cached extra table costs a seek, so it weighs as much
-    /// ([`CACHED_TABLE_UNITS`]). Scans over rows rewritten since level 0 was last compacted
-    /// pay this at every such row, many times per seek.
+    /// at most what a cached extra table costs a seek, so it weighs as much
+    /// ([`CACHED_TABLE_UNITS`]); measured with `examples/scan_versions.rs` (one thread, blocks
+    /// cached), 80-90 ns per passed version against 140-305 ns for the extra table. Scans over
+    /// rows rewritten since level 0 was last compacted pay this at every such row, many times
+    /// per seek.
     #[inline]
     pub(crate) fn charge_passed_versions(&mut self, versions: u64) {
         if versions == 0 {
