@@ -93,13 +93,14 @@ impl DbIterator {
         }
     }
 
-    /// Called after every seek: charges the blocks its level-0 tables read from the file.
+    /// Called after every seek: charges the blocks its level-0 tables read from the file, and
+    /// the older versions it passed.
     #[inline]
     fn finish_seek(&mut self) {
         if let Some(charges) = &mut self.seek_charges {
             charges.charge_seek_misses();
-            charges.charge_passed_versions(self.inner.take_passed_compactable_versions());
         }
+        self.finish_step();
     }
 
     /// Called after every forward step: charges the older versions it passed that a

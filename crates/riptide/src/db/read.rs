@@ -432,8 +432,11 @@ pub(crate) fn user_iterator_over_view(
         _ => {
             // A compaction of level 0 merges its tables and the first deeper level (its
             // output), so older versions passed in those count against level 0.
-            let compactable = first_level0_child..first_level0_child + level0_tables + deeper_levels.min(1);
-            let compactable = if level0_tables > 0 { compactable } else { 0..0 };
+            let compactable = if level0_tables > 0 {
+                first_level0_child..first_level0_child + level0_tables + deeper_levels.min(1)
+            } else {
+                0..0
+            };
             let mut merged = MergingIterator::new(children, comparator.clone()).with_compactable_children(compactable);
             if !tombstones.is_empty() {
                 merged = merged.with_child_max_sequences(max_sequences);

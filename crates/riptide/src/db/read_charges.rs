@@ -190,22 +190,17 @@ impl SeekCharges {
     /// Charges one seek, before it runs.
     #[inline]
     pub(crate) fn charge_seek(&mut self) {
-        self.pending += self.per_seek;
         self.misses_before_seek = counted_block_misses();
-        if self.pending >= CHARGES_PER_FLUSH {
-            self.flush();
-        }
+        self.charge_units(self.per_seek);
     }
 
     /// Charges the block misses of the seek that just ran.
     #[inline]
     pub(crate) fn charge_seek_misses(&mut self) {
         let misses = counted_block_misses();
-        self.pending += misses.wrapping_sub(self.misses_before_seek).saturating_mul(MISS_UNITS);
+        let units = misses.wrapping_sub(self.misses_before_seek).saturating_mul(MISS_UNITS);
         self.misses_before_seek = misses;
-        if self.pending >= CHARGES_PER_FLUSH {
-            self.flush();
-        }
+        self.charge_units(units);
     }
 
     /// Charges `versions` older versions that a step or a seek passed in sources a compaction
@@ -217,10 +212,15 @@ impl SeekCharges {
     /// per seek.
     #[inline]
     pub(crate) fn charge_passed_versions(&mut self, versions: u64) {
-        if versions == 0 {
-            return;
+        if versions > 0 {
+            self.charge_units(versions * CACHED_TABLE_UNITS);
         }
-        self.pending += versions * CACHED_TABLE_UNITS;
+    }
+
+    /// Adds `units` to the pending charges, passing them on once there are enough.
+    #[inline]
+    fn charge_units(&mut self, units: u64) {
+        self.pending += units;
         if self.pending >= CHARGES_PER_FLUSH {
             self.flush();
         }

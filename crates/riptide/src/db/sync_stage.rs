@@ -4,8 +4,9 @@
 //! A synced self-service write first hands its record to the operating system like any
 //! self-service write (the stage's flush, `self_service`), then asks this stage for a sync that
 //! covers its record's end. At most one sync of the stage runs at a time. A writer that finds
-//! one running waits for it; when it ends, every waiter it covered returns, and the first one it
-//! did not cover runs the next, which covers every record handed over in the meantime. So while
+//! one running waits for it; when it ends, every waiter it covered returns, and the next sync,
+//! which covers every record handed over in the meantime, is run by the same thread when two
+//! or more waiters are left uncovered, or by the one waiter left otherwise. So while
 //! one writer syncs, the others hand their records over and queue behind it, and the next sync
 //! serves them all; nobody has to wake a sleeping writer to take over a queue before the log can
 //! move on, which is what held synced writes back when they queued for a group leader (a leader
@@ -25,8 +26,9 @@
 //! Invariants (I50): `synced_end_bytes` only grows, and only to a position an action returned;
 //! a call returns `Ok` only once a successful action that began after its position was flushed
 //! has ended, or its own action succeeded; at most one action runs at a time; a waiter sleeps
-//! only while an action runs, and every action's end wakes all waiters. The loom model at the
-//! end of this file checks these with three writers.
+//! only while some thread owns the stage's sync, and is told exactly once, either that a sync
+//! covered it or that the next action is its own. The loom model at the end of this file checks
+//! these with three writers.
 
 use crate::error::Result;
 use crate::sync::{Arc, Condvar, Mutex};

@@ -112,9 +112,19 @@ impl MergingIterator {
         self
     }
 
-    /// Moves every child still before `target` forward to it (see `seek_forward`), and
-    /// returns how many of those are compactable.
-    fn advance_children_to(&mut self, target: &[u8]) -> u64 {
+    /// `seek_forward`, returning how many of the children it moved are compactable.
+    fn seek_forward_counting(&mut self, target: &[u8]) -> u64 {
+        if self.error.is_some() {
+            return 0;
+        }
+        if self.direction != Direction::Forward {
+            self.seek(target);
+            return 0;
+        }
+        self.note_movement();
+        if !self.pending.is_empty() {
+            self.position_pending(Some(target));
+        }
         let mut compactable_moved = 0;
         // Only the children still before the target move, each once and from where it stands
         // (every other child is already at its first entry at or after the target); the heap is
@@ -544,31 +554,12 @@ impl InternalIterator for MergingIterator {
     }
 
     fn seek_forward(&mut self, target: &[u8]) {
-        if self.error.is_some() {
-            return;
-        }
-        if self.direction != Direction::Forward {
-            self.seek(target);
-            return;
-        }
-        self.note_movement();
-        if !self.pending.is_empty() {
-            self.position_pending(Some(target));
-        }
-        self.advance_children_to(target);
+        self.seek_forward_counting(target);
     }
 
     fn seek_forward_past_versions(&mut self, target: &[u8]) -> u64 {
         let stepped_from = self.stepped_from.take();
-        if self.compactable.is_empty() || self.error.is_some() || self.direction != Direction::Forward {
-            self.seek_forward(target);
-            return 0;
-        }
-        self.note_movement();
-        if !self.pending.is_empty() {
-            self.position_pending(Some(target));
-        }
-        let moved = self.advance_children_to(target);
+        let moved = self.seek_forward_counting(target);
         // A compaction leaves one version of the key in its output: when the version read came
         // from elsewhere (a memtable, a deeper level), one of those passed here would remain.
         if stepped_from.is_some_and(|child| self.compactable.contains(&child)) {
