@@ -130,7 +130,12 @@ int ha_riptide::external_lock(THD *thd, int lock_type) {
   // Statement start (a lock) begins or joins the connection's transaction; the end (F_UNLCK)
   // leaves the decision to the server's commit or rollback.
   if (lock_type == F_UNLCK) {
-    drop_iterator();
+    // Inside a multi-statement transaction the iterator may serve the next statement's scan of
+    // the same index; an autocommit statement's transaction ends now, and its iterators with it.
+    if (riptide_sql::connection(thd)->iterators_reusable && thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN))
+      park_iterator();
+    else
+      drop_iterator();
     return 0;
   }
   return riptide_sql::begin_statement(thd, lock_rows_);
@@ -234,15 +239,20 @@ int ha_riptide::check_unique(uint index, const std::string &key) {
 }
 
 int ha_riptide::put(const std::string &key, const std::string &value) {
+  riptide_sql::Connection *state = riptide_sql::connection(ha_thd());
+  // Iterators created before this write do not read it (see ensure_iterator).
+  state->write_generation++;
   riptide_error_t *error = nullptr;
   const riptide_code_t code =
-      riptide_txn_put_cf(transaction(), family(), bytes(key), key.size(), bytes(value), value.size(), &error);
+      riptide_txn_put_cf(state->transaction, family(), bytes(key), key.size(), bytes(value), value.size(), &error);
   return code == RIPTIDE_OK ? 0 : report(code, error);
 }
 
 int ha_riptide::remove(const std::string &key) {
+  riptide_sql::Connection *state = riptide_sql::connection(ha_thd());
+  state->write_generation++;
   riptide_error_t *error = nullptr;
-  const riptide_code_t code = riptide_txn_delete_cf(transaction(), family(), bytes(key), key.size(), &error);
+  const riptide_code_t code = riptide_txn_delete_cf(state->transaction, family(), bytes(key), key.size(), &error);
   return code == RIPTIDE_OK ? 0 : report(code, error);
 }
 

@@ -125,8 +125,16 @@ class ha_riptide final : public handler {
   void estimate_rows_per_key_if_stale();
 
   // Reading (ha_riptide_read.cc).
+  // Makes iterator_ an iterator of the connection's transaction over index scan_id_, not
+  // positioned: the parked one when it reads exactly as a new one would, else a new one.
   int ensure_iterator();
+  // Destroys the iterator (see the members below for whose iterator may be destroyed here).
   void drop_iterator();
+  // Keeps the iterator for a later scan of the same index in the same transaction (the end of
+  // a scan or of a statement); ensure_iterator decides whether it can serve that scan.
+  void park_iterator();
+  // Whether the parked iterator reads exactly as a new iterator of the transaction would.
+  bool parked_iterator_reads_as_new();
   // Reads the value of `key` through the transaction, locking it first when the statement
   // locks the rows it reads. `*found` tells whether it exists.
   int get(const std::string &key, bool lock, std::string *value, bool *found);
@@ -152,11 +160,29 @@ class ha_riptide final : public handler {
   bool lock_rows_ = false;
   // Whether those row locks are shared (SELECT ... LOCK IN SHARE MODE) rather than exclusive.
   bool share_rows_ = false;
+  // The iterator of the current scan, or a parked one that a later scan of the same index in
+  // the same transaction may take over instead of creating its own: creating an iterator and
+  // dropping it cost about a fifth of a range query's engine time in sysbench's read_only.
   riptide_iterator_t *iterator_ = nullptr;
   // Options of the iterators (bounds set per index), created on first use.
   riptide_readoptions_t *read_options_ = nullptr;
   // The transaction the iterator belongs to (a new transaction needs a new iterator).
   riptide_txn_t *iterator_transaction_ = nullptr;
+  // The connection whose transaction created the iterator. Only that connection's thread
+  // destroys it: a handler parked with an iterator of a transaction that is still open may be
+  // taken by another connection (the table cache hands tables from one to the next), whose
+  // destroy could race with the owner's commit; it forgets the iterator instead, and the
+  // owner's commit or rollback destroys it (the C ABI ends a transaction's iterators with it).
+  THD *iterator_thd_ = nullptr;
+  // The index the iterator is bounded to, and the connection's write generation when it was
+  // created (its copy of the transaction's own writes is from then).
+  uchar iterator_scan_id_ = 0;
+  uint64_t iterator_generation_ = 0;
+  // True between the end of the scan that used the iterator and the next one that takes it.
+  bool iterator_parked_ = false;
+  // rnd_init was called and rnd_next has not positioned the scan yet: a scan for rnd_pos alone
+  // (a sort's result read by row position) never positions one.
+  bool scan_pending_ = false;
   // The index id the iterator is confined to (kPrimaryIndexId for full scans).
   uchar scan_id_ = 0;
   // Whether the full scan has returned its first row (rnd_next moves before reading after that).

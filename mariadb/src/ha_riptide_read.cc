@@ -42,15 +42,38 @@ bool split_entry_value(const uint8_t *value, size_t length, std::string *primary
 
 void ha_riptide::drop_iterator() {
   // An iterator of an ended transaction is already gone (the C ABI reports MISUSE, harmlessly).
-  if (iterator_ != nullptr) riptide_iterator_destroy(iterator_);
+  // Another connection's iterator is left to its transaction's end (see iterator_thd_).
+  if (iterator_ != nullptr && iterator_thd_ == current_thd) riptide_iterator_destroy(iterator_);
   iterator_ = nullptr;
   iterator_transaction_ = nullptr;
+  iterator_thd_ = nullptr;
+  iterator_parked_ = false;
+}
+
+void ha_riptide::park_iterator() {
+  if (iterator_ != nullptr) iterator_parked_ = true;
+}
+
+bool ha_riptide::parked_iterator_reads_as_new() {
+  // Same transaction (checked by the caller) and index, a snapshot that does not move, and no
+  // write of the transaction since the iterator copied its own writes: a new iterator would
+  // read the same entries. Whatever the parked one was positioned on, every scan positions it
+  // again. An iterator that met an error is not reused.
+  const riptide_sql::Connection *state = riptide_sql::connection(ha_thd());
+  return state->iterators_reusable && iterator_generation_ == state->write_generation &&
+         riptide_iterator_status(iterator_, nullptr) == RIPTIDE_OK;
 }
 
 int ha_riptide::ensure_iterator() {
   riptide_txn_t *txn = transaction();
   if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
-  if (iterator_ != nullptr && iterator_transaction_ == txn) return 0;
+  if (iterator_ != nullptr && iterator_transaction_ == txn && iterator_scan_id_ == scan_id_) {
+    if (!iterator_parked_) return 0;
+    if (parked_iterator_reads_as_new()) {
+      iterator_parked_ = false;
+      return 0;
+    }
+  }
   drop_iterator();
   riptide_error_t *error = nullptr;
   const uint8_t lower = scan_id_;
@@ -66,6 +89,9 @@ int ha_riptide::ensure_iterator() {
     return report(code, error);
   }
   iterator_transaction_ = txn;
+  iterator_thd_ = ha_thd();
+  iterator_scan_id_ = scan_id_;
+  iterator_generation_ = riptide_sql::connection(ha_thd())->write_generation;
   return 0;
 }
 
@@ -114,9 +140,10 @@ int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_ke
 
 int ha_riptide::move(bool forward) {
   riptide_error_t *error = nullptr;
-  if (iterator_ == nullptr || iterator_transaction_ != transaction()) {
-    // The scan goes on in a later statement (HANDLER ... READ NEXT), whose transaction is a
-    // new one: a new iterator starts again from the entry read last.
+  if (iterator_ == nullptr || iterator_parked_ || iterator_transaction_ != transaction()) {
+    // The scan goes on in a later statement (HANDLER ... READ NEXT): an iterator of the
+    // statement's transaction (the parked one if it still reads as a new one would) starts
+    // again from the entry read last.
     if (position_key_.empty()) return HA_ERR_END_OF_FILE;
     if (int result = ensure_iterator()) return result;
     riptide_code_t code = forward ? riptide_iterator_seek(iterator_, bytes(position_key_), position_key_.size(), &error)
@@ -231,16 +258,22 @@ int ha_riptide::rnd_init(bool) {
   same_prefix_.clear();
   position_key_.clear();
   point_positioned_ = false;
-  drop_iterator();
-  if (int result = ensure_iterator()) return result;
-  riptide_error_t *error = nullptr;
-  const riptide_code_t code = riptide_iterator_seek_to_first(iterator_, &error);
-  if (code != RIPTIDE_OK) return report(code, error);
+  park_iterator();
+  // The first rnd_next positions the scan: the server also calls rnd_init before reading a
+  // sort's result by row position (rnd_pos), which needs no iterator.
+  scan_pending_ = true;
   scan_started_ = false;
   return 0;
 }
 
 int ha_riptide::rnd_next(uchar *buf) {
+  if (scan_pending_) {
+    scan_pending_ = false;
+    if (int result = ensure_iterator()) return result;
+    riptide_error_t *error = nullptr;
+    const riptide_code_t code = riptide_iterator_seek_to_first(iterator_, &error);
+    if (code != RIPTIDE_OK) return report(code, error);
+  }
   if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
   if (scan_started_) {
     if (int result = move(true)) return result;
@@ -250,7 +283,8 @@ int ha_riptide::rnd_next(uchar *buf) {
 }
 
 int ha_riptide::rnd_end() {
-  drop_iterator();
+  scan_pending_ = false;
+  park_iterator();
   return 0;
 }
 
@@ -279,15 +313,16 @@ int ha_riptide::index_init(uint index, bool) {
   same_prefix_.clear();
   position_key_.clear();
   point_positioned_ = false;
-  // The iterator is created on first use: point reads of a unique key never need one.
-  drop_iterator();
+  scan_pending_ = false;
+  // The iterator is taken on first use: point reads of a unique key never need one.
+  park_iterator();
   return 0;
 }
 
 int ha_riptide::index_end() {
   active_index = MAX_KEY;
   same_prefix_.clear();
-  drop_iterator();
+  park_iterator();
   return 0;
 }
 

@@ -76,7 +76,8 @@ int begin_transaction(THD *thd, Connection *state, bool single_locking_statement
   // The options object lives as long as the connection; each begin sets every field.
   if (state->options == nullptr) code = riptide_txn_options_create(&state->options, &error);
   riptide_txn_options_t *options = state->options;
-  if (code == RIPTIDE_OK) code = riptide_txn_options_set_isolation(options, isolation_of(thd, single_locking_statement), &error);
+  const int isolation = isolation_of(thd, single_locking_statement);
+  if (code == RIPTIDE_OK) code = riptide_txn_options_set_isolation(options, isolation, &error);
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_lock_timeout_us(options, lock_wait_timeout_us(thd), &error);
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_deadlock_detection(options, deadlock_detect() ? 1 : 0, &error);
   if (code == RIPTIDE_OK) code = riptide_txn_options_set_sync(options, flush_log_at_trx_commit() == 1 ? 1 : 0, &error);
@@ -87,6 +88,8 @@ int begin_transaction(THD *thd, Connection *state, bool single_locking_statement
   }
   state->savepoint_depth = 0;
   state->statement_savepoint = false;
+  state->iterators_reusable = isolation == RIPTIDE_ISOLATION_REPEATABLE_READ;
+  state->write_generation++;
   return 0;
 }
 
@@ -121,6 +124,7 @@ int rollback(handlerton *, THD *thd, bool all) {
   if (state->statement_savepoint && state->transaction != nullptr) {
     riptide_error_t *error = nullptr;
     const riptide_code_t code = riptide_txn_rollback_to_savepoint(state->transaction, &error);
+    state->write_generation++;
     state->savepoint_depth--;
     state->statement_savepoint = false;
     if (code != RIPTIDE_OK) return report(code, error);
@@ -148,6 +152,7 @@ int savepoint_rollback(handlerton *, THD *thd, void *slot) {
   // stays valid for another ROLLBACK TO.
   while (state->savepoint_depth >= depth) {
     const riptide_code_t code = riptide_txn_rollback_to_savepoint(state->transaction, &error);
+    state->write_generation++;
     state->savepoint_depth--;
     if (code != RIPTIDE_OK) return report(code, error);
   }
@@ -210,6 +215,7 @@ int prepare(handlerton *, THD *thd, bool all) {
   XID xid;
   thd_get_xid(thd, reinterpret_cast<MYSQL_XID *>(&xid));
   const std::string bytes = encode_xid(xid);
+  state->write_generation++;
   code = riptide_txn_prepare(state->transaction, reinterpret_cast<const uint8_t *>(bytes.data()), bytes.size(),
                              &error);
   if (code == RIPTIDE_CONFLICT || code == RIPTIDE_DEADLOCK) {

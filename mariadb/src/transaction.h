@@ -28,6 +28,16 @@ struct Connection {
   // two-phase commit): it can only be committed or rolled back, and a disconnect leaves it
   // prepared in the engine for XA COMMIT / XA ROLLBACK by xid (or recovery after a restart).
   bool prepared = false;
+  // Bumped by every change of the transaction's write set made through this connection (a
+  // put, a delete, a rollback to a savepoint, a prepare) and by every new transaction: an
+  // iterator created at one generation reads exactly as a new one while the generation holds
+  // and the snapshot does (see iterators_reusable).
+  uint64_t write_generation = 0;
+  // Whether an iterator may serve scans of later statements of the transaction: under
+  // REPEATABLE READ only. READ COMMITTED reads each statement at a new snapshot, and a
+  // SERIALIZABLE iterator records the range it read since its last seek in the transaction's
+  // read set, where a later seek of the same iterator would replace the earlier range.
+  bool iterators_reusable = false;
 };
 
 // The connection's state, created on first use.
