@@ -223,7 +223,7 @@ int ha_riptide::check_unique(uint index, const std::string &key) {
     riptide_error_t *read_error = nullptr;
     const riptide_code_t read = riptide_get_cf(database(), nullptr, family(), bytes(key), key.size(), &value,
                                                &value_length, &read_error);
-    riptide_error_free(read_error);
+    if (read_error != nullptr) riptide_error_free(read_error);
     if (read == RIPTIDE_OK && value != nullptr) {
       riptide_error_free(error);
       code = RIPTIDE_OK;

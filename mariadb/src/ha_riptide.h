@@ -180,6 +180,15 @@ class ha_riptide final : public handler {
   uint64_t iterator_generation_ = 0;
   // True between the end of the scan that used the iterator and the next one that takes it.
   bool iterator_parked_ = false;
+  // The entry a step of the iterator landed on (move reads it with the step), for the
+  // read_entry that follows; ready only between the two.
+  struct Step {
+    const uint8_t *key = nullptr;
+    size_t key_length = 0;
+    const uint8_t *value = nullptr;
+    size_t value_length = 0;
+    bool ready = false;
+  } step_;
   // rnd_init was called and rnd_next has not positioned the scan yet: a scan for rnd_pos alone
   // (a sort's result read by row position) never positions one.
   bool scan_pending_ = false;

@@ -94,7 +94,9 @@ ha_rows ha_riptide::records_in_range(uint index, const key_range *min_key, const
   riptide_error_t *error = nullptr;
   const riptide_code_t code = riptide_approximate_range_stats(database(), family(), bytes(start), start.size(),
                                                               bytes(end), end.size(), &range, &error);
-  riptide_error_free(error);
+  // Only an error is freed: riptide_error_free(NULL) is a misuse, reported through an error
+  // message formatted and thrown away (1 % of mariadbd's CPU in sysbench's read_only).
+  if (error != nullptr) riptide_error_free(error);
   if (code != RIPTIDE_OK) return HA_POS_ERROR;
   // Never 0 for a non-empty range: the optimizer would take it for a proof of emptiness.
   return range.entries > 0 ? range.entries : 1;

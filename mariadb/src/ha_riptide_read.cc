@@ -48,6 +48,7 @@ void ha_riptide::drop_iterator() {
   iterator_transaction_ = nullptr;
   iterator_thd_ = nullptr;
   iterator_parked_ = false;
+  step_.ready = false;
 }
 
 void ha_riptide::park_iterator() {
@@ -65,6 +66,7 @@ bool ha_riptide::parked_iterator_reads_as_new() {
 }
 
 int ha_riptide::ensure_iterator() {
+  step_.ready = false;
   riptide_txn_t *txn = transaction();
   if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
   if (iterator_ != nullptr && iterator_transaction_ == txn && iterator_scan_id_ == scan_id_) {
@@ -156,8 +158,16 @@ int ha_riptide::move(bool forward) {
       code = forward ? riptide_iterator_next(iterator_, &error) : riptide_iterator_prev(iterator_, &error);
     return code == RIPTIDE_OK ? 0 : report(code, error);
   }
-  const riptide_code_t code = forward ? riptide_iterator_next(iterator_, &error) : riptide_iterator_prev(iterator_, &error);
-  return code == RIPTIDE_OK ? 0 : report(code, error);
+  // One call steps and reads the entry (one handle lookup in the C ABI instead of two); the
+  // read_entry that follows every move takes it from step_.
+  const riptide_code_t code =
+      forward ? riptide_iterator_next_entry(iterator_, &step_.key, &step_.key_length, &step_.value,
+                                            &step_.value_length, &error)
+              : riptide_iterator_prev_entry(iterator_, &step_.key, &step_.key_length, &step_.value,
+                                            &step_.value_length, &error);
+  if (code != RIPTIDE_OK) return report(code, error);
+  step_.ready = true;
+  return 0;
 }
 
 int ha_riptide::read_entry(uchar *buf, bool forward) {
@@ -168,8 +178,18 @@ int ha_riptide::read_entry(uchar *buf, bool forward) {
     const uint8_t *entry = nullptr;
     size_t key_length = 0;
     size_t value_length = 0;
-    // One call for validity, key and value (each C ABI call looks its handle up).
-    if (!riptide_iterator_current(iterator_, &key, &key_length, &entry, &value_length)) {
+    // One call for validity, key and value (each C ABI call looks its handle up), unless the
+    // move that led here read them already.
+    if (step_.ready) {
+      step_.ready = false;
+      key = step_.key;
+      key_length = step_.key_length;
+      entry = step_.value;
+      value_length = step_.value_length;
+    } else {
+      riptide_iterator_current(iterator_, &key, &key_length, &entry, &value_length);
+    }
+    if (key == nullptr) {
       riptide_error_t *error = nullptr;
       const riptide_code_t code = riptide_iterator_status(iterator_, &error);
       return code == RIPTIDE_OK ? HA_ERR_END_OF_FILE : report(code, error);

@@ -1215,6 +1215,34 @@ uint8_t riptide_iterator_current(const riptide_iterator_t *iterator,
                                  const uint8_t **out_value,
                                  size_t *out_value_len);
 
+// Moves to the next key and reads the entry it lands on: `riptide_iterator_next` and then
+// `riptide_iterator_current` in one call, so that each step of a scan looks its handle up once
+// (the SQL layer steps hundreds of times per query). The out-parameters (any may be NULL) are
+// filled as `riptide_iterator_current` fills them: NULL and 0 when the iterator is not on a
+// key afterwards, when `riptide_iterator_status` tells whether an error ended it. Returns
+// `RIPTIDE_MISUSE` (out-parameters NULL and 0) for a handle that is not a live iterator.
+//
+// # Safety
+// Each out-parameter must be NULL or valid for a write; `err` NULL or a `riptide_error_t *`
+// variable.
+riptide_code_t riptide_iterator_next_entry(const riptide_iterator_t *iterator,
+                                           const uint8_t **out_key,
+                                           size_t *out_key_len,
+                                           const uint8_t **out_value,
+                                           size_t *out_value_len,
+                                           riptide_error_t **err);
+
+// `riptide_iterator_next_entry` backwards: moves to the previous key and reads its entry.
+//
+// # Safety
+// As `riptide_iterator_next_entry`.
+riptide_code_t riptide_iterator_prev_entry(const riptide_iterator_t *iterator,
+                                           const uint8_t **out_key,
+                                           size_t *out_key_len,
+                                           const uint8_t **out_value,
+                                           size_t *out_value_len,
+                                           riptide_error_t **err);
+
 // The current key (valid until the iterator moves), its length in `*out_len`; NULL when not
 // valid.
 //

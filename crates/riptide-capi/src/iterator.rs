@@ -304,6 +304,42 @@ pub extern "C" fn riptide_iterator_valid(iterator: *const riptide_iterator_t) ->
     guard(0, || with_cursor(iterator, |cursor| u8::from(cursor.valid())).unwrap_or(0))
 }
 
+/// The entry an iterator is on, as raw parts for the C side.
+type RawEntry = (*const u8, usize, *const u8, usize);
+
+fn raw_entry(cursor: &Cursor) -> Option<RawEntry> {
+    cursor.entry().map(|(key, value)| (key.as_ptr(), key.len(), value.as_ptr(), value.len()))
+}
+
+/// Writes `entry` (NULL and 0 for none) into the out-parameters that are not NULL.
+///
+/// # Safety
+/// Each out-parameter must be NULL or valid for a write.
+unsafe fn write_entry(
+    entry: Option<RawEntry>,
+    out_key: *mut *const u8,
+    out_key_len: *mut usize,
+    out_value: *mut *const u8,
+    out_value_len: *mut usize,
+) {
+    let (key, key_len, value, value_len) = entry.unwrap_or((std::ptr::null(), 0, std::ptr::null(), 0));
+    // SAFETY: each pointer is NULL or writable by the function's contract.
+    unsafe {
+        if !out_key.is_null() {
+            *out_key = key;
+        }
+        if !out_key_len.is_null() {
+            *out_key_len = key_len;
+        }
+        if !out_value.is_null() {
+            *out_value = value;
+        }
+        if !out_value_len.is_null() {
+            *out_value_len = value_len;
+        }
+    }
+}
+
 /// The current key and value without a copy: pointers valid until the iterator next moves or
 /// is destroyed. Returns 1 and fills the out-parameters (any may be NULL) when valid; returns 0
 /// and sets them to NULL and 0 otherwise.
@@ -319,29 +355,77 @@ pub unsafe extern "C" fn riptide_iterator_current(
     out_value_len: *mut usize,
 ) -> u8 {
     guard(0, || {
-        let entry = with_cursor(iterator, |cursor| {
-            cursor.entry().map(|(key, value)| (key.as_ptr(), key.len(), value.as_ptr(), value.len()))
-        })
-        .ok()
-        .flatten();
-        let (key, key_len, value, value_len) = entry.unwrap_or((std::ptr::null(), 0, std::ptr::null(), 0));
-        // SAFETY: each pointer is NULL or writable by the function's contract.
-        unsafe {
-            if !out_key.is_null() {
-                *out_key = key;
-            }
-            if !out_key_len.is_null() {
-                *out_key_len = key_len;
-            }
-            if !out_value.is_null() {
-                *out_value = value;
-            }
-            if !out_value_len.is_null() {
-                *out_value_len = value_len;
-            }
-        }
+        let entry = with_cursor(iterator, |cursor| raw_entry(cursor)).ok().flatten();
+        // SAFETY: forwarded contract.
+        unsafe { write_entry(entry, out_key, out_key_len, out_value, out_value_len) };
         u8::from(entry.is_some())
     })
+}
+
+/// A move and a read of the entry it lands on under one handle lookup.
+///
+/// # Safety
+/// Each out-parameter must be NULL or valid for a write; `err` NULL or a `riptide_error_t *`
+/// variable.
+unsafe fn moved_to_entry(
+    iterator: *const riptide_iterator_t,
+    err: *mut *mut riptide_error_t,
+    movement: Move<'_>,
+    out_key: *mut *const u8,
+    out_key_len: *mut usize,
+    out_value: *mut *const u8,
+    out_value_len: *mut usize,
+) -> riptide_code_t {
+    let mut entry = None;
+    let code = call(err, || {
+        with_cursor(iterator, |cursor| {
+            cursor.apply(movement);
+            entry = raw_entry(cursor);
+        })
+    });
+    // SAFETY: forwarded contract.
+    unsafe { write_entry(entry, out_key, out_key_len, out_value, out_value_len) };
+    code
+}
+
+/// Moves to the next key and reads the entry it lands on: `riptide_iterator_next` and then
+/// `riptide_iterator_current` in one call, so that each step of a scan looks its handle up once
+/// (the SQL layer steps hundreds of times per query). The out-parameters (any may be NULL) are
+/// filled as `riptide_iterator_current` fills them: NULL and 0 when the iterator is not on a
+/// key afterwards, when `riptide_iterator_status` tells whether an error ended it. Returns
+/// `RIPTIDE_MISUSE` (out-parameters NULL and 0) for a handle that is not a live iterator.
+///
+/// # Safety
+/// Each out-parameter must be NULL or valid for a write; `err` NULL or a `riptide_error_t *`
+/// variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_iterator_next_entry(
+    iterator: *const riptide_iterator_t,
+    out_key: *mut *const u8,
+    out_key_len: *mut usize,
+    out_value: *mut *const u8,
+    out_value_len: *mut usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    // SAFETY: by the function's contract.
+    unsafe { moved_to_entry(iterator, err, Move::Next, out_key, out_key_len, out_value, out_value_len) }
+}
+
+/// `riptide_iterator_next_entry` backwards: moves to the previous key and reads its entry.
+///
+/// # Safety
+/// As `riptide_iterator_next_entry`.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_iterator_prev_entry(
+    iterator: *const riptide_iterator_t,
+    out_key: *mut *const u8,
+    out_key_len: *mut usize,
+    out_value: *mut *const u8,
+    out_value_len: *mut usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    // SAFETY: by the function's contract.
+    unsafe { moved_to_entry(iterator, err, Move::Prev, out_key, out_key_len, out_value, out_value_len) }
 }
 
 /// The current key (valid until the iterator moves), its length in `*out_len`; NULL when not

@@ -503,6 +503,28 @@ static void walk(riptide_iterator_t *it, int forward, char *buf, size_t size) {
     OK(riptide_iterator_status(it, NULL));
 }
 
+/* As walk, stepping with riptide_iterator_next_entry / prev_entry, whose out-parameters must
+ * agree with riptide_iterator_current after every step. */
+static void walk_entries(riptide_iterator_t *it, int forward, char *buf, size_t size) {
+    buf[0] = 0;
+    const uint8_t *key = NULL, *value = NULL;
+    size_t klen = 0, vlen = 0;
+    riptide_iterator_current(it, &key, &klen, &value, &vlen);
+    while (key != NULL) {
+        if (buf[0]) strncat(buf, ",", size - strlen(buf) - 1);
+        strncat(buf, (const char *)key, klen < size - strlen(buf) - 1 ? klen : size - strlen(buf) - 1);
+        OK(forward ? riptide_iterator_next_entry(it, &key, &klen, &value, &vlen, NULL)
+                   : riptide_iterator_prev_entry(it, &key, &klen, &value, &vlen, NULL));
+        const uint8_t *ckey = NULL, *cvalue = NULL;
+        size_t cklen = 7, cvlen = 7;
+        const uint8_t on_key = riptide_iterator_current(it, &ckey, &cklen, &cvalue, &cvlen);
+        CHECK(on_key == (key != NULL));
+        CHECK(ckey == key && cklen == klen && cvalue == value && cvlen == vlen);
+        if (key == NULL) CHECK(klen == 0 && value == NULL && vlen == 0);
+    }
+    OK(riptide_iterator_status(it, NULL));
+}
+
 static void test_iterators_and_snapshots(void) {
     char path[300], keys[256];
     new_path(path, sizeof path);
@@ -526,6 +548,12 @@ static void test_iterators_and_snapshots(void) {
     OK(riptide_iterator_seek_to_last(it, NULL));
     walk(it, 0, keys, sizeof keys);
     CHECK(strcmp(keys, "f,e,d,c,b") == 0);
+    OK(riptide_iterator_seek_to_first(it, NULL));
+    walk_entries(it, 1, keys, sizeof keys);
+    CHECK(strcmp(keys, "b,c,d,e,f") == 0);
+    OK(riptide_iterator_seek(it, K("d"), NULL));
+    walk_entries(it, 0, keys, sizeof keys);
+    CHECK(strcmp(keys, "d,c,b") == 0);
     OK(riptide_iterator_seek(it, K("cc"), NULL));
     size_t len = 0;
     const uint8_t *key = riptide_iterator_key(it, &len);
@@ -543,6 +571,12 @@ static void test_iterators_and_snapshots(void) {
     EXPECT(RIPTIDE_MISUSE, riptide_iterator_destroy(it));
     EXPECT(RIPTIDE_MISUSE, riptide_iterator_next(it, NULL));
     CHECK(riptide_iterator_valid(it) == 0);
+    /* A stale handle: MISUSE, and the out-parameters say "no entry". */
+    key = (const uint8_t *)"x";
+    len = 5;
+    EXPECT(RIPTIDE_MISUSE, riptide_iterator_next_entry(it, &key, &len, NULL, NULL, NULL));
+    CHECK(key == NULL && len == 0);
+    EXPECT(RIPTIDE_MISUSE, riptide_iterator_prev_entry(NULL, NULL, NULL, NULL, NULL, NULL));
 
     /* Bounds and a snapshot. */
     riptide_readoptions_t *ro = NULL;
