@@ -41,8 +41,11 @@ ha_riptide::~ha_riptide() {
 }
 
 ulonglong ha_riptide::table_flags() const {
-  // Rows are always read whole (no HA_PARTIAL_COLUMN_READ), so update_row and delete_row get
-  // every indexed column of the old row.
+  // No HA_PARTIAL_COLUMN_READ: the rows of a statement that changes them are read whole
+  // (locking reads decode every column), so update_row and delete_row get every indexed column
+  // of the old row and the server may compare old and new records in full. Plain reads decode
+  // only the columns in read_set plus every indexed one (unpack in ha_riptide_read.cc), which
+  // the server reads nothing beyond.
   return HA_REC_NOT_IN_SEQ | HA_NULL_IN_KEY | HA_CAN_BIT_FIELD | HA_BINLOG_ROW_CAPABLE | HA_BINLOG_STMT_CAPABLE |
          HA_PRIMARY_KEY_IN_READ_INDEX | HA_PRIMARY_KEY_REQUIRED_FOR_POSITION | HA_TABLE_SCAN_ON_INDEX |
          HA_CAN_INDEX_BLOBS | HA_CAN_SQL_HANDLER | HA_REQUIRES_KEY_COLUMNS_FOR_DELETE |

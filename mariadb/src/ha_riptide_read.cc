@@ -135,7 +135,11 @@ int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_ke
     row_bytes_.assign(reinterpret_cast<const char *>(row), row_length);
     source = bytes(row_bytes_);
   }
-  if (!riptide_sql::unpack_row(table, buf, source, row_length)) return HA_ERR_CRASHED;
+  // A plain read decodes the columns the statement reads (read_set), as InnoDB and MyRocks
+  // do; a locking read (UPDATE, DELETE, REPLACE, ... FOR UPDATE) decodes the whole row, which
+  // update_row and delete_row re-encode and index.
+  const MY_BITMAP *wanted = lock_rows_ ? nullptr : table->read_set;
+  if (!riptide_sql::unpack_row(table, buf, source, row_length, wanted)) return HA_ERR_CRASHED;
   counters().rows_read.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }

@@ -22,7 +22,11 @@ constexpr uint8_t kRowFormatVersion = 1;
 void pack_row(TABLE *table, const uchar *record, std::string *out);
 
 // Decodes `data` into `record`. Returns false when the bytes are not a row of this table.
-bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length);
+// With `wanted`, a bitmap over the table's fields, the fields outside it may be skipped
+// instead of decoded (their bytes in `record` are then left as they were; null bits are set
+// for every field), as far as their packed length can be read without decoding them; fields
+// of an index are always decoded.
+bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length, const MY_BITMAP *wanted = nullptr);
 
 }  // namespace riptide_sql
 
