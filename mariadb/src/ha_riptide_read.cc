@@ -146,7 +146,11 @@ int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_ke
 
 int ha_riptide::move(bool forward) {
   riptide_error_t *error = nullptr;
-  if (iterator_ == nullptr || iterator_parked_ || iterator_transaction_ != transaction()) {
+  // An iterator that is not parked serves the statement that created or took it, so it is the
+  // statement's transaction's: no need to look the transaction up per step (0.9 % of
+  // mariadbd's CPU in read_only). A statement's end parks or drops it (external_lock), or
+  // under LOCK TABLES the next statement's start parks it (start_stmt).
+  if (iterator_ == nullptr || iterator_parked_) {
     // The scan goes on in a later statement (HANDLER ... READ NEXT): an iterator of the
     // statement's transaction (the parked one if it still reads as a new one would) starts
     // again from the entry read last.
