@@ -168,7 +168,9 @@ pub struct Options {
     /// level-0 files through their bloom filters, do not charge. Measured on 2 cores: Zipfian
     /// seeks over 3 million writes (seven overlapping level-0 files) went from about 100,000 to
     /// 582,000 per second with the rule on (see `docs/architecture.md`, "Read-triggered level
-    /// 0"). Default 128; 0 turns the rule off.
+    /// 0"). The same rate prices a flush of the active memtable: scans that pass older
+    /// versions of keys held in it pay for switching it, with no write to fill it
+    /// ("Read-triggered flushes"). Default 128; 0 turns both off.
     pub read_compaction_bytes_per_table_seek: u64,
     /// Which file a level over target moves down first. Default
     /// [`CompactionPriority::MinOverlappingRatio`].

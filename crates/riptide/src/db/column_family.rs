@@ -108,6 +108,7 @@ impl ColumnFamilyShared {
         chunk_pool: Arc<ChunkPool>,
     ) -> ColumnFamilyShared {
         let read_charges = Arc::new(ReadCharges::new(options.read_compaction_bytes_per_table_seek, work_available));
+        read_charges.set_level0_trigger_files(options.level0_compaction_trigger_files);
         ColumnFamilyShared {
             id,
             name: RwLock::new(name),
@@ -136,6 +137,7 @@ impl ColumnFamilyShared {
         self.level0_slowdown_writes_files.store(options.level0_slowdown_writes_files, Ordering::Release);
         self.memtable_size_bytes.store(options.memtable_size_bytes, Ordering::Release);
         self.read_charges.set_bytes_per_charge(options.read_compaction_bytes_per_table_seek);
+        self.read_charges.set_level0_trigger_files(options.level0_compaction_trigger_files);
         *self.options.write() = Arc::new(options);
     }
 

@@ -209,7 +209,26 @@ fn pick_flush(state: &DbState) -> Option<u32> {
         .map(|(_, id)| id)
 }
 
-/// Background thread body: flushes immutable memtables as they appear.
+/// How long a flush thread waits before trying again to switch a memtable that reads paid to
+/// flush, when writers held their leadership.
+const READ_FLUSH_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
+
+/// A column family whose reads paid for a flush of its active memtable (`db::read_charges`)
+/// and that can switch it without a stall.
+pub(crate) fn pick_read_flush(state: &DbState) -> Option<u32> {
+    state
+        .column_families
+        .values()
+        .find(|family| {
+            family.shared.read_charges.is_flush_due()
+                && !family.memtable.is_empty()
+                && family.immutables.len() < family.shared.options().max_immutable_memtables
+        })
+        .map(|family| family.id())
+}
+
+/// Background thread body: flushes immutable memtables as they appear, and switches memtables
+/// that reads paid to flush.
 pub(crate) fn flush_loop(inner: Arc<DbInner>) {
     loop {
         let (id, memtable, number, blob, read_points, options, several_families) = {
@@ -221,6 +240,19 @@ pub(crate) fn flush_loop(inner: Arc<DbInner>) {
                 if state.background_error.is_none() {
                     if let Some(id) = pick_flush(&state) {
                         break id;
+                    }
+                    if let Some(id) = pick_read_flush(&state) {
+                        // The switch takes the writers' leadership, which comes before the
+                        // state lock; it gives up rather than wait for writers.
+                        let switched = parking_lot::MutexGuard::unlocked(&mut state, || {
+                            super::write::switch_memtable_for_reads(&inner, id)
+                        });
+                        if !matches!(switched, Ok(false)) {
+                            continue;
+                        }
+                        // Writers were busy: look again soon (they may not notify).
+                        inner.work_available.wait_for(&mut state, READ_FLUSH_RETRY);
+                        continue;
                     }
                 }
                 inner.work_available.wait(&mut state);

@@ -109,6 +109,7 @@ impl DbIterator {
     fn finish_step(&mut self) {
         if let Some(charges) = &mut self.seek_charges {
             charges.charge_passed_versions(self.inner.take_passed_compactable_versions());
+            charges.charge_passed_memtable_versions(self.inner.take_passed_memtable_versions());
         }
     }
 

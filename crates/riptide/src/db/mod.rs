@@ -118,6 +118,8 @@ pub(crate) struct BackgroundStats {
     pub(crate) tombstone_compactions: u64,
     /// Level-0 compactions paid for by seeks (`read_charges`).
     pub(crate) read_triggered_compactions: u64,
+    /// Memtable switches paid for by scans passing older versions in it (`read_charges`).
+    pub(crate) read_triggered_flushes: u64,
     /// Tables removed whole by a flush because a range tombstone covered them.
     pub(crate) range_delete_dropped_files: u64,
     /// Compactions started to drop entries range tombstones cover.

@@ -375,7 +375,8 @@ pub(crate) fn user_iterator_over_view(
     // (I48): every entry at or below the sequence was inserted and counted before the sequence
     // was published, and later ones are newer than the iterator. Leaving it out spares every
     // fresh iterator after a flush a child, and often the merge itself (below).
-    if !view.memtable.is_empty() {
+    let reads_memtable = !view.memtable.is_empty();
+    if reads_memtable {
         children.push(Box::new(view.memtable.iter()));
         note_max_sequence(u64::MAX);
     }
@@ -438,6 +439,10 @@ pub(crate) fn user_iterator_over_view(
                 0..0
             };
             let mut merged = MergingIterator::new(children, comparator.clone()).with_compactable_children(compactable);
+            if reads_memtable {
+                // The active memtable is the first child.
+                merged = merged.with_memtable_child(0);
+            }
             if !tombstones.is_empty() {
                 merged = merged.with_child_max_sequences(max_sequences);
             }
@@ -453,7 +458,9 @@ pub(crate) fn user_iterator_over_view(
         options.upper_bound.clone(),
     );
     configure_user_iterator(&mut user, inner, column_family, view, tombstones, options, options.blob_readahead);
-    let seek_charges = column_family.read_charges.seek_charges(&view.version, level0_tables, deeper_levels);
+    let memtable_bytes = if reads_memtable { view.memtable.approximate_memory_bytes() } else { 0 };
+    let seek_charges =
+        column_family.read_charges.seek_charges(&view.version, level0_tables, deeper_levels, memtable_bytes);
     Ok((user, seek_charges))
 }
 

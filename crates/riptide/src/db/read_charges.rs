@@ -18,6 +18,24 @@
 //! bytes or so does when the table reads a block (a few microseconds against about 20 ns per
 //! byte, measured on 2 cores), and 7 to 15 bytes' worth when the block is cached.
 //!
+//! The same holds one level up. Rows rewritten since the active memtable was started leave it
+//! holding several versions of their keys, and a scan passes the older ones at every such row,
+//! work no compaction removes while they sit in memory: a flush does (it keeps only the
+//! versions a reader can see, I3), and the level-0 charges above then pay for merging the
+//! flushed table. Scans count the keys whose older versions they passed in the active memtable
+//! ([`SeekCharges::charge_passed_memtable_versions`]), each weighed as a passed version above;
+//! once those charges reach what the flush costs, the
+//! column family is marked for a flush and the flush threads are woken; one of them switches
+//! the memtable when the writers' leadership is free (`db::flush`). A read-only phase after a
+//! write burst (sysbench's `oltp_read_only` right after `oltp_read_write`) then stops paying
+//! for the burst's versions within seconds instead of until the next write fills the memtable.
+//! Any switch of the memtable starts that count again. What the flush costs: writing the
+//! memtable's bytes, and its new level-0 file's share of the level-0 compaction it brings nearer
+//! (that job's bytes over the file-count trigger), at the rate above. Without that share, a
+//! memtable just started was cheap enough to flush every few seconds while writers and scans
+//! shared a table (sysbench's read_write: 72 flushes a minute over four tables), each small
+//! file bringing a rewrite of the level below closer.
+//!
 //! Concurrency contract: [`ReadCharges`] is shared by every iterator of a column family and the
 //! compaction threads; its counters are relaxed atomics, since a charge that lands late or is
 //! counted against the next level-0 shape changes only when a compaction starts, never what any
@@ -68,6 +86,15 @@ pub(crate) struct ReadCharges {
     /// The column family's `read_compaction_bytes_per_table_seek` (0: off), kept here so that
     /// creating an iterator does not take the options' lock.
     bytes_per_charge: AtomicU64,
+    /// Charges against the active memtable since it was started.
+    memtable_charges: AtomicU64,
+    /// Set when those paid for a flush; cleared when the memtable is switched.
+    flush_due: AtomicBool,
+    /// Counts the memtable switches; an iterator's memtable charges count only while it holds.
+    memtable_generation: AtomicU64,
+    /// The column family's `level0_compaction_trigger_files`, for a flush's share of the
+    /// level-0 compaction it brings nearer.
+    level0_trigger_files: AtomicU64,
     /// The compaction threads' condition variable (the database's `work_available`).
     work_available: Arc<Condvar>,
 }
@@ -79,8 +106,29 @@ impl ReadCharges {
             due: AtomicBool::new(false),
             generation: AtomicU64::new(0),
             bytes_per_charge: AtomicU64::new(bytes_per_charge),
+            memtable_charges: AtomicU64::new(0),
+            flush_due: AtomicBool::new(false),
+            memtable_generation: AtomicU64::new(0),
+            level0_trigger_files: AtomicU64::new(1),
             work_available,
         }
+    }
+
+    /// Follows a change of the column family's `level0_compaction_trigger_files`.
+    pub(crate) fn set_level0_trigger_files(&self, files: usize) {
+        self.level0_trigger_files.store(files.max(1) as u64, Ordering::Relaxed);
+    }
+
+    /// True when reads have paid for a flush of the active memtable.
+    pub(crate) fn is_flush_due(&self) -> bool {
+        self.flush_due.load(Ordering::Relaxed)
+    }
+
+    /// Starts counting against a new active memtable (called at every switch).
+    pub(crate) fn reset_memtable(&self) {
+        self.memtable_generation.fetch_add(1, Ordering::Relaxed);
+        self.memtable_charges.store(0, Ordering::Relaxed);
+        self.flush_due.store(false, Ordering::Relaxed);
     }
 
     /// Follows a change of the column family's options.
@@ -88,6 +136,7 @@ impl ReadCharges {
         self.bytes_per_charge.store(bytes_per_charge, Ordering::Relaxed);
         if bytes_per_charge == 0 {
             self.due.store(false, Ordering::Relaxed);
+            self.flush_due.store(false, Ordering::Relaxed);
         }
     }
 
@@ -110,33 +159,60 @@ impl ReadCharges {
     }
 
     /// The per-iterator accumulator for seeks over `version`, or `None` when they charge
-    /// nothing: the rule is off, or level 0 adds no cursor a compaction would remove.
-    /// `level0_tables` is the number of level-0 tables the iterator merges, `deeper_levels` the
-    /// number of deeper levels it merges; its level-0 tables count their block misses
-    /// ([`counted_block_misses`]).
+    /// nothing: the rule is off, or neither level 0 adds a cursor a compaction would remove nor
+    /// the active memtable holds anything. `level0_tables` is the number of level-0 tables the
+    /// iterator merges, `deeper_levels` the number of deeper levels it merges (its level-0
+    /// tables count their block misses, [`counted_block_misses`]); `memtable_bytes` is the
+    /// active memtable's size, what a flush of it writes (its share of the level-0 job it brings
+    /// nearer is added).
     pub(crate) fn seek_charges(
         self: &Arc<Self>,
         version: &Version,
         level0_tables: usize,
         deeper_levels: usize,
+        memtable_bytes: usize,
     ) -> Option<SeekCharges> {
         let bytes_per_charge = self.bytes_per_charge.load(Ordering::Relaxed);
         let per_seek = extra_tables_per_seek(level0_tables, deeper_levels) * CACHED_TABLE_UNITS;
-        if bytes_per_charge == 0 || per_seek == 0 {
+        if bytes_per_charge == 0 || (per_seek == 0 && memtable_bytes == 0) {
             return None;
         }
-        let job_bytes = level0_job_bytes(version);
-        // The units at which the job is paid for, at least one seek's worth.
-        let threshold = job_bytes.saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(per_seek);
-        let generation = self.generation.load(Ordering::Relaxed);
+        // The units at which the job is paid for, at least one seek's worth (none is due for
+        // an iterator whose seeks charge nothing: its passed versions lie in no level-0 job).
+        let threshold = if per_seek == 0 {
+            u64::MAX
+        } else {
+            level0_job_bytes(version).saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(per_seek)
+        };
+        let flush_bytes = (memtable_bytes as u64)
+            + level0_job_bytes(version) / self.level0_trigger_files.load(Ordering::Relaxed).max(1);
+        let memtable_threshold = flush_bytes.saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(1);
         Some(SeekCharges {
             shared: Arc::clone(self),
             per_seek,
             pending: 0,
             threshold,
-            generation,
+            generation: self.generation.load(Ordering::Relaxed),
             misses_before_seek: 0,
+            memtable_pending: 0,
+            memtable_threshold,
+            memtable_generation: self.memtable_generation.load(Ordering::Relaxed),
         })
+    }
+
+    /// Adds memtable `charges` of an iterator made in `generation` (of the memtable); marks the
+    /// column family for a flush and wakes the background threads when the total reaches
+    /// `threshold`.
+    fn add_memtable(&self, charges: u64, threshold: u64, generation: u64) {
+        if self.bytes_per_charge.load(Ordering::Relaxed) == 0
+            || self.memtable_generation.load(Ordering::Relaxed) != generation
+        {
+            return;
+        }
+        let total = self.memtable_charges.fetch_add(charges, Ordering::Relaxed) + charges;
+        if total >= threshold && !self.flush_due.swap(true, Ordering::Relaxed) {
+            self.work_available.notify_all();
+        }
     }
 
     /// Adds `charges` of an iterator made in `generation`; marks the column family due and
@@ -184,6 +260,11 @@ pub(crate) struct SeekCharges {
     /// This thread's count of blocks read by level-0 tables when the current seek began: only a
     /// seek's misses are charged (a scan reads the same blocks however many files hold them).
     misses_before_seek: u64,
+    /// Memtable charges not yet added, the total at which a flush is due (from the memtable's
+    /// size when the iterator was made) and the memtable generation then.
+    memtable_pending: u64,
+    memtable_threshold: u64,
+    memtable_generation: u64,
 }
 
 impl SeekCharges {
@@ -217,6 +298,27 @@ impl SeekCharges {
         }
     }
 
+    /// Charges `keys` whose older versions a step passed in the active memtable: each costs the
+    /// step a jump over the key's run of versions in the skiplist, a cache miss or two, about
+    /// what a passed version in a table costs ([`CACHED_TABLE_UNITS`]). A flush would leave one
+    /// version per key.
+    #[inline]
+    pub(crate) fn charge_passed_memtable_versions(&mut self, keys: u64) {
+        if keys > 0 {
+            self.memtable_pending += keys * CACHED_TABLE_UNITS;
+            if self.memtable_pending >= CHARGES_PER_FLUSH {
+                self.flush_memtable_charges();
+            }
+        }
+    }
+
+    fn flush_memtable_charges(&mut self) {
+        if self.memtable_pending > 0 {
+            self.shared.add_memtable(self.memtable_pending, self.memtable_threshold, self.memtable_generation);
+            self.memtable_pending = 0;
+        }
+    }
+
     /// Adds `units` to the pending charges, passing them on once there are enough.
     #[inline]
     fn charge_units(&mut self, units: u64) {
@@ -237,6 +339,7 @@ impl SeekCharges {
 impl Drop for SeekCharges {
     fn drop(&mut self) {
         self.flush();
+        self.flush_memtable_charges();
     }
 }
 
@@ -263,6 +366,9 @@ mod tests {
             threshold,
             generation: 0,
             misses_before_seek: 0,
+            memtable_pending: 0,
+            memtable_threshold: u64::MAX,
+            memtable_generation: 0,
         }
     }
 

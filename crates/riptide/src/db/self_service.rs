@@ -149,6 +149,13 @@ impl SelfService {
         }
         ExclusiveWrites { _gate: guard }
     }
+
+    /// `exclusive` only if no self-service write is in flight now (`None` otherwise), for a
+    /// thread that must not wait for writers.
+    pub(crate) fn try_exclusive(&self) -> Option<ExclusiveWrites<'_>> {
+        let guard = self.gate.try_write()?;
+        Some(ExclusiveWrites { _gate: guard })
+    }
 }
 
 /// Whether `batch` may be written by its own writer (see the module documentation); for a

@@ -164,6 +164,9 @@ pub struct Stats {
     /// Compactions of level 0 below its file-count trigger, paid for by seeks that merged its
     /// files (`Options::read_compaction_bytes_per_table_seek`).
     pub read_triggered_compactions: u64,
+    /// Memtables switched (and so flushed) because scans passing the older versions they held
+    /// paid for it (`Options::read_compaction_bytes_per_table_seek`).
+    pub read_triggered_flushes: u64,
     /// Merge operands flushes and compactions folded into other entries
     /// (`iterator/merge_fold.rs`).
     pub merge_operands_folded: u64,
@@ -426,7 +429,7 @@ impl fmt::Display for Stats {
         writeln!(
             f,
             "stalls: {} ({:.3} s, {} now); slowdowns: {} ({:.3} s); running compactions {}, pending {:.2} MiB; \
-             {} subcompactions, {} tombstone, {} manual, {} read-triggered; range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions, {} merge operands folded",
+             {} subcompactions, {} tombstone, {} manual, {} read-triggered ({} read-triggered flushes); range tombstones {}, {} tables dropped by them, {} compactions for them; {} expiry compactions, {} merge operands folded",
             self.write_stall_count,
             self.write_stall_micros as f64 / 1e6,
             self.write_stalls_in_progress,
@@ -438,6 +441,7 @@ impl fmt::Display for Stats {
             self.tombstone_compactions,
             self.manual_compactions,
             self.read_triggered_compactions,
+            self.read_triggered_flushes,
             self.range_tombstones,
             self.range_delete_dropped_files,
             self.range_delete_compactions,
@@ -537,6 +541,7 @@ pub(crate) fn collect(inner: &DbInner) -> Stats {
         range_delete_compactions: background.range_delete_compactions,
         expiry_compactions: background.expiry_compactions,
         read_triggered_compactions: background.read_triggered_compactions,
+        read_triggered_flushes: background.read_triggered_flushes,
         merge_operands_folded: background.merge_operands_folded,
         range_tombstones: state
             .versions

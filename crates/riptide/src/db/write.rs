@@ -824,9 +824,38 @@ fn switch_memtable(inner: &DbInner, state: &mut DbState, id: u32) -> Result<()> 
             family.memtable_log_number = new_log_number;
         }
     }
+    if let Some(family) = state.column_families.get(&id) {
+        family.shared.read_charges.reset_memtable();
+    }
     inner.install_read_view(state, id);
     inner.work_available.notify_all();
     Ok(())
+}
+
+/// Switches column family `id`'s active memtable because reads paid for its flush
+/// (`db::read_charges`), if the writers' leadership and the self-service gate are free now and
+/// the switch needs no stall; returns whether it switched. For the flush threads, which must
+/// never wait for writers (a writer stalled for room waits for them). Takes the state lock.
+pub(crate) fn switch_memtable_for_reads(inner: &DbInner, id: u32) -> Result<bool> {
+    let switched = inner.write_queue.try_with_leadership(PendingWrite::token(), || {
+        let Some(_exclusive) = inner.self_service.try_exclusive() else { return Ok(false) };
+        let mut state = inner.state.lock();
+        inner.check_not_stopped(&state)?;
+        let Some(family) = state.column_families.get(&id) else { return Ok(false) };
+        if !family.shared.read_charges.is_flush_due()
+            || family.memtable.is_empty()
+            || family.immutables.len() >= family.shared.options().max_immutable_memtables
+        {
+            return Ok(false);
+        }
+        if let Err(error) = switch_memtable(inner, &mut state, id) {
+            inner.set_background_error(&mut state, error.duplicate());
+            return Err(error);
+        }
+        state.stats.read_triggered_flushes += 1;
+        Ok(true)
+    });
+    switched.unwrap_or(Ok(false))
 }
 
 /// Runs `action` while holding write leadership, so that no write group is between the WAL

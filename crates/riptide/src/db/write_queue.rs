@@ -302,6 +302,25 @@ impl<W, J> WriteQueue<W, J> {
         }
     }
 
+    /// `with_leadership` only if nobody leads or waits now: `None` without running `action`
+    /// otherwise. For a background thread that must never wait for writers (a writer stalled
+    /// for room waits for the background threads).
+    pub(crate) fn try_with_leadership<T>(&self, token: W, action: impl FnOnce() -> T) -> Option<T> {
+        {
+            let mut pending = self.pending.lock();
+            if pending.leader_active || !pending.writers.is_empty() {
+                return None;
+            }
+            pending.writers.push_back(Arc::new(Writer::new(token, 0, true)));
+            pending.leader_active = true;
+        }
+        let result = action();
+        let mut pending = self.pending.lock();
+        pending.writers.pop_front();
+        Self::pass_leadership(&mut pending);
+        Some(result)
+    }
+
     /// Runs `action` while holding write leadership, so that no group is in flight meanwhile.
     /// The token that queues for it carries `token` as its write, which no group ever takes.
     pub(crate) fn with_leadership<T>(&self, token: W, action: impl FnOnce() -> T) -> T {

@@ -152,6 +152,9 @@ pub(crate) struct UserIterator {
     /// Older versions passed moving forward that a compaction of level 0 would have merged
     /// away, since the owner last took the count (read charges, `db::read_charges`).
     passed_compactable_versions: u64,
+    /// Keys whose older versions the active memtable held and a forward move passed, since the
+    /// owner last took the count (read charges towards a flush).
+    passed_memtable_versions: u64,
 }
 
 impl UserIterator {
@@ -190,7 +193,14 @@ impl UserIterator {
             forward_merged: false,
             reverse_versions_before_seek: REVERSE_VERSIONS_BEFORE_SEEK,
             passed_compactable_versions: 0,
+            passed_memtable_versions: 0,
         }
+    }
+
+    /// Keys whose older versions in the active memtable forward moves passed, since the last
+    /// call.
+    pub(crate) fn take_passed_memtable_versions(&mut self) -> u64 {
+        std::mem::take(&mut self.passed_memtable_versions)
     }
 
     /// The older versions passed moving forward that a compaction of level 0 would have
@@ -598,6 +608,7 @@ impl UserIterator {
                     self.seek_key.clear();
                     append_internal_key(&mut self.seek_key, &self.saved_key, 0, ValueKind::Delete);
                     self.passed_compactable_versions += self.inner.seek_forward_past_versions(&self.seek_key);
+                    self.passed_memtable_versions += self.inner.take_skipped_versions();
                     continue;
                 }
                 if !hidden {

@@ -73,6 +73,11 @@ pub(crate) struct MergingIterator {
     /// level it writes into), for [`InternalIterator::seek_forward_past_versions`]; empty
     /// unless the caller says.
     compactable: Range<usize>,
+    /// The child that reads the active memtable, whose passed versions are counted
+    /// ([`InternalIterator::take_skipped_versions`]); `None` unless the caller says.
+    memtable_child: Option<usize>,
+    /// The memtable child's passed versions gathered by `seek_forward_counting`.
+    skipped_versions: u64,
     /// The child the last `next` stepped from: the source of the entry read before it.
     stepped_from: Option<usize>,
 }
@@ -99,8 +104,18 @@ impl MergingIterator {
             probe_credit: 1,
             seek_landed: false,
             compactable: 0..0,
+            memtable_child: None,
+            skipped_versions: 0,
             stepped_from: None,
         }
+    }
+
+    /// Names the child that reads the active memtable, so that the older versions it passes
+    /// inside itself are counted (`take_skipped_versions`).
+    pub(crate) fn with_memtable_child(mut self, child: usize) -> MergingIterator {
+        debug_assert!(child < self.children.len());
+        self.memtable_child = Some(child);
+        self
     }
 
     /// Names the children whose entries a compaction of level 0 would merge (the level-0
@@ -137,6 +152,9 @@ impl MergingIterator {
                 compactable_moved += 1;
             }
             self.children[top].seek_forward(target);
+            if self.memtable_child == Some(top) {
+                self.skipped_versions += self.children[top].take_skipped_versions();
+            }
             self.repair_top();
         }
         compactable_moved
@@ -555,6 +573,10 @@ impl InternalIterator for MergingIterator {
 
     fn seek_forward(&mut self, target: &[u8]) {
         self.seek_forward_counting(target);
+    }
+
+    fn take_skipped_versions(&mut self) -> u64 {
+        std::mem::take(&mut self.skipped_versions)
     }
 
     fn seek_forward_past_versions(&mut self, target: &[u8]) -> u64 {

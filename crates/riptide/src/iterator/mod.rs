@@ -57,6 +57,14 @@ pub(crate) trait InternalIterator: Send {
         self.seek_forward(target);
         0
     }
+    /// How many keys' older versions this source passed inside the active memtable since the
+    /// last call (a memtable iterator's `seek_forward` over a key with several versions; a
+    /// merge passes on its active memtable child's count), and starts counting again: the
+    /// work that read charges count towards a flush of the memtable (`db::read_charges`). The
+    /// default counts none.
+    fn take_skipped_versions(&mut self) -> u64 {
+        0
+    }
     /// Positions like `seek` (like `seek_forward` when `from_here`, under its contract) for a
     /// caller that will often read only the entry it lands on, as a user's seek does: a
     /// merging iterator may then leave sources that hold no entry of the target's user key

@@ -277,7 +277,7 @@ impl MemTable {
     /// An iterator over all entries in internal-key order, keeping this memtable alive.
     pub(crate) fn iter(self: &Arc<Self>) -> MemTableIterator {
         let path = self.list.path_at_head();
-        MemTableIterator { memtable: Arc::clone(self), current: None, path, path_usable: false }
+        MemTableIterator { memtable: Arc::clone(self), current: None, path, path_usable: false, skipped_runs: 0 }
     }
 
     /// Bytes of memory the memtable holds: the capacity of its arena chunks, which is what the
@@ -315,6 +315,10 @@ pub(crate) struct MemTableIterator {
     /// True while every node of `path` precedes the current entry: after a seek (or a move to
     /// the first entry) followed by forward steps only. A step backward ends it.
     path_usable: bool,
+    /// Keys whose older versions `seek_forward` passed since `take_skipped_versions` was last
+    /// called: moves that started on a version of the target's own user key (the newer one was
+    /// read, so this one and any after it are older versions held here).
+    skipped_runs: u64,
 }
 
 impl MemTableIterator {
@@ -385,6 +389,11 @@ impl InternalIterator for MemTableIterator {
             return;
         }
         let (user_key, trailer) = skiplist::split_internal_key(target);
+        // Starting on a version of the target's user key, this move passes older versions held
+        // here (read charges count them towards a flush of the memtable).
+        if self.current_node().is_some_and(|node| skiplist::split_internal_key(node.key()).0 == user_key) {
+            self.skipped_runs += 1;
+        }
         if let Some(node) = self.current_node() {
             // A hot key's versions: jump to where they end. Otherwise the target is usually the
             // next node or the one after (a key's last version or two): step there.
@@ -405,6 +414,10 @@ impl InternalIterator for MemTableIterator {
 
     fn next(&mut self) {
         self.current = self.current_node().and_then(|node| node.next()).map(|node| node.position());
+    }
+
+    fn take_skipped_versions(&mut self) -> u64 {
+        std::mem::take(&mut self.skipped_runs)
     }
 
     fn prev(&mut self) {
