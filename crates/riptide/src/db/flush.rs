@@ -22,7 +22,7 @@ use std::sync::Arc;
 use super::compaction::{meta_from_properties, VersionFilter};
 use super::filename::{blob_path, table_path};
 use super::write::delete_obsolete_logs;
-use super::{DbInner, DbState};
+use super::{ColumnFamilyState, DbInner, DbState};
 use crate::blob::{BlobFileBuilder, BlobFileMetadata};
 use crate::error::Result;
 use crate::fs::FileSystem;
@@ -213,18 +213,17 @@ fn pick_flush(state: &DbState) -> Option<u32> {
 /// flush, when writers held their leadership.
 const READ_FLUSH_RETRY: std::time::Duration = std::time::Duration::from_millis(10);
 
-/// A column family whose reads paid for a flush of its active memtable (`db::read_charges`)
-/// and that can switch it without a stall.
+/// Whether reads paid for a flush of `family`'s active memtable (`db::read_charges`) and it
+/// can be switched without a stall.
+pub(crate) fn wants_read_flush(family: &ColumnFamilyState) -> bool {
+    family.shared.read_charges.is_flush_due()
+        && !family.memtable.is_empty()
+        && family.immutables.len() < family.shared.options().max_immutable_memtables
+}
+
+/// A column family that [`wants_read_flush`].
 pub(crate) fn pick_read_flush(state: &DbState) -> Option<u32> {
-    state
-        .column_families
-        .values()
-        .find(|family| {
-            family.shared.read_charges.is_flush_due()
-                && !family.memtable.is_empty()
-                && family.immutables.len() < family.shared.options().max_immutable_memtables
-        })
-        .map(|family| family.id())
+    state.column_families.values().find(|family| wants_read_flush(family)).map(|family| family.id())
 }
 
 /// Background thread body: flushes immutable memtables as they appear, and switches memtables

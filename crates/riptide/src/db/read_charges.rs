@@ -179,13 +179,14 @@ impl ReadCharges {
         }
         // The units at which the job is paid for, at least one seek's worth (none is due for
         // an iterator whose seeks charge nothing: its passed versions lie in no level-0 job).
+        let job_bytes = level0_job_bytes(version);
         let threshold = if per_seek == 0 {
             u64::MAX
         } else {
-            level0_job_bytes(version).saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(per_seek)
+            job_bytes.saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(per_seek)
         };
-        let flush_bytes = (memtable_bytes as u64)
-            + level0_job_bytes(version) / self.level0_trigger_files.load(Ordering::Relaxed).max(1);
+        let flush_bytes =
+            (memtable_bytes as u64) + job_bytes / self.level0_trigger_files.load(Ordering::Relaxed).max(1);
         let memtable_threshold = flush_bytes.saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(1);
         Some(SeekCharges {
             shared: Arc::clone(self),

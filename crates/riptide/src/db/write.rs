@@ -841,11 +841,7 @@ pub(crate) fn switch_memtable_for_reads(inner: &DbInner, id: u32) -> Result<bool
         let Some(_exclusive) = inner.self_service.try_exclusive() else { return Ok(false) };
         let mut state = inner.state.lock();
         inner.check_not_stopped(&state)?;
-        let Some(family) = state.column_families.get(&id) else { return Ok(false) };
-        if !family.shared.read_charges.is_flush_due()
-            || family.memtable.is_empty()
-            || family.immutables.len() >= family.shared.options().max_immutable_memtables
-        {
+        if !state.column_families.get(&id).is_some_and(super::flush::wants_read_flush) {
             return Ok(false);
         }
         if let Err(error) = switch_memtable(inner, &mut state, id) {
