@@ -141,15 +141,15 @@ int ha_riptide::external_lock(THD *thd, int lock_type) {
       drop_iterator();
     return 0;
   }
-  return riptide_sql::begin_statement(thd, lock_rows_);
+  return riptide_sql::begin_statement(thd, lock_rows_, lock_type == F_WRLCK);
 }
 
-int ha_riptide::start_stmt(THD *thd, thr_lock_type) {
+int ha_riptide::start_stmt(THD *thd, thr_lock_type lock_type) {
   // Under LOCK TABLES a statement starts here instead of in external_lock, and the previous
   // one ended without an F_UNLCK: its iterator is parked, so that the next scan checks it
   // against this statement's transaction before using it.
   park_iterator();
-  return riptide_sql::begin_statement(thd, lock_rows_);
+  return riptide_sql::begin_statement(thd, lock_rows_, lock_type >= TL_WRITE_ALLOW_WRITE);
 }
 
 THR_LOCK_DATA **ha_riptide::store_lock(THD *thd, THR_LOCK_DATA **to, enum thr_lock_type lock_type) {

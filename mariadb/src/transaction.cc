@@ -77,10 +77,29 @@ int begin_transaction(THD *thd, Connection *state, bool single_locking_statement
   if (state->options == nullptr) code = riptide_txn_options_create(&state->options, &error);
   riptide_txn_options_t *options = state->options;
   const int isolation = isolation_of(thd, single_locking_statement);
-  if (code == RIPTIDE_OK) code = riptide_txn_options_set_isolation(options, isolation, &error);
-  if (code == RIPTIDE_OK) code = riptide_txn_options_set_lock_timeout_us(options, lock_wait_timeout_us(thd), &error);
-  if (code == RIPTIDE_OK) code = riptide_txn_options_set_deadlock_detection(options, deadlock_detect() ? 1 : 0, &error);
-  if (code == RIPTIDE_OK) code = riptide_txn_options_set_sync(options, flush_log_at_trx_commit() == 1 ? 1 : 0, &error);
+  const uint64_t lock_timeout_us = lock_wait_timeout_us(thd);
+  const bool deadlock_detection = deadlock_detect();
+  const bool sync = flush_log_at_trx_commit() == 1;
+  // Each setting is passed on only when it differs from what the options object holds.
+  const bool all = !state->options_set;
+  if (code == RIPTIDE_OK && (all || isolation != state->options_isolation))
+    code = riptide_txn_options_set_isolation(options, isolation, &error);
+  if (code == RIPTIDE_OK && (all || lock_timeout_us != state->options_lock_timeout_us))
+    code = riptide_txn_options_set_lock_timeout_us(options, lock_timeout_us, &error);
+  if (code == RIPTIDE_OK && (all || deadlock_detection != state->options_deadlock_detection))
+    code = riptide_txn_options_set_deadlock_detection(options, deadlock_detection ? 1 : 0, &error);
+  if (code == RIPTIDE_OK && (all || sync != state->options_sync))
+    code = riptide_txn_options_set_sync(options, sync ? 1 : 0, &error);
+  if (code == RIPTIDE_OK) {
+    state->options_set = true;
+    state->options_isolation = isolation;
+    state->options_lock_timeout_us = lock_timeout_us;
+    state->options_deadlock_detection = deadlock_detection;
+    state->options_sync = sync;
+  } else {
+    // A failed setter leaves the object's settings unknown: set all of them next time.
+    state->options_set = false;
+  }
   if (code == RIPTIDE_OK) code = riptide_txn_begin(database(), options, &state->transaction, &error);
   if (code != RIPTIDE_OK) {
     state->transaction = nullptr;
@@ -312,7 +331,7 @@ Connection *connection(THD *thd) {
   return state;
 }
 
-int begin_statement(THD *thd, bool locking) {
+int begin_statement(THD *thd, bool locking, bool writes) {
   Connection *state = connection(thd);
   const bool in_transaction = thd_test_options(thd, OPTION_NOT_AUTOCOMMIT | OPTION_BEGIN);
   riptide_error_t *error = nullptr;
@@ -321,7 +340,7 @@ int begin_statement(THD *thd, bool locking) {
   }
   if (in_transaction) trans_register_ha(thd, true, hton(), 0);
   trans_register_ha(thd, false, hton(), 0);
-  if (in_transaction && !state->statement_savepoint) {
+  if (in_transaction && writes && !state->statement_savepoint) {
     const riptide_code_t code = riptide_txn_savepoint(state->transaction, &error);
     if (code != RIPTIDE_OK) return report(code, error);
     state->savepoint_depth++;

@@ -38,16 +38,25 @@ struct Connection {
   // (whose iterators record the ranges they read for the commit's validation) is left out
   // until its reuse is measured and tested on its own.
   bool iterators_reusable = false;
+  // The settings `options` holds (set on the first begin, then only when a session changes
+  // them: four C ABI calls a transaction otherwise).
+  bool options_set = false;
+  int options_isolation = 0;
+  uint64_t options_lock_timeout_us = 0;
+  bool options_deadlock_detection = false;
+  bool options_sync = false;
 };
 
 // The connection's state, created on first use.
 Connection *connection(THD *thd);
 
 // Begins the connection's transaction if none is open, registers it with the server for the
-// statement (and the whole transaction unless autocommit), and opens the statement's savepoint.
+// statement (and the whole transaction unless autocommit), and opens the statement's savepoint
+// when the statement may write (`writes`: it holds a write lock on the table): a statement
+// that only reads has nothing to undo, so it takes none (two C ABI calls per read statement).
 // `locking` tells that the statement locks the rows it reads (see isolation_of in
 // transaction.cc). Returns 0 or a handler error code.
-int begin_statement(THD *thd, bool locking);
+int begin_statement(THD *thd, bool locking, bool writes);
 
 // Installs commit, rollback, savepoint, XA (prepare, recover, commit and rollback by xid) and
 // connection-close callbacks on `hton`.
