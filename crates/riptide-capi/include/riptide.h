@@ -1232,6 +1232,36 @@ riptide_code_t riptide_iterator_next_entry(const riptide_iterator_t *iterator,
                                            size_t *out_value_len,
                                            riptide_error_t **err);
 
+// Reads a run of entries forward in one call, copied into `buffer`: a scan that goes on for
+// many entries looks its handle up once per run instead of once per step (the SQL layer's
+// read-ahead). When `step_first` is non-zero the iterator first moves to the next key (as
+// `riptide_iterator_next`); then, from the entry it is on, each entry is copied as its key's
+// length and its value's length (32-bit little-endian each) followed by the key's and the
+// value's bytes, and the iterator steps forward, while fewer than `max_entries` were copied,
+// the next entry fits in what is left of `buffer_len`, and its key sorts bytewise (as
+// `memcmp`, whatever the column family's comparator) before `stop_key` (NULL: no such limit).
+// The iterator is left on the first entry not copied, or past the last one: a later call with
+// `step_first` 0 goes on from there, and `riptide_iterator_current` reads an entry that was
+// not copied because of `stop_key` or its size. `*out_entries` and `*out_bytes` say how many
+// entries and bytes were written. With no entry copied and the iterator not on a key, the
+// result is the iterator's status (an I/O or corruption error that ended it, else OK); an
+// error met after some entries were copied is the result of the next call.
+//
+// # Safety
+// `buffer` must be valid for `buffer_len` writes and `stop_key` (when not NULL) for
+// `stop_key_len` reads; `out_entries` and `out_bytes` valid for writes; `err` NULL or a
+// `riptide_error_t *` variable.
+riptide_code_t riptide_iterator_next_batch(const riptide_iterator_t *iterator,
+                                           int32_t step_first,
+                                           const uint8_t *stop_key,
+                                           size_t stop_key_len,
+                                           size_t max_entries,
+                                           uint8_t *buffer,
+                                           size_t buffer_len,
+                                           size_t *out_entries,
+                                           size_t *out_bytes,
+                                           riptide_error_t **err);
+
 // `riptide_iterator_next_entry` backwards: moves to the previous key and reads its entry.
 //
 // # Safety

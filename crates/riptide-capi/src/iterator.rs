@@ -411,6 +411,105 @@ pub unsafe extern "C" fn riptide_iterator_next_entry(
     unsafe { moved_to_entry(iterator, err, Move::Next, out_key, out_key_len, out_value, out_value_len) }
 }
 
+/// Bytes before each entry that `riptide_iterator_next_batch` writes: the key's and the value's
+/// lengths, 32-bit little-endian each.
+const BATCH_ENTRY_HEADER_BYTES: usize = 8;
+
+/// Copies `cursor`'s entries into `buffer` from the current one on, stepping forward after each,
+/// while fewer than `max_entries` were copied, the next fits in what is left of `buffer`, and
+/// its key sorts bytewise before `stop_key` (when there is one). Returns the entries and bytes
+/// copied; the cursor is left on the first entry not copied, or past the last.
+fn copy_batch(cursor: &mut Cursor, stop_key: Option<&[u8]>, max_entries: usize, buffer: &mut [u8]) -> (usize, usize) {
+    let mut entries = 0;
+    let mut used = 0;
+    while entries < max_entries {
+        let Some((key, value)) = cursor.entry() else { break };
+        if stop_key.is_some_and(|stop| key >= stop) {
+            break;
+        }
+        let (Ok(key_length), Ok(value_length)) = (u32::try_from(key.len()), u32::try_from(value.len())) else {
+            break;
+        };
+        let end = used + BATCH_ENTRY_HEADER_BYTES + key.len() + value.len();
+        let Some(slot) = buffer.get_mut(used..end) else { break };
+        let (lengths, payload) = slot.split_at_mut(BATCH_ENTRY_HEADER_BYTES);
+        lengths[..4].copy_from_slice(&key_length.to_le_bytes());
+        lengths[4..].copy_from_slice(&value_length.to_le_bytes());
+        payload[..key.len()].copy_from_slice(key);
+        payload[key.len()..].copy_from_slice(value);
+        used = end;
+        entries += 1;
+        cursor.apply(Move::Next);
+    }
+    (entries, used)
+}
+
+/// Reads a run of entries forward in one call, copied into `buffer`: a scan that goes on for
+/// many entries looks its handle up once per run instead of once per step (the SQL layer's
+/// read-ahead). When `step_first` is non-zero the iterator first moves to the next key (as
+/// `riptide_iterator_next`); then, from the entry it is on, each entry is copied as its key's
+/// length and its value's length (32-bit little-endian each) followed by the key's and the
+/// value's bytes, and the iterator steps forward, while fewer than `max_entries` were copied,
+/// the next entry fits in what is left of `buffer_len`, and its key sorts bytewise (as
+/// `memcmp`, whatever the column family's comparator) before `stop_key` (NULL: no such limit).
+/// The iterator is left on the first entry not copied, or past the last one: a later call with
+/// `step_first` 0 goes on from there, and `riptide_iterator_current` reads an entry that was
+/// not copied because of `stop_key` or its size. `*out_entries` and `*out_bytes` say how many
+/// entries and bytes were written. With no entry copied and the iterator not on a key, the
+/// result is the iterator's status (an I/O or corruption error that ended it, else OK); an
+/// error met after some entries were copied is the result of the next call.
+///
+/// # Safety
+/// `buffer` must be valid for `buffer_len` writes and `stop_key` (when not NULL) for
+/// `stop_key_len` reads; `out_entries` and `out_bytes` valid for writes; `err` NULL or a
+/// `riptide_error_t *` variable.
+#[no_mangle]
+#[allow(clippy::too_many_arguments)]
+pub unsafe extern "C" fn riptide_iterator_next_batch(
+    iterator: *const riptide_iterator_t,
+    step_first: i32,
+    stop_key: *const u8,
+    stop_key_len: usize,
+    max_entries: usize,
+    buffer: *mut u8,
+    buffer_len: usize,
+    out_entries: *mut usize,
+    out_bytes: *mut usize,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    call(err, || {
+        // SAFETY: by the function's contract.
+        let (entries_slot, bytes_slot) = unsafe { (out(out_entries, "out_entries")?, out(out_bytes, "out_bytes")?) };
+        *entries_slot = 0;
+        *bytes_slot = 0;
+        // SAFETY: by the function's contract.
+        let stop_key = unsafe { crate::memory::optional_bytes(stop_key, stop_key_len, "stop_key") }?;
+        if buffer.is_null() && buffer_len > 0 {
+            return Err(CapiError::misuse(format!("buffer is NULL with a length of {buffer_len}")));
+        }
+        if buffer_len > isize::MAX as usize {
+            return Err(CapiError::misuse(format!("buffer has an impossible length ({buffer_len})")));
+        }
+        let buffer: &mut [u8] = if buffer_len == 0 {
+            &mut []
+        } else {
+            // SAFETY: non-NULL and valid for `buffer_len` writes by the function's contract.
+            unsafe { std::slice::from_raw_parts_mut(buffer, buffer_len) }
+        };
+        let (entries, used, status) = with_cursor(iterator, |cursor| {
+            if step_first != 0 && cursor.valid() {
+                cursor.apply(Move::Next);
+            }
+            let (entries, used) = copy_batch(cursor, stop_key, max_entries, buffer);
+            let status = if entries == 0 && !cursor.valid() { cursor.status() } else { Ok(()) };
+            (entries, used, status)
+        })?;
+        *entries_slot = entries;
+        *bytes_slot = used;
+        status.map_err(CapiError::from)
+    })
+}
+
 /// `riptide_iterator_next_entry` backwards: moves to the previous key and reads its entry.
 ///
 /// # Safety

@@ -525,6 +525,79 @@ static void walk_entries(riptide_iterator_t *it, int forward, char *buf, size_t 
     OK(riptide_iterator_status(it, NULL));
 }
 
+/* Reads one batch (riptide_iterator_next_batch) and appends its keys to `keys` as "k=v,";
+ * returns how many entries it copied. Every entry's value must equal its key. */
+static size_t read_batch(riptide_iterator_t *it, int step_first, const char *stop, size_t max_entries,
+                         size_t buffer_len, char *keys, size_t size) {
+    uint8_t buffer[256];
+    size_t entries = 99, used = 99;
+    CHECK(buffer_len <= sizeof buffer);
+    OK(riptide_iterator_next_batch(it, step_first, (const uint8_t *)stop, stop ? strlen(stop) : 0, max_entries,
+                                   buffer, buffer_len, &entries, &used, NULL));
+    CHECK(used <= buffer_len);
+    size_t offset = 0;
+    for (size_t i = 0; i < entries; i++) {
+        CHECK(offset + 8 <= used);
+        const uint32_t klen = buffer[offset] | buffer[offset + 1] << 8 | buffer[offset + 2] << 16 | (uint32_t)buffer[offset + 3] << 24;
+        const uint32_t vlen = buffer[offset + 4] | buffer[offset + 5] << 8 | buffer[offset + 6] << 16 | (uint32_t)buffer[offset + 7] << 24;
+        offset += 8;
+        CHECK(offset + klen + vlen <= used);
+        CHECK(klen == vlen && memcmp(buffer + offset, buffer + offset + klen, klen) == 0);
+        strncat(keys, (const char *)buffer + offset, klen < size - strlen(keys) - 1 ? klen : size - strlen(keys) - 1);
+        strncat(keys, ",", size - strlen(keys) - 1);
+        offset += klen + vlen;
+    }
+    CHECK(offset == used);
+    return entries;
+}
+
+static void test_iterator_batches(void) {
+    char path[300], keys[256];
+    new_path(path, sizeof path);
+    riptide_db_t *db = open_db(path);
+    const char *all[] = {"b", "c", "d", "e", "f"};
+    for (int i = 0; i < 5; i++) OK(riptide_put(db, NULL, K(all[i]), K(all[i]), NULL));
+    riptide_iterator_t *it = NULL;
+    OK(riptide_iterator_create(db, NULL, &it, NULL));
+    /* From the current entry, two at a time; each call goes on from the first entry not copied. */
+    OK(riptide_iterator_seek_to_first(it, NULL));
+    keys[0] = 0;
+    CHECK(read_batch(it, 0, NULL, 2, 256, keys, sizeof keys) == 2);
+    CHECK(riptide_iterator_valid(it) && riptide_iterator_key(it, NULL)[0] == 'd');
+    CHECK(read_batch(it, 0, NULL, 2, 256, keys, sizeof keys) == 2);
+    CHECK(read_batch(it, 0, NULL, 2, 256, keys, sizeof keys) == 1);
+    CHECK(riptide_iterator_valid(it) == 0);
+    CHECK(read_batch(it, 0, NULL, 2, 256, keys, sizeof keys) == 0);
+    CHECK(strcmp(keys, "b,c,d,e,f,") == 0);
+    /* step_first moves past the entry the caller read; the stop key is exclusive and the
+     * entry it stops at stays current. */
+    OK(riptide_iterator_seek(it, K("b"), NULL));
+    keys[0] = 0;
+    CHECK(read_batch(it, 1, "e", 10, 256, keys, sizeof keys) == 2);
+    CHECK(strcmp(keys, "c,d,") == 0);
+    CHECK(riptide_iterator_valid(it) && riptide_iterator_key(it, NULL)[0] == 'e');
+    CHECK(read_batch(it, 0, "e", 10, 256, keys, sizeof keys) == 0);
+    CHECK(riptide_iterator_valid(it) && riptide_iterator_key(it, NULL)[0] == 'e');
+    /* A buffer too small for the next entry (8 bytes of lengths and 2 of data): none copied,
+     * the entry stays current; the bytes of whole entries only. */
+    keys[0] = 0;
+    CHECK(read_batch(it, 0, NULL, 10, 9, keys, sizeof keys) == 0);
+    CHECK(riptide_iterator_valid(it) && riptide_iterator_key(it, NULL)[0] == 'e');
+    CHECK(read_batch(it, 0, NULL, 10, 25, keys, sizeof keys) == 2);
+    CHECK(strcmp(keys, "e,f,") == 0);
+    /* Misuse: NULL out-parameters, a NULL buffer with a length, a stale handle. */
+    uint8_t buffer[16];
+    size_t entries = 7, used = 7;
+    EXPECT(RIPTIDE_MISUSE, riptide_iterator_next_batch(it, 0, NULL, 0, 1, buffer, sizeof buffer, NULL, &used, NULL));
+    EXPECT(RIPTIDE_MISUSE, riptide_iterator_next_batch(it, 0, NULL, 0, 1, NULL, 16, &entries, &used, NULL));
+    CHECK(entries == 0 && used == 0);
+    OK(riptide_iterator_destroy(it));
+    entries = used = 7;
+    EXPECT(RIPTIDE_MISUSE, riptide_iterator_next_batch(it, 1, NULL, 0, 1, buffer, sizeof buffer, &entries, &used, NULL));
+    CHECK(entries == 0 && used == 0);
+    OK(riptide_close(db, NULL));
+}
+
 static void test_iterators_and_snapshots(void) {
     char path[300], keys[256];
     new_path(path, sizeof path);
@@ -1508,6 +1581,7 @@ int main(void) {
         {"batches", test_batches},
         {"column_families", test_column_families},
         {"iterators_and_snapshots", test_iterators_and_snapshots},
+        {"iterator_batches", test_iterator_batches},
         {"transactions", test_transactions},
         {"shared_locks", test_shared_locks},
         {"two_phase_commit", test_two_phase_commit},
