@@ -189,6 +189,31 @@ class ha_riptide final : public handler {
     size_t value_length = 0;
     bool ready = false;
   } step_;
+  // Read-ahead of a forward scan, as InnoDB's row prefetch: after a few single steps of one
+  // scan, runs of entries are copied into `buffer` by one riptide_iterator_next_batch call each
+  // (one handle lookup and one lock per run instead of per row), up to the end of the range the
+  // server reads (`stop_key`) when it gave one. While copied entries are held, or after a run
+  // that stopped short, the iterator stands on the first entry not copied or past the last
+  // (`ahead`), not on the entry returned last. Not used by locking reads (each row is locked
+  // and read again anyway) or under SERIALIZABLE (reading ahead would widen the ranges its
+  // iterators record for the commit's validation).
+  struct ReadAhead {
+    std::vector<uint8_t> buffer;
+    size_t entries = 0;
+    size_t taken = 0;
+    size_t offset = 0;
+    size_t runs = 0;
+    unsigned single_steps = 0;
+    bool ahead = false;
+    bool off = false;
+    bool stop_known = false;
+    std::string stop_key;
+  } read_ahead_;
+  // Forgets the read-ahead (a new position of the iterator, or none).
+  void reset_read_ahead();
+  // The next forward step through the read-ahead: 0 with step_ ready, a handler error, or -1
+  // when this step is to be taken singly.
+  int read_ahead_step();
   // rnd_init was called and rnd_next has not positioned the scan yet: a scan for rnd_pos alone
   // (a sort's result read by row position) never positions one.
   bool scan_pending_ = false;

@@ -108,6 +108,7 @@ int begin_transaction(THD *thd, Connection *state, bool single_locking_statement
   state->savepoint_depth = 0;
   state->statement_savepoint = false;
   state->iterators_reusable = isolation == RIPTIDE_ISOLATION_REPEATABLE_READ;
+  state->read_ahead = isolation != RIPTIDE_ISOLATION_SERIALIZABLE;
   state->write_generation++;
   return 0;
 }

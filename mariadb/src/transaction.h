@@ -38,6 +38,9 @@ struct Connection {
   // (whose iterators record the ranges they read for the commit's validation) is left out
   // until its reuse is measured and tested on its own.
   bool iterators_reusable = false;
+  // Whether scans may read ahead (every isolation level but SERIALIZABLE; see ha_riptide's
+  // ReadAhead).
+  bool read_ahead = false;
   // The settings `options` holds (set on the first begin, then only when a session changes
   // them: four C ABI calls a transaction otherwise).
   bool options_set = false;
