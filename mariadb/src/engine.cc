@@ -27,6 +27,7 @@ Counters the_counters;
 ulong flush_log_at_trx_commit_value = 1;
 ulonglong block_cache_size_value = 128ULL << 20;
 ulonglong memtable_size_value = 16ULL << 20;
+ulong block_size_value = 4096;
 ulonglong max_memory_value = 0;
 uint background_threads_value = 2;
 uint level0_compaction_trigger_value = 4;
@@ -60,6 +61,10 @@ MYSQL_SYSVAR_ULONGLONG(memtable_size, memtable_size_value, PLUGIN_VAR_RQCMDARG |
                        "Small memtables keep range scans cheap after many updates: sysbench read_only after "
                        "the write workloads ran 5-20x faster with 16 MiB than with 64 MiB.",
                        nullptr, nullptr, 16ULL << 20, 1ULL << 20, 1ULL << 34, 1ULL << 20);
+MYSQL_SYSVAR_ULONG(block_size, block_size_value, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
+                   "Bytes of a table's data blocks before compression (for tables created from now on): "
+                   "the unit the block cache holds and a point read searches.",
+                   nullptr, nullptr, 4096, 1024, 1UL << 20, 1024);
 MYSQL_SYSVAR_ULONGLONG(max_memory, max_memory_value, PLUGIN_VAR_RQCMDARG | PLUGIN_VAR_READONLY,
                        "The engine's memory cap (memtables, block cache, indexes, transactions); 0: half of "
                        "physical memory.",
@@ -90,7 +95,7 @@ MYSQL_THDVAR_ULONG(lock_wait_timeout, PLUGIN_VAR_RQCMDARG,
                    nullptr, nullptr, 50, 0, 1024 * 1024 * 1024, 0);
 
 struct st_mysql_sys_var *system_variables[] = {
-    MYSQL_SYSVAR(flush_log_at_trx_commit), MYSQL_SYSVAR(block_cache_size), MYSQL_SYSVAR(memtable_size),
+    MYSQL_SYSVAR(flush_log_at_trx_commit), MYSQL_SYSVAR(block_cache_size), MYSQL_SYSVAR(memtable_size), MYSQL_SYSVAR(block_size),
     MYSQL_SYSVAR(max_memory), MYSQL_SYSVAR(background_threads), MYSQL_SYSVAR(level0_compaction_trigger),
     MYSQL_SYSVAR(read_compaction_bytes_per_table_seek), MYSQL_SYSVAR(deadlock_detect),
     MYSQL_SYSVAR(lock_wait_timeout), nullptr};
@@ -285,6 +290,7 @@ riptide_code_t create_family(const char *name, riptide_cf_t **out, riptide_error
   riptide_cf_options_t *options = nullptr;
   riptide_code_t code = riptide_cf_options_create(&options, error);
   if (code == RIPTIDE_OK) code = riptide_cf_options_set_memtable_size_bytes(options, memtable_size_value, error);
+  if (code == RIPTIDE_OK) code = riptide_cf_options_set_block_size_bytes(options, block_size_value, error);
   if (code == RIPTIDE_OK)
     code = riptide_cf_options_set_level0_compaction_trigger_files(options, level0_compaction_trigger_value, error);
   if (code == RIPTIDE_OK)
