@@ -20,6 +20,7 @@
 #include <vector>
 
 #include "dictionary.h"
+#include "row_format.h"
 #include "riptide.h"
 
 // File extensions of a RIPTIDE table: none (its data lives in the engine's database).
@@ -209,6 +210,8 @@ class ha_riptide final : public handler {
     bool stop_known = false;
     std::string stop_key;
   } read_ahead_;
+  // How rows of `table` decode (built on first use for the TABLE this handler serves).
+  riptide_sql::RowPlan row_plan_;
   // Forgets the read-ahead (a new position of the iterator, or none).
   void reset_read_ahead();
   // The next forward step through the read-ahead: 0 with step_ ready, a handler error, or -1

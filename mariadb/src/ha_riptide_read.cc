@@ -149,7 +149,8 @@ int ha_riptide::unpack(uchar *buf, const uint8_t *primary_key, size_t primary_ke
   // do; a locking read (UPDATE, DELETE, REPLACE, ... FOR UPDATE) decodes the whole row, which
   // update_row and delete_row re-encode and index.
   const MY_BITMAP *wanted = lock_rows_ ? nullptr : table->read_set;
-  if (!riptide_sql::unpack_row(table, buf, source, row_length, wanted)) return HA_ERR_CRASHED;
+  if (row_plan_.table != table) riptide_sql::build_row_plan(table, &row_plan_);
+  if (!riptide_sql::unpack_row(row_plan_, table, buf, source, row_length, wanted)) return HA_ERR_CRASHED;
   counters().rows_read.fetch_add(1, std::memory_order_relaxed);
   return 0;
 }

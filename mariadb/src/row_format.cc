@@ -18,42 +18,6 @@ size_t null_bitmap_bytes(TABLE *table) {
   return (nullable + 7) / 8;
 }
 
-// The end of `field`'s packed bytes at `from` (nullptr when they overrun `end`), for the field
-// types whose packed length is read without decoding them: CHAR and BINARY (a length of one
-// byte, or two past 255 bytes, then the bytes: StringPack::pack), VARCHAR and VARBINARY (the
-// same, by the field's length bytes: Field_varstring::pack), and the integer and floating
-// point types (their pack_length() bytes: Field::pack and pack_int16/32/64). `*known` is false
-// for every other type, which the caller decodes instead.
-const uchar *skip_packed(const Field *field, const uchar *from, const uchar *end, bool *known) {
-  *known = true;
-  size_t length = 0;
-  switch (field->real_type()) {
-    case MYSQL_TYPE_STRING:
-    case MYSQL_TYPE_VARCHAR: {
-      const bool two_bytes = field->field_length > 255;
-      const size_t prefix = two_bytes ? 2 : 1;
-      if (from + prefix > end) return nullptr;
-      length = two_bytes ? uint2korr(from) : *from;
-      from += prefix;
-      break;
-    }
-    case MYSQL_TYPE_TINY:
-    case MYSQL_TYPE_SHORT:
-    case MYSQL_TYPE_INT24:
-    case MYSQL_TYPE_LONG:
-    case MYSQL_TYPE_LONGLONG:
-    case MYSQL_TYPE_FLOAT:
-    case MYSQL_TYPE_DOUBLE:
-      length = field->pack_length();
-      break;
-    default:
-      *known = false;
-      return from;
-  }
-  if (length > static_cast<size_t>(end - from)) return nullptr;
-  return from + length;
-}
-
 }  // namespace
 
 void pack_row(TABLE *table, const uchar *record, std::string *out) {
@@ -91,21 +55,57 @@ void pack_row(TABLE *table, const uchar *record, std::string *out) {
   out->resize(static_cast<size_t>(to - start));
 }
 
-bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length, const MY_BITMAP *wanted) {
+void build_row_plan(TABLE *table, RowPlan *plan) {
+  plan->table = table;
+  plan->steps.clear();
+  size_t nullable = 0;
+  for (Field **field = table->field; *field; field++) {
+    Field *current = *field;
+    if (!current->stored_in_db()) continue;
+    RowPlan::Step step;
+    step.field = current;
+    step.field_index = current->field_index;
+    step.nullable = current->real_maybe_null();
+    if (step.nullable) nullable++;
+    step.indexed = (current->flags & (PRI_KEY_FLAG | PART_KEY_FLAG)) != 0;
+    // The same cases as skip_packed.
+    switch (current->real_type()) {
+      case MYSQL_TYPE_STRING:
+      case MYSQL_TYPE_VARCHAR:
+        step.skip = current->field_length > 255 ? RowPlan::Step::kTwoByteLength : RowPlan::Step::kOneByteLength;
+        break;
+      case MYSQL_TYPE_TINY:
+      case MYSQL_TYPE_SHORT:
+      case MYSQL_TYPE_INT24:
+      case MYSQL_TYPE_LONG:
+      case MYSQL_TYPE_LONGLONG:
+      case MYSQL_TYPE_FLOAT:
+      case MYSQL_TYPE_DOUBLE:
+        step.skip = RowPlan::Step::kFixed;
+        step.fixed_bytes = current->pack_length();
+        break;
+      default:
+        step.skip = RowPlan::Step::kUnknown;
+    }
+    plan->steps.push_back(step);
+  }
+  plan->bitmap_bytes = (nullable + 7) / 8;
+}
+
+bool unpack_row(const RowPlan &plan, TABLE *table, uchar *record, const uint8_t *data, size_t length,
+                const MY_BITMAP *wanted) {
+  DBUG_ASSERT(plan.table == table);
   const my_ptrdiff_t offset = record - table->record[0];
-  const size_t bitmap_bytes = null_bitmap_bytes(table);
+  const size_t bitmap_bytes = plan.bitmap_bytes;
   if (length < 1 + bitmap_bytes || data[0] != kRowFormatVersion) return false;
   const uchar *bitmap = data + 1;
   const uchar *from = bitmap + bitmap_bytes;
   const uchar *end = data + length;
-  // Bits the server keeps in the null bytes besides the fields' null bits start as in the
-  // table's default row.
   memcpy(record, table->s->default_values, table->s->null_bytes);
   size_t null_index = 0;
-  for (Field **field = table->field; *field; field++) {
-    Field *current = *field;
-    if (!current->stored_in_db()) continue;
-    if (current->real_maybe_null()) {
+  for (const RowPlan::Step &step : plan.steps) {
+    Field *current = step.field;
+    if (step.nullable) {
       const bool is_null = bitmap[null_index / 8] & (1u << (null_index % 8));
       null_index++;
       if (is_null) {
@@ -114,28 +114,34 @@ bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length,
       }
       current->set_notnull(offset);
     }
-    // A field the statement does not read is passed over when its length can be read: a
-    // sysbench range query reads one or two of the four columns of its 100 rows.
-    // Fields of any index are always decoded: the server compares them with range ends.
-    if (wanted != nullptr && !bitmap_is_set(wanted, current->field_index) &&
-        !(current->flags & (PRI_KEY_FLAG | PART_KEY_FLAG))) {
-      bool known = false;
-      const uchar *next = skip_packed(current, from, end, &known);
-      if (known) {
-        if (next == nullptr) return false;
-        from = next;
-        continue;
+    // As in the unpack_row without a plan: a field the statement does not read is passed over
+    // by its packed length when that reads without decoding.
+    if (wanted != nullptr && step.skip != RowPlan::Step::kUnknown && !step.indexed &&
+        !bitmap_is_set(wanted, step.field_index)) {
+      size_t skipped = step.fixed_bytes;
+      if (step.skip == RowPlan::Step::kOneByteLength) {
+        if (from + 1 > end) return false;
+        skipped = 1 + *from;
+      } else if (step.skip == RowPlan::Step::kTwoByteLength) {
+        if (from + 2 > end) return false;
+        skipped = 2 + uint2korr(from);
       }
+      if (skipped > static_cast<size_t>(end - from)) return false;
+      from += skipped;
+      continue;
     }
-    // BLOB fields point into `data` afterwards: the caller keeps it while the row is used.
-    // Field_blob::unpack stores through the field's own pointer whatever `to` it is given, so
-    // the field is moved onto `record` for the call.
     current->move_field_offset(offset);
     from = current->unpack(current->ptr, from, end, 0);
     current->move_field_offset(-offset);
     if (from == nullptr || from > end) return false;
   }
   return from == end;
+}
+
+bool unpack_row(TABLE *table, uchar *record, const uint8_t *data, size_t length, const MY_BITMAP *wanted) {
+  RowPlan plan;
+  build_row_plan(table, &plan);
+  return unpack_row(plan, table, record, data, length, wanted);
 }
 
 }  // namespace riptide_sql
