@@ -167,6 +167,9 @@ class ha_riptide final : public handler {
   riptide_iterator_t *iterator_ = nullptr;
   // Options of the iterators (bounds set per index), created on first use.
   riptide_readoptions_t *read_options_ = nullptr;
+  // The index whose bounds read_options_ holds, when read_options_bounded_.
+  uchar read_options_scan_id_ = 0;
+  bool read_options_bounded_ = false;
   // The transaction the iterator belongs to (a new transaction needs a new iterator).
   riptide_txn_t *iterator_transaction_ = nullptr;
   // The connection whose transaction created the iterator. Only that connection's thread

@@ -91,10 +91,21 @@ int ha_riptide::ensure_iterator() {
   const uint8_t lower = scan_id_;
   const uint8_t upper = static_cast<uint8_t>(scan_id_ + 1);
   riptide_code_t code = RIPTIDE_OK;
-  // The read options live as long as the handler; the library copies the bounds.
-  if (read_options_ == nullptr) code = riptide_readoptions_create(&read_options_, &error);
-  if (code == RIPTIDE_OK) code = riptide_readoptions_set_lower_bound(read_options_, &lower, 1, &error);
-  if (code == RIPTIDE_OK) code = riptide_readoptions_set_upper_bound(read_options_, &upper, 1, &error);
+  // The read options live as long as the handler; the library copies the bounds, which are
+  // set again only for another index.
+  if (read_options_ == nullptr) {
+    code = riptide_readoptions_create(&read_options_, &error);
+    read_options_bounded_ = false;
+  }
+  if (code == RIPTIDE_OK && (!read_options_bounded_ || read_options_scan_id_ != scan_id_)) {
+    read_options_bounded_ = false;
+    code = riptide_readoptions_set_lower_bound(read_options_, &lower, 1, &error);
+    if (code == RIPTIDE_OK) code = riptide_readoptions_set_upper_bound(read_options_, &upper, 1, &error);
+    if (code == RIPTIDE_OK) {
+      read_options_bounded_ = true;
+      read_options_scan_id_ = scan_id_;
+    }
+  }
   if (code == RIPTIDE_OK) code = riptide_txn_iterator_create(txn, read_options_, family(), &iterator_, &error);
   if (code != RIPTIDE_OK) {
     iterator_ = nullptr;
