@@ -52,10 +52,30 @@ struct Outcome {
     durable: usize,
 }
 
-fn workload(db: &Db, rng: &mut SmallRng, steps: usize) -> Outcome {
+/// What a workload writes: keys `0..keys`, and in `scan_percent` of its steps a full scan
+/// (which, over keys with many versions in the memtable, pays for read-triggered flushes).
+#[derive(Clone, Copy)]
+struct Shape {
+    keys: u64,
+    scan_percent: u32,
+}
+
+const PLAIN: Shape = Shape { keys: 150, scan_percent: 0 };
+
+fn workload(db: &Db, rng: &mut SmallRng, steps: usize, shape: Shape) -> Outcome {
     let mut history = Vec::new();
     let mut durable = 0;
     for step in 0..steps {
+        if rng.gen_range(0..100) < shape.scan_percent {
+            // Reads mutate nothing themselves; a crashed file system fails only the flush
+            // the scans may start, in the background.
+            let mut iterator = db.iter(&ReadOptions::default()).expect("iterator");
+            iterator.seek_to_first();
+            while iterator.valid() {
+                iterator.next();
+            }
+            continue;
+        }
         if rng.gen_range(0..100) < 3 {
             if db.flush().is_ok() {
                 durable = history.len();
@@ -67,7 +87,7 @@ fn workload(db: &Db, rng: &mut SmallRng, steps: usize) -> Outcome {
         let mut write: Write = Vec::new();
         let mut batch = WriteBatch::new();
         for _ in 0..rng.gen_range(1..4) {
-            let n = rng.gen_range(0..150);
+            let n = rng.gen_range(0..shape.keys);
             if rng.gen_bool(0.8) {
                 let v = value(n, step as u64, rng.gen_range(0..100));
                 batch.put(&key(n), &v);
@@ -108,6 +128,10 @@ fn matching_prefix(history: &[Write], durable: usize, actual: &Model) -> Option<
 }
 
 fn crash_case(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) -> Options) {
+    crash_case_shaped(seed, options_for, PLAIN);
+}
+
+fn crash_case_shaped(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) -> Options, shape: Shape) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let path = Path::new("/crash");
     let memory = MemFileSystem::new();
@@ -116,7 +140,7 @@ fn crash_case(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) 
     let db = Db::open(path, options).expect("first open");
     let budget = fault.mutating_operation_count() + rng.gen_range(1..1500);
     fault.crash_after(Some(budget));
-    let outcome = workload(&db, &mut rng, 600);
+    let outcome = workload(&db, &mut rng, 600, shape);
     drop(db);
     let mode = match seed % 3 {
         0 => PowerLossMode::DropUnsynced,
@@ -157,6 +181,33 @@ fn crash_at_random_points_sync_modes() {
             wal_sync_mode: if seed % 2 == 0 { SyncMode::Full } else { SyncMode::Interval { interval_us: 500 } },
             ..small_options(fs)
         });
+    }
+}
+
+/// Read-triggered flushes under crashes. The story: a flush thread switches the memtable on
+/// its own when scans have paid for it (`db::read_charges`), at moments no writer chose, with
+/// writers going on around it; these cases crash at random points of workloads whose scans
+/// pass many versions of a few hot keys, so that crashes land in those switches and flushes.
+fn read_flush_options(file_system: Arc<dyn riptide::fs::FileSystem>) -> Options {
+    Options {
+        // Writes alone rarely fill a memtable here: the scans switch most of them.
+        memtable_size_bytes: 256 << 10,
+        read_compaction_bytes_per_table_seek: 65536,
+        ..small_options(file_system)
+    }
+}
+
+const HOT_KEYS: Shape = Shape { keys: 16, scan_percent: 10 };
+
+#[test]
+fn crash_during_read_triggered_flushes() {
+    // The workload does trigger the flushes it is here for (a run without a crash).
+    let db = Db::open("/no-crash", read_flush_options(Arc::new(MemFileSystem::new()))).expect("open");
+    workload(&db, &mut SmallRng::seed_from_u64(7), 600, HOT_KEYS);
+    db.wait_for_background_work().expect("idle");
+    assert!(db.stats().read_triggered_flushes > 0, "no read-triggered flush: {}", db.stats());
+    for seed in 2000..2150 {
+        crash_case_shaped(seed, read_flush_options, HOT_KEYS);
     }
 }
 
