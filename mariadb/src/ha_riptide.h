@@ -149,6 +149,8 @@ class ha_riptide final : public handler {
   // or the prefix being read.
   int read_entry(uchar *buf, bool forward);
   int move(bool forward);
+  // index_next / index_prev / index_next_same: a step of the scan and the read of its row.
+  int step(uchar *buf, bool forward);
   // Point read of a whole unique key (the primary key, or a unique index without NULLs).
   int point_read(uchar *buf, const std::string &key);
   // The encoded search key for a server key tuple.
@@ -227,8 +229,10 @@ class ha_riptide final : public handler {
   uchar scan_id_ = 0;
   // Whether the full scan has returned its first row (rnd_next moves before reading after that).
   bool scan_started_ = false;
-  // After a point read, the iterator is not positioned: the next index_next/prev ends.
+  // After a point read no iterator is positioned: index_next_same ends (a unique key has one
+  // row), index_next and index_prev position one from the key looked up (reposition_).
   bool point_positioned_ = false;
+  bool reposition_ = false;
   // The key of the entry read last, so a scan can go on in a later statement (HANDLER).
   std::string position_key_;
   // For exact and prefix reads: the encoded prefix every returned entry starts with.

@@ -76,6 +76,7 @@ bool ha_riptide::parked_iterator_reads_as_new() {
 
 int ha_riptide::ensure_iterator() {
   step_.ready = false;
+  reposition_ = false;
   reset_read_ahead();
   riptide_txn_t *txn = transaction();
   if (txn == nullptr) return HA_ERR_INTERNAL_ERROR;
@@ -256,11 +257,13 @@ int ha_riptide::move(bool forward) {
   // mariadbd's CPU in read_only). A statement's end parks or drops it (external_lock), or
   // under LOCK TABLES the next statement's start parks it (start_stmt).
   const bool turning_after_read_ahead = !forward && read_ahead_.ahead;
-  if (iterator_ == nullptr || iterator_parked_ || turning_after_read_ahead) {
+  if (iterator_ == nullptr || iterator_parked_ || turning_after_read_ahead || reposition_) {
     // The scan goes on in a later statement (HANDLER ... READ NEXT): an iterator of the
     // statement's transaction (the parked one if it still reads as a new one would) starts
     // again from the entry read last. So does a backward step after reading ahead, since the
-    // iterator then stands past the entry read last.
+    // iterator then stands past the entry read last, and a step after a point read, which
+    // positioned no iterator.
+    reposition_ = false;
     if (position_key_.empty()) return HA_ERR_END_OF_FILE;
     if (turning_after_read_ahead) {
       reset_read_ahead();
@@ -378,6 +381,8 @@ int ha_riptide::read_entry(uchar *buf, bool forward) {
 
 int ha_riptide::point_read(uchar *buf, const std::string &key) {
   point_positioned_ = true;
+  // No iterator is positioned; a later index_next or index_prev goes on from this key.
+  position_key_ = key;
   std::string value;
   bool found = false;
   if (scan_id_ == kPrimaryIndexId) {
@@ -574,22 +579,33 @@ int ha_riptide::index_read_last_map(uchar *buf, const uchar *key, key_part_map k
 }
 
 int ha_riptide::index_next(uchar *buf) {
-  if (point_positioned_) return HA_ERR_END_OF_FILE;
-  if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
-  if (int result = move(true)) return result;
-  return read_entry(buf, true);
+  // Not bound to the key an exact read looked for (index_next_same is), as in InnoDB: HANDLER
+  // ... READ idx = (x) then READ idx NEXT goes on past x's rows.
+  same_prefix_.clear();
+  return step(buf, true);
 }
 
 int ha_riptide::index_prev(uchar *buf) {
-  if (point_positioned_) return HA_ERR_END_OF_FILE;
-  if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
-  if (int result = move(false)) return result;
-  return read_entry(buf, false);
+  same_prefix_.clear();
+  return step(buf, false);
 }
 
 int ha_riptide::index_next_same(uchar *buf, const uchar *, uint) {
-  // same_prefix_ (set by the exact read) ends the scan where the key changes.
-  return index_next(buf);
+  // A whole unique key has one row; otherwise same_prefix_ (set by the exact read) ends the
+  // scan where the key changes.
+  if (point_positioned_) return HA_ERR_END_OF_FILE;
+  return step(buf, true);
+}
+
+int ha_riptide::step(uchar *buf, bool forward) {
+  if (point_positioned_) {
+    // A point read positioned no iterator: the scan goes on from the key it looked up.
+    point_positioned_ = false;
+    reposition_ = true;
+  }
+  if (iterator_ == nullptr && position_key_.empty()) return HA_ERR_END_OF_FILE;
+  if (int result = move(forward)) return result;
+  return read_entry(buf, forward);
 }
 
 int ha_riptide::index_first(uchar *buf) {
