@@ -58,7 +58,7 @@ void pack_row(TABLE *table, const uchar *record, std::string *out) {
 void build_row_plan(TABLE *table, RowPlan *plan) {
   plan->table = table;
   plan->steps.clear();
-  size_t nullable = 0;
+  plan->bitmap_bytes = null_bitmap_bytes(table);
   for (Field **field = table->field; *field; field++) {
     Field *current = *field;
     if (!current->stored_in_db()) continue;
@@ -66,9 +66,8 @@ void build_row_plan(TABLE *table, RowPlan *plan) {
     step.field = current;
     step.field_index = current->field_index;
     step.nullable = current->real_maybe_null();
-    if (step.nullable) nullable++;
     step.indexed = (current->flags & (PRI_KEY_FLAG | PART_KEY_FLAG)) != 0;
-    // The same cases as skip_packed.
+    // The types RowPlan::Step::Skip names (row_format.h).
     switch (current->real_type()) {
       case MYSQL_TYPE_STRING:
       case MYSQL_TYPE_VARCHAR:
@@ -89,7 +88,6 @@ void build_row_plan(TABLE *table, RowPlan *plan) {
     }
     plan->steps.push_back(step);
   }
-  plan->bitmap_bytes = (nullable + 7) / 8;
 }
 
 bool unpack_row(const RowPlan &plan, TABLE *table, uchar *record, const uint8_t *data, size_t length,
@@ -101,6 +99,8 @@ bool unpack_row(const RowPlan &plan, TABLE *table, uchar *record, const uint8_t 
   const uchar *bitmap = data + 1;
   const uchar *from = bitmap + bitmap_bytes;
   const uchar *end = data + length;
+  // Bits the server keeps in the null bytes besides the fields' null bits start as in the
+  // table's default row.
   memcpy(record, table->s->default_values, table->s->null_bytes);
   size_t null_index = 0;
   for (const RowPlan::Step &step : plan.steps) {
@@ -114,8 +114,9 @@ bool unpack_row(const RowPlan &plan, TABLE *table, uchar *record, const uint8_t 
       }
       current->set_notnull(offset);
     }
-    // As in the unpack_row without a plan: a field the statement does not read is passed over
-    // by its packed length when that reads without decoding.
+    // A field the statement does not read is passed over when its length can be read: a
+    // sysbench range query reads one or two of the four columns of its 100 rows.
+    // Fields of any index are always decoded: the server compares them with range ends.
     if (wanted != nullptr && step.skip != RowPlan::Step::kUnknown && !step.indexed &&
         !bitmap_is_set(wanted, step.field_index)) {
       size_t skipped = step.fixed_bytes;
@@ -130,6 +131,9 @@ bool unpack_row(const RowPlan &plan, TABLE *table, uchar *record, const uint8_t 
       from += skipped;
       continue;
     }
+    // BLOB fields point into `data` afterwards: the caller keeps it while the row is used.
+    // Field_blob::unpack stores through the field's own pointer whatever `to` it is given, so
+    // the field is moved onto `record` for the call.
     current->move_field_offset(offset);
     from = current->unpack(current->ptr, from, end, 0);
     current->move_field_offset(-offset);

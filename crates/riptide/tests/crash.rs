@@ -127,11 +127,7 @@ fn matching_prefix(history: &[Write], durable: usize, actual: &Model) -> Option<
     (&model == actual).then_some(history.len())
 }
 
-fn crash_case(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) -> Options) {
-    crash_case_shaped(seed, options_for, PLAIN);
-}
-
-fn crash_case_shaped(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) -> Options, shape: Shape) {
+fn crash_case(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSystem>) -> Options, shape: Shape) {
     let mut rng = SmallRng::seed_from_u64(seed);
     let path = Path::new("/crash");
     let memory = MemFileSystem::new();
@@ -170,17 +166,18 @@ fn crash_case_shaped(seed: u64, options_for: impl Fn(Arc<dyn riptide::fs::FileSy
 #[test]
 fn crash_at_random_points_small_tables() {
     for seed in 0..600 {
-        crash_case(seed, small_options);
+        crash_case(seed, small_options, PLAIN);
     }
 }
 
 #[test]
 fn crash_at_random_points_sync_modes() {
     for seed in 1000..1200 {
-        crash_case(seed, |fs| Options {
+        let options = |fs| Options {
             wal_sync_mode: if seed % 2 == 0 { SyncMode::Full } else { SyncMode::Interval { interval_us: 500 } },
             ..small_options(fs)
-        });
+        };
+        crash_case(seed, options, PLAIN);
     }
 }
 
@@ -207,7 +204,7 @@ fn crash_during_read_triggered_flushes() {
     db.wait_for_background_work().expect("idle");
     assert!(db.stats().read_triggered_flushes > 0, "no read-triggered flush: {}", db.stats());
     for seed in 2000..2150 {
-        crash_case_shaped(seed, read_flush_options, HOT_KEYS);
+        crash_case(seed, read_flush_options, HOT_KEYS);
     }
 }
 
