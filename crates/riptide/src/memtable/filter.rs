@@ -56,8 +56,11 @@ impl KeyFilter {
     pub(crate) fn insert(&self, user_key: &[u8]) {
         let (start, masks) = self.masks(user_key);
         for (offset, mask) in masks.iter().enumerate() {
-            if *mask != 0 {
-                self.words[start + offset].fetch_or(*mask, Ordering::Relaxed);
+            let word = &self.words[start + offset];
+            // A plain load first: bits already set (a key written again, a word other keys
+            // filled) need no locked read-modify-write, which costs even on an uncontended line.
+            if *mask != 0 && word.load(Ordering::Relaxed) & mask != *mask {
+                word.fetch_or(*mask, Ordering::Relaxed);
             }
         }
     }
