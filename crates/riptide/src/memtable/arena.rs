@@ -55,9 +55,6 @@ struct Chunk {
     /// True when every page of the region is already in memory (a chunk recycled through a
     /// [`ChunkPool`]), so its untouched part counts too.
     resident: bool,
-    /// The granularity in which the operating system gives the region memory: a huge page when
-    /// the region was mapped for them ([`region::allocate`]), a base page otherwise.
-    page_size_bytes: usize,
 }
 
 impl Chunk {
@@ -65,27 +62,16 @@ impl Chunk {
     /// it as a raw pointer owned by the caller, to be freed with [`Chunk::free`]. A raw pointer
     /// (rather than a `Box` kept in a vector) lets other threads hold shared references to the
     /// chunk while the owning list is modified.
-    /// A chunk of the pool's size is taken from `pool` when it holds one. A fresh chunk asks
-    /// for huge pages when `huge_pages` (see [`region::allocate`]).
-    fn allocate(
-        capacity_bytes: usize,
-        initially_claimed_bytes: usize,
-        pool: Option<&ChunkPool>,
-        huge_pages: bool,
-    ) -> NonNull<Chunk> {
+    /// A chunk of the pool's size is taken from `pool` when it holds one.
+    fn allocate(capacity_bytes: usize, initially_claimed_bytes: usize, pool: Option<&ChunkPool>) -> NonNull<Chunk> {
         let recycled = pool.filter(|_| ChunkPool::holds_size(capacity_bytes)).and_then(ChunkPool::take);
         let resident = recycled.is_some();
-        let (base, page_size_bytes) = match recycled {
-            // Resident: counted whole, whatever its pages.
-            Some(base) => (base, region::PAGE_SIZE_BYTES),
-            None => region::allocate(capacity_bytes, huge_pages),
-        };
+        let base = recycled.unwrap_or_else(|| region::allocate(capacity_bytes));
         let chunk = Box::new(Chunk {
             base,
             capacity_bytes,
             claimed_bytes: AtomicUsize::new(initially_claimed_bytes),
             resident,
-            page_size_bytes,
         });
         NonNull::from(Box::leak(chunk))
     }
@@ -296,40 +282,21 @@ mod region {
     /// by less than a page).
     pub(super) const PAGE_SIZE_BYTES: usize = 4096;
 
-    /// A transparent huge page (x86_64 and the usual aarch64 kernels).
-    pub(super) const HUGE_PAGE_BYTES: usize = 2 << 20;
-
     /// True when a chunk of this capacity is page-mapped.
     pub(super) fn page_mapped(capacity_bytes: usize) -> bool {
         cfg!(all(unix, not(loom))) && capacity_bytes >= PAGE_MAPPED_MIN_BYTES
     }
 
-    /// A region of `capacity_bytes`, aligned to the arena's alignment, uninitialised, and the
-    /// granularity in which it takes memory.
-    ///
-    /// With `huge_pages`, a mapped region whose size is a whole number of huge pages is placed
-    /// on a huge-page boundary and advised (`MADV_HUGEPAGE`), so that the kernel backs it with
-    /// transparent huge pages where they are enabled ("always" or "madvise"). Why: a search of
-    /// a full 64 MiB memtable visits nodes all over its arena, and with 4 KiB pages most visits
-    /// also miss the TLB, a page walk that a virtual machine pays twice. Measured with the
-    /// `memtable_fill` example (450,000 random 16-byte keys, 100-byte values; four interleaved
-    /// rounds): gets 2.05-2.18 us against 2.32-2.39 us, inserts from 2 threads 880-884 ns
-    /// against 943-960 ns; page faults of five fills 2,509 against 82,920. The region then
-    /// takes memory a huge page at a time, which the caller counts.
-    pub(super) fn allocate(capacity_bytes: usize, huge_pages: bool) -> (NonNull<u8>, usize) {
+    /// A region of `capacity_bytes`, aligned to the arena's alignment, uninitialised.
+    pub(super) fn allocate(capacity_bytes: usize) -> NonNull<u8> {
         if page_mapped(capacity_bytes) {
-            if huge_pages && capacity_bytes.is_multiple_of(HUGE_PAGE_BYTES) {
-                if let Some(base) = map_huge(capacity_bytes) {
-                    return (base, HUGE_PAGE_BYTES);
-                }
-            }
-            return (map(capacity_bytes), PAGE_SIZE_BYTES);
+            return map(capacity_bytes);
         }
         let layout = layout(capacity_bytes);
         // SAFETY: `layout` never has a zero size.
         let raw = unsafe { alloc::alloc(layout) };
         match NonNull::new(raw) {
-            Some(base) => (base, PAGE_SIZE_BYTES),
+            Some(base) => base,
             None => alloc::handle_alloc_error(layout),
         }
     }
@@ -380,48 +347,6 @@ mod region {
         }
     }
 
-    /// A mapping of `capacity_bytes` (a multiple of the huge page) starting on a huge-page
-    /// boundary and advised for huge pages; `None` when the kernel refused the larger mapping
-    /// this needs. A huge page's worth more is mapped and the unaligned ends are unmapped, so
-    /// that what remains is exactly the region `unmap` later returns.
-    #[cfg(all(unix, not(loom)))]
-    fn map_huge(capacity_bytes: usize) -> Option<NonNull<u8>> {
-        let padded_bytes = capacity_bytes.checked_add(HUGE_PAGE_BYTES)?;
-        // SAFETY: an anonymous private mapping at an address the kernel chooses touches no
-        // existing memory; the result is checked before use.
-        let raw = unsafe {
-            libc::mmap(
-                std::ptr::null_mut(),
-                padded_bytes,
-                libc::PROT_READ | libc::PROT_WRITE,
-                libc::MAP_PRIVATE | libc::MAP_ANONYMOUS,
-                -1,
-                0,
-            )
-        };
-        if raw == libc::MAP_FAILED {
-            return None;
-        }
-        let start = raw as usize;
-        let aligned = start.next_multiple_of(HUGE_PAGE_BYTES);
-        let head_bytes = aligned - start;
-        let tail_bytes = HUGE_PAGE_BYTES - head_bytes;
-        // SAFETY: both ranges lie inside the mapping just made and outside the region kept
-        // (`aligned .. aligned + capacity_bytes`), and nobody else knows of the mapping yet.
-        // An unmap of part of a private anonymous mapping fails only for invalid arguments; the
-        // advice is only advice, and without it the region works with base pages.
-        unsafe {
-            if head_bytes > 0 {
-                libc::munmap(raw, head_bytes);
-            }
-            if tail_bytes > 0 {
-                libc::munmap((aligned + capacity_bytes) as *mut libc::c_void, tail_bytes);
-            }
-            libc::madvise(aligned as *mut libc::c_void, capacity_bytes, libc::MADV_HUGEPAGE);
-        }
-        NonNull::new(aligned as *mut u8)
-    }
-
     #[cfg(all(unix, not(loom)))]
     unsafe fn unmap(base: NonNull<u8>, capacity_bytes: usize) {
         // SAFETY: the caller passes a mapping made by `map` with this length, unmapped once.
@@ -432,11 +357,6 @@ mod region {
 
     #[cfg(not(all(unix, not(loom))))]
     fn map(_capacity_bytes: usize) -> NonNull<u8> {
-        unreachable!("page mapping is used on Unix only")
-    }
-
-    #[cfg(not(all(unix, not(loom))))]
-    fn map_huge(_capacity_bytes: usize) -> Option<NonNull<u8>> {
         unreachable!("page mapping is used on Unix only")
     }
 
@@ -501,9 +421,7 @@ impl Arena {
     pub(crate) fn with_pool(capacity_hint_bytes: usize, pool: Option<std::sync::Arc<ChunkPool>>) -> Arena {
         let chunk_size_bytes =
             rounded_block_size((capacity_hint_bytes / 8).clamp(MIN_CHUNK_SIZE_BYTES, MAX_CHUNK_SIZE_BYTES));
-        // The first chunk keeps base pages: a memtable that never outgrows it (a quiet column
-        // family; a database has many) then holds only the pages it wrote, not a huge page.
-        let first = Chunk::allocate(chunk_size_bytes, 0, pool.as_deref(), false);
+        let first = Chunk::allocate(chunk_size_bytes, 0, pool.as_deref());
         Arena {
             current: AtomicPtr::new(first.as_ptr()),
             chunks: Mutex::new(vec![first]),
@@ -555,7 +473,7 @@ impl Arena {
             return reserved;
         }
         let claimed = chunk.claimed_bytes.load(Ordering::Relaxed).min(chunk.capacity_bytes);
-        let touched = claimed.next_multiple_of(chunk.page_size_bytes).min(chunk.capacity_bytes);
+        let touched = claimed.next_multiple_of(region::PAGE_SIZE_BYTES).min(chunk.capacity_bytes);
         reserved.saturating_sub(chunk.capacity_bytes - touched)
     }
 
@@ -570,7 +488,7 @@ impl Arena {
     #[cold]
     fn allocate_dedicated(&self, block_size_bytes: usize) -> NonNull<u8> {
         // A dedicated chunk of exactly the pool's size is recycled like a regular one.
-        let chunk = Chunk::allocate(block_size_bytes, block_size_bytes, self.pool.as_deref(), false);
+        let chunk = Chunk::allocate(block_size_bytes, block_size_bytes, self.pool.as_deref());
         // SAFETY: the chunk was just allocated and is not yet shared.
         let base = unsafe { chunk.as_ref().base };
         self.chunks.lock().push(chunk);
@@ -587,9 +505,7 @@ impl Arena {
         if !ptr::eq(self.current.load(Ordering::Relaxed), exhausted) {
             return;
         }
-        // Past its first chunk a memtable is a busy one: its searches walk the whole arena, and
-        // huge pages spare them the address translations (see `region::allocate`).
-        let fresh = Chunk::allocate(self.chunk_size_bytes, 0, self.pool.as_deref(), true);
+        let fresh = Chunk::allocate(self.chunk_size_bytes, 0, self.pool.as_deref());
         chunks.push(fresh);
         self.reserved_bytes.fetch_add(self.chunk_size_bytes, Ordering::Relaxed);
         // Release: threads that load the new chunk pointer with Acquire see its header.
@@ -659,15 +575,12 @@ mod tests {
         let large = arena.allocate(region::PAGE_SIZE_BYTES * 3);
         fill(large, region::PAGE_SIZE_BYTES * 3, 2);
         assert_eq!(arena.memory_usage_bytes(), region::PAGE_SIZE_BYTES * 4);
-        // Fill the chunk and start the next one: the first now counts whole, and the second,
-        // mapped for huge pages, a huge page at a time.
-        let mut last = arena.allocate(4000);
+        // Fill the chunk and start the next one: the first now counts whole.
         while arena.reserved_bytes() == chunk {
-            last = arena.allocate(4000);
+            arena.allocate(4000);
         }
-        fill(last, 4000, 3);
-        assert_eq!(arena.memory_usage_bytes(), chunk + region::HUGE_PAGE_BYTES);
-        assert_eq!(last.as_ptr() as usize % region::HUGE_PAGE_BYTES, 0, "huge-page aligned");
+        let usage = arena.memory_usage_bytes();
+        assert!(usage > chunk && usage <= chunk + region::PAGE_SIZE_BYTES, "{usage}");
         assert!(holds_pattern(block, 100, 1) && holds_pattern(large, region::PAGE_SIZE_BYTES * 3, 2));
     }
 
