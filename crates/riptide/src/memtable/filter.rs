@@ -50,6 +50,8 @@ impl KeyFilter {
     fn probes(&self, user_key: &[u8]) -> [(usize, u64); 2] {
         let hash = xxhash_rust::xxh3::xxh3_64(user_key);
         let line = ((hash >> 32) % self.line_count) as usize;
+        // The words come from the mix's top six bits and the six probes from its low 36 bits,
+        // six each, so no bit of the hash feeds two choices.
         let mut bits = hash.wrapping_mul(0x9e37_79b9_7f4a_7c15);
         let first = (bits >> 58) as usize & 7;
         let second = (first + 1 + ((bits >> 61) as usize % 7)) & 7;

@@ -387,15 +387,7 @@ impl SkipList {
     /// so that its runs are repeatable and its towers meet at the levels it means to test.
     #[inline]
     fn insert_with_height(&self, height: usize, user_key: &[u8], trailer: u64, value: &[u8]) {
-        // Raised only by the rare tall node: a `fetch_max` on every insert would write the
-        // line holding the height from every inserting core (2.5 % of sequential batched
-        // writes from 8 threads went to it).
-        let current_height = self.height.load(MemoryOrdering::Relaxed);
-        let list_height = if height > current_height {
-            self.height.fetch_max(height, MemoryOrdering::Relaxed).max(height)
-        } else {
-            current_height
-        };
+        let list_height = self.raise_height(height);
         // Start from this thread's splice of its previous insert: consecutive inserts of nearby
         // keys (sequential loads, sorted batches) then skip most of the search. The thread-local
         // is unavailable only during thread teardown or (impossibly) re-entrance; a fresh splice
@@ -410,6 +402,21 @@ impl SkipList {
         if !matches!(inserted, Ok(true)) {
             let mut fresh = Splice::EMPTY;
             self.insert_with_splice(&mut fresh, height, list_height, user_key, trailer, value);
+        }
+    }
+
+    /// Makes the list's height at least `height` (before a node that tall is linked) and
+    /// returns a height to search from: at least `height`, at most the list's. Raised only by
+    /// the rare tall node: a `fetch_max` on every insert would write the line holding the
+    /// height from every inserting core (2.5 % of sequential batched writes from 8 threads went
+    /// to it).
+    #[inline]
+    fn raise_height(&self, height: usize) -> usize {
+        let current_height = self.height.load(MemoryOrdering::Relaxed);
+        if height > current_height {
+            self.height.fetch_max(height, MemoryOrdering::Relaxed).max(height)
+        } else {
+            current_height
         }
     }
 
@@ -1310,7 +1317,7 @@ mod tests {
     /// Inserts `number` (as an 8-byte big-endian user key) with a chosen height and splice.
     fn insert_with(list: &SkipList, number: u64, height: usize, splice: &mut Splice) -> *mut Node {
         let user_key = number.to_be_bytes();
-        let list_height = list.height.fetch_max(height, MemoryOrdering::Relaxed).max(height);
+        let list_height = list.raise_height(height);
         list.prepare_splice(splice, list_height, &user_key, number << 8 | 1);
         let node = allocate_node(&list.arena, height, &user_key, number << 8 | 1, b"", false);
         list.link(node, height, splice, &user_key, number << 8 | 1);
