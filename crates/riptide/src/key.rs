@@ -116,7 +116,7 @@ pub(crate) fn trailer(internal_key: &[u8]) -> u64 {
 }
 
 /// The sequence number of a well-formed internal key.
-#[cfg(test)]
+#[inline]
 pub(crate) fn sequence(internal_key: &[u8]) -> u64 {
     trailer(internal_key) >> 8
 }

@@ -23,7 +23,7 @@ use crate::comparator::KeyComparator;
 use crate::error::Result;
 use crate::iterator::db_iter::{BlobSource, UserIterator};
 use crate::iterator::level::LevelIterator;
-use crate::iterator::merge::MergingIterator;
+use crate::iterator::merge::{MergingIterator, SequenceBounds};
 use crate::iterator::InternalIterator;
 use crate::key::{lookup_key, parse_internal_key, ValueKind, MAX_SEQUENCE_NUMBER};
 use crate::memtable::MemTableLookup;
@@ -362,15 +362,12 @@ pub(crate) fn user_iterator_over_view(
     let comparator = &view.version.comparator;
     let mut children: Vec<Box<dyn InternalIterator>> = Vec::new();
     let tombstones = view_range_tombstones(view);
-    // With range tombstones visible: the largest sequence each child can hold, so that a scan
-    // over a tombstone lets the older ones jump past it (the active memtable still takes
-    // writes: it never jumps). Without, nothing is collected: iterators are created per query.
-    let mut max_sequences: Vec<u64> = Vec::new();
-    let mut note_max_sequence = |max_sequence: u64| {
-        if !tombstones.is_empty() {
-            max_sequences.push(max_sequence);
-        }
-    };
+    // The largest sequence each child can hold (the active memtable still takes writes: its
+    // bound is the largest there is), so that a scan over a range tombstone lets the older
+    // ones jump past it, and a seek that lands on its key in a newer source leaves the older
+    // ones unpositioned (I49).
+    let mut max_sequences = SequenceBounds::default();
+    let mut note_max_sequence = |max_sequence: u64| max_sequences.push(max_sequence);
     // A memtable that held no entry once `sequence` was read holds none the iterator may see
     // (I48): every entry at or below the sequence was inserted and counted before the sequence
     // was published, and later ones are newer than the iterator. Leaving it out spares every
@@ -422,9 +419,7 @@ pub(crate) fn user_iterator_over_view(
         });
         let ranges = Arc::clone(&view.version.level_ranges[level]);
         children.push(Box::new(LevelIterator::new(ranges, opener, comparator.clone()).with_filter(filter)));
-        if !tombstones.is_empty() {
-            note_max_sequence(files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0));
-        }
+        note_max_sequence(view.version.level_largest_sequence(level));
     }
     // One source needs no merge: the user iterator drives it directly, a layer of calls less
     // per step. (With range tombstones the merge also lets older sources jump past them.)
@@ -443,10 +438,7 @@ pub(crate) fn user_iterator_over_view(
                 // The active memtable is the first child.
                 merged = merged.with_memtable_child(0);
             }
-            if !tombstones.is_empty() {
-                merged = merged.with_child_max_sequences(max_sequences);
-            }
-            Box::new(merged)
+            Box::new(merged.with_child_max_sequences(max_sequences))
         }
     };
     // Set in place: the iterator is large, and each by-value builder step would move it.

@@ -17,7 +17,8 @@
 //! entry, and every other child is positioned on its first entry after (forward) or last entry
 //! before (backward) the current one. A pending child (left unpositioned by `seek_for_entry`,
 //! only while moving forward) holds no entry of the current user key at or after the seek's
-//! target, and is positioned before the stream moves (I49). Once a child reports an error the
+//! target, or only entries older than the current one, and is positioned before the stream
+//! moves (I49). Once a child reports an error the
 //! merging iterator becomes invalid for good and `status()` returns that error: skipping the
 //! failed source silently could resurrect deleted keys.
 
@@ -51,7 +52,7 @@ pub(crate) struct MergingIterator {
     comparator: KeyComparator,
     /// The largest sequence number each child can hold, for `skip_older_forward`; empty when
     /// unknown (then no child is skipped).
-    child_max_sequences: Vec<u64>,
+    child_max_sequences: SequenceBounds,
     /// Children `seek_for_entry` left unpositioned (I49), each with whether its position is
     /// still one `seek_forward` may start from; they are positioned at `pending_target` (or a
     /// later target) before the stream moves. Empty while moving backward.
@@ -82,6 +83,66 @@ pub(crate) struct MergingIterator {
     stepped_from: Option<usize>,
 }
 
+/// The largest sequence number each child of a merge can hold, in child order. The first
+/// [`INLINE_SEQUENCE_BOUNDS`] live inside the iterator: a merge is built per query, and an
+/// allocation for a handful of numbers measured as a few per cent of a fresh seek.
+#[derive(Clone, Debug, Default)]
+pub(crate) struct SequenceBounds {
+    inline: [u64; INLINE_SEQUENCE_BOUNDS],
+    len: usize,
+    /// Every bound, once there are more than fit inline.
+    spilled: Vec<u64>,
+}
+
+/// How many bounds [`SequenceBounds`] holds without allocating.
+const INLINE_SEQUENCE_BOUNDS: usize = 8;
+
+impl SequenceBounds {
+    /// Appends the bound of the next child.
+    pub(crate) fn push(&mut self, max_sequence: u64) {
+        if self.len < INLINE_SEQUENCE_BOUNDS {
+            self.inline[self.len] = max_sequence;
+        } else {
+            if self.spilled.is_empty() {
+                self.spilled.extend_from_slice(&self.inline);
+            }
+            self.spilled.push(max_sequence);
+        }
+        self.len += 1;
+    }
+
+    /// The bound of `child`, if one was given.
+    #[inline]
+    fn get(&self, child: usize) -> Option<u64> {
+        if child >= self.len {
+            None
+        } else if self.len <= INLINE_SEQUENCE_BOUNDS {
+            Some(self.inline[child])
+        } else {
+            self.spilled.get(child).copied()
+        }
+    }
+
+    /// Number of bounds given.
+    pub(crate) fn len(&self) -> usize {
+        self.len
+    }
+
+    fn is_empty(&self) -> bool {
+        self.len == 0
+    }
+}
+
+impl From<Vec<u64>> for SequenceBounds {
+    fn from(bounds: Vec<u64>) -> SequenceBounds {
+        let mut result = SequenceBounds::default();
+        for bound in bounds {
+            result.push(bound);
+        }
+        result
+    }
+}
+
 /// The most credit `probe_credit` holds; a new iterator starts with one.
 const PROBE_CREDIT_MAX: u8 = 3;
 
@@ -97,7 +158,7 @@ impl MergingIterator {
             saved_key: Vec::new(),
             error: None,
             comparator,
-            child_max_sequences: Vec::new(),
+            child_max_sequences: SequenceBounds::default(),
             pending: Vec::new(),
             pending_target: Vec::new(),
             movers: Vec::new(),
@@ -173,7 +234,7 @@ impl MergingIterator {
 
     /// Tells the iterator the largest sequence number each child (in order) can hold, so that
     /// `skip_older_forward` can move the children that only hold older entries.
-    pub(crate) fn with_child_max_sequences(mut self, max_sequences: Vec<u64>) -> MergingIterator {
+    pub(crate) fn with_child_max_sequences(mut self, max_sequences: SequenceBounds) -> MergingIterator {
         debug_assert_eq!(max_sequences.len(), self.children.len());
         self.child_max_sequences = max_sequences;
         self
@@ -262,6 +323,12 @@ impl MergingIterator {
     /// `seek_for_entry` as a seek of every child (or, `from_here`, of the pending children and
     /// those still before the target), positioning first those that may hold the key: the
     /// others (when `probe`) become pending.
+    ///
+    /// Newest sources go first: once one lands on an entry of the key, a source whose entries
+    /// are all older than it (`child_max_sequences`) holds nothing the seek reads first, whatever
+    /// its filter says (an older version of the key comes after the one found), so it becomes
+    /// pending without a probe. A key rewritten often, in several level-0 tables, then costs
+    /// the search of one table instead of each.
     fn position_for_entry(&mut self, target: &[u8], user_key: &[u8], probe: bool, from_here: bool) {
         let mut movers = std::mem::take(&mut self.movers);
         movers.clear();
@@ -272,16 +339,30 @@ impl MergingIterator {
                     movers.push((child, true));
                 }
             }
+            movers.sort_unstable_by_key(|&(child, _)| child);
         } else {
             self.pending.clear();
             movers.extend((0..self.children.len()).map(|child| (child, false)));
         }
+        // The sequence of the newest entry of the key a positioned source stands on.
+        let mut landed_sequence: Option<u64> = None;
         for &(child, child_from_here) in &movers {
-            if probe && rules_out(self.children[child].as_ref(), target, user_key, child_from_here) {
-                self.pending.push((child, child_from_here));
-                continue;
+            if probe {
+                let older = landed_sequence
+                    .is_some_and(|landed| self.child_max_sequences.get(child).is_some_and(|max| max < landed));
+                if older || rules_out(self.children[child].as_ref(), target, user_key, child_from_here) {
+                    self.pending.push((child, child_from_here));
+                    continue;
+                }
             }
             self.position_child(child, target, child_from_here);
+            if probe && !self.child_max_sequences.is_empty() {
+                let iterator = &self.children[child];
+                if iterator.valid() && key::user_key(iterator.key()) == user_key {
+                    let sequence = key::sequence(iterator.key());
+                    landed_sequence = Some(landed_sequence.map_or(sequence, |landed| landed.max(sequence)));
+                }
+            }
         }
         self.movers = movers;
         self.rebuild_heap(Direction::Forward);
@@ -327,7 +408,7 @@ impl MergingIterator {
         let mut moved = false;
         for position in 0..self.heap.len() {
             let child = self.heap[position];
-            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
+            let older = self.child_max_sequences.get(child).is_some_and(|max| max < older_than);
             if !older {
                 continue;
             }
@@ -618,7 +699,10 @@ impl InternalIterator for MergingIterator {
             self.advance_for_entry(target, user_key, false);
             return;
         }
-        if from_here && self.pending.is_empty() {
+        // Sources that say how new their entries are move newest first (`position_for_entry`),
+        // so that a landing spares the older ones; otherwise they move in heap order.
+        let newest_first = probe && !self.child_max_sequences.is_empty();
+        if from_here && self.pending.is_empty() && !newest_first {
             self.advance_for_entry(target, user_key, probe);
         } else {
             self.position_for_entry(target, user_key, probe, from_here);
@@ -917,7 +1001,21 @@ pub(crate) mod tests {
         }
     }
 
+    /// A merge of `sources`, some with filters; half the time it is also told each source's
+    /// largest sequence (the true one, a larger bound, or no bound at all), so that seeks leave
+    /// sources older than the entry they land on pending.
     fn filtered_merge_of(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>, rng: &mut SmallRng) -> MergingIterator {
+        let max_sequences: Vec<u64> = sources
+            .iter()
+            .map(|entries| {
+                let largest = entries.iter().map(|(key, _)| crate::key::sequence(key)).max().unwrap_or(0);
+                match rng.gen_range(0..4) {
+                    0 => u64::MAX,
+                    1 => largest + rng.gen_range(1..5),
+                    _ => largest,
+                }
+            })
+            .collect();
         let children: Vec<Box<dyn InternalIterator>> = sources
             .into_iter()
             .map(|entries| match rng.gen_range(0..3) {
@@ -925,7 +1023,12 @@ pub(crate) mod tests {
                 choice => Box::new(FilteredIterator::new(entries, choice == 2)),
             })
             .collect();
-        MergingIterator::new(children, KeyComparator::Bytewise)
+        let merge = MergingIterator::new(children, KeyComparator::Bytewise);
+        if rng.gen_bool(0.5) {
+            merge.with_child_max_sequences(max_sequences.into())
+        } else {
+            merge
+        }
     }
 
     /// Sources that answer for their keys make seeks leave some of them pending (I49); every
@@ -998,6 +1101,84 @@ pub(crate) mod tests {
         merge.seek_for_entry(&target(b"b"), false);
         assert_eq!(merge.value(), b"b@9");
         assert_eq!(seeks(), vec![6, 6, 6]);
+    }
+
+    /// A key rewritten in several sources: a seek for it positions the newest source that may
+    /// hold it and, once that one lands on the key, none of the sources whose entries are all
+    /// older, although their filters say they hold the key too; moving on positions them, and
+    /// the older versions follow the one found.
+    #[test]
+    fn a_seek_that_lands_in_a_newer_source_leaves_the_older_ones_pending() {
+        let entry = |user_key: &[u8], sequence: u64| {
+            let value = format!("{}@{sequence}", user_key[0] as char).into_bytes();
+            (make_internal_key(user_key, sequence, ValueKind::Put), value)
+        };
+        let sources = vec![
+            vec![entry(b"a", 30)],
+            vec![entry(b"b", 22), entry(b"c", 21)],
+            vec![entry(b"b", 12), entry(b"d", 11)],
+            vec![entry(b"b", 2), entry(b"c", 1)],
+        ];
+        let max_sequences = vec![u64::MAX, 22, 12, 2];
+        let children: Vec<FilteredIterator> =
+            sources.into_iter().map(|entries| FilteredIterator::new(entries, false)).collect();
+        let counters: Vec<_> = children.iter().map(|child| std::sync::Arc::clone(&child.seeks)).collect();
+        let seeks =
+            || counters.iter().map(|counter| counter.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>();
+        let boxed = children.into_iter().map(|child| Box::new(child) as Box<dyn InternalIterator>).collect();
+        let mut merge =
+            MergingIterator::new(boxed, KeyComparator::Bytewise).with_child_max_sequences(max_sequences.into());
+        let target = |user_key: &[u8], sequence: u64| make_internal_key(user_key, sequence, ValueKind::Put);
+
+        merge.seek_for_entry(&target(b"b", MAX_SEQUENCE_NUMBER), false);
+        assert_eq!(merge.value(), b"b@22");
+        assert_eq!(seeks(), vec![0, 1, 0, 0], "the sources older than b@22 were left pending");
+        let mut rest = Vec::new();
+        merge.next();
+        while merge.valid() {
+            rest.push(String::from_utf8(merge.value().to_vec()).unwrap());
+            merge.next();
+        }
+        assert_eq!(rest, ["b@12", "b@2", "c@21", "c@1", "d@11"]);
+        assert_eq!(seeks(), vec![1, 1, 1, 1], "moving on positioned the others");
+
+        // The stream moved after that seek, so the next one asks no filter and positions every
+        // source; it reads only its entry, so the one after asks again. At a snapshot that
+        // cannot see b@22, it lands on b@12: the source of b@22 is positioned (it is newer),
+        // the source of b@2 is not.
+        merge.seek_for_entry(&target(b"b", MAX_SEQUENCE_NUMBER), false);
+        assert_eq!(seeks(), vec![2, 2, 2, 2]);
+        merge.seek_for_entry(&target(b"b", 15), false);
+        assert_eq!(merge.value(), b"b@12");
+        assert_eq!(seeks(), vec![2, 3, 3, 2]);
+        merge.next();
+        assert_eq!(merge.value(), b"b@2");
+
+        // Without the sequences, every source whose filter says yes is positioned.
+        let children: Vec<Box<dyn InternalIterator>> = vec![
+            Box::new(FilteredIterator::new(vec![entry(b"b", 22)], false)),
+            Box::new(FilteredIterator::new(vec![entry(b"b", 12)], false)),
+        ];
+        let mut merge = MergingIterator::new(children, KeyComparator::Bytewise);
+        merge.seek_for_entry(&target(b"b", MAX_SEQUENCE_NUMBER), false);
+        assert_eq!(merge.value(), b"b@22");
+        merge.next();
+        assert_eq!(merge.value(), b"b@12");
+    }
+
+    /// Bounds past the inline ones spill to the heap with the earlier ones, and read back in
+    /// order; a child without a bound has none.
+    #[test]
+    fn sequence_bounds_read_back_inline_and_spilled() {
+        for count in [0usize, 1, INLINE_SEQUENCE_BOUNDS, INLINE_SEQUENCE_BOUNDS + 1, 3 * INLINE_SEQUENCE_BOUNDS] {
+            let values: Vec<u64> = (0..count as u64).map(|value| value * 7 + 1).collect();
+            let bounds = SequenceBounds::from(values.clone());
+            assert_eq!(bounds.len(), count);
+            assert_eq!(bounds.is_empty(), count == 0);
+            let read: Vec<u64> = (0..count).map(|child| bounds.get(child).unwrap()).collect();
+            assert_eq!(read, values);
+            assert_eq!(bounds.get(count), None);
+        }
     }
 
     fn merge_of(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> MergingIterator {

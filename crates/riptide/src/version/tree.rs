@@ -131,6 +131,9 @@ pub(crate) struct Version {
     /// Per level, the total size of its files, summed once: `levels` never changes after
     /// construction, and the picker and every iterator's read charges ask for these.
     level_sizes_bytes: Vec<u64>,
+    /// Per level, the largest sequence number any of its files holds (0 for an empty level),
+    /// found once for the same reason: every iterator tells its merge how new each source is.
+    level_largest_sequences: Vec<u64>,
 }
 
 impl Version {
@@ -163,6 +166,8 @@ impl Version {
         let range_tombstones = VersionTombstones::empty(comparator.clone());
         let has_expiring_entries = levels.iter().flatten().any(|file| file.meta.expiry.entries > 0);
         let level_sizes_bytes = levels.iter().map(|files| Self::sum_of_sizes(files)).collect();
+        let level_largest_sequences =
+            levels.iter().map(|files| files.iter().map(|file| file.meta.largest_sequence).max().unwrap_or(0)).collect();
         Version {
             levels,
             level_ranges,
@@ -171,6 +176,7 @@ impl Version {
             range_tombstones,
             has_expiring_entries,
             level_sizes_bytes,
+            level_largest_sequences,
         }
     }
 
@@ -229,6 +235,11 @@ impl Version {
             "the levels changed after the version was built"
         );
         self.level_sizes_bytes[level]
+    }
+
+    /// The largest sequence number the files of `level` hold (0 when it has none).
+    pub(crate) fn level_largest_sequence(&self, level: usize) -> u64 {
+        self.level_largest_sequences[level]
     }
 
     fn sum_of_sizes(files: &[Arc<TableFile>]) -> u64 {
