@@ -212,14 +212,17 @@ impl TableBuilder {
             None => None,
         };
 
-        // The index is finished before the properties so that its size can be recorded there.
-        let index_contents = self.index_block.finish().to_vec();
-        self.properties.index_size_bytes = (index_contents.len() + BLOCK_TRAILER_SIZE_BYTES) as u64;
+        // The index is finished (and compressed, as data blocks are: with long keys and one
+        // entry per block it holds a tenth of the table) before the properties, so that its
+        // stored size can be recorded there. It is decoded once, at open.
+        let (index_type, index_stored) = self.compressor.compress(self.index_block.finish());
+        let index_stored = index_stored.to_vec();
+        self.properties.index_size_bytes = (index_stored.len() + BLOCK_TRAILER_SIZE_BYTES) as u64;
 
         let mut properties_contents = Vec::with_capacity(256);
         self.properties.encode(&mut properties_contents);
         let properties_handle = self.write_raw_block(&properties_contents)?;
-        let index_handle = self.write_raw_block(&index_contents)?;
+        let index_handle = self.write_block(&index_stored, index_type)?;
 
         let footer = Footer {
             index: index_handle,
@@ -254,10 +257,16 @@ impl TableBuilder {
 
     /// Writes a metadata block uncompressed (it is read once, at open) and returns its handle.
     fn write_raw_block(&mut self, contents: &[u8]) -> Result<BlockHandle> {
-        let handle = BlockHandle { offset: self.offset, size_bytes: contents.len() as u64 };
-        self.file.append(contents)?;
-        self.file.append(&block_trailer(contents, BLOCK_TYPE_NONE))?;
-        self.offset += (contents.len() + BLOCK_TRAILER_SIZE_BYTES) as u64;
+        self.write_block(contents, BLOCK_TYPE_NONE)
+    }
+
+    /// Writes `stored`, a block in the stored form `block_type` names, with its trailer, and
+    /// returns its handle.
+    fn write_block(&mut self, stored: &[u8], block_type: u8) -> Result<BlockHandle> {
+        let handle = BlockHandle { offset: self.offset, size_bytes: stored.len() as u64 };
+        self.file.append(stored)?;
+        self.file.append(&block_trailer(stored, block_type))?;
+        self.offset += (stored.len() + BLOCK_TRAILER_SIZE_BYTES) as u64;
         Ok(handle)
     }
 

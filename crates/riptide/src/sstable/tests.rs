@@ -339,6 +339,47 @@ fn table_without_filter_and_large_values() {
     }
 }
 
+/// Long keys with one entry per data block make the index a tenth of the table (the benchtool's
+/// 256-byte keys and 4 KiB values: space amplification 0.59 against RocksDB's 0.53, which
+/// compresses its index). The index is stored compressed when compression saves bytes, and a
+/// table with it reads back whole; without compression it is stored as it is.
+#[test]
+fn the_index_block_is_compressed_like_data_blocks() {
+    let long_key = |i: u32| {
+        let mut user_key = vec![b'0'; 248];
+        user_key.extend_from_slice(format!("{i:08x}").as_bytes());
+        make_internal_key(&user_key, 1, ValueKind::Put)
+    };
+    let entries: Entries = (0..400u32).map(|i| (long_key(i), vec![i as u8; 5000])).collect();
+    let index_stored = |bytes: &[u8]| {
+        let footer_offset = bytes.len() - super::format::FOOTER_SIZE_BYTES;
+        let footer = super::format::Footer::decode(&path(), footer_offset as u64, &bytes[footer_offset..]).unwrap();
+        let type_offset = (footer.index.offset + footer.index.size_bytes) as usize;
+        (bytes[type_offset], footer.index.size_bytes)
+    };
+    let mut sizes = Vec::new();
+    for compression in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+        let table_options = TableOptions { bloom_bits_per_key: 0, ..options(compression, 4096) };
+        let (bytes, properties) = build(&entries, table_options);
+        assert_eq!(properties.num_data_blocks, 400);
+        let (block_type, size_bytes) = index_stored(&bytes);
+        assert_eq!(block_type, super::format::compression_code(compression), "{compression:?}");
+        assert_eq!(properties.index_size_bytes, size_bytes + super::format::BLOCK_TRAILER_SIZE_BYTES as u64);
+        sizes.push(size_bytes);
+        let table = open(bytes, None).unwrap();
+        let mut iter = table.iter(READ);
+        assert_eq!(collect_forward(&mut iter), entries, "{compression:?}");
+        for (key, value) in entries.iter().step_by(7) {
+            assert_eq!(table.get(key, READ).unwrap(), Some((key.clone(), value.clone())));
+        }
+        // The decoded index is what the table keeps in memory, whatever its stored form.
+        assert!(table.memory_usage_bytes() as u64 >= sizes[0]);
+    }
+    for (compressed, compression) in sizes[1..].iter().zip(["lz4", "zstd", "snappy"]) {
+        assert!(compressed * 4 < sizes[0], "{compression}: {compressed} bytes against {} stored", sizes[0]);
+    }
+}
+
 #[test]
 fn approximate_offsets_increase_and_memory_is_reported() {
     let entries = sample_entries(5000);
