@@ -30,6 +30,8 @@ use crate::error::{Error, Result};
 use crate::iterator::InternalIterator;
 use crate::key::{self, TRAILER_SIZE_BYTES};
 
+use smallvec::SmallVec;
+
 /// The direction of the last movement, which decides how the heap is ordered.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 enum Direction {
@@ -42,7 +44,7 @@ pub(crate) struct MergingIterator {
     /// The sources, newest first.
     children: Vec<Box<dyn InternalIterator>>,
     /// Indexes of the valid children, heap-ordered for `direction`; the top is the current entry.
-    heap: Vec<usize>,
+    heap: SmallVec<[usize; INLINE_CHILDREN]>,
     direction: Direction,
     /// The current key, copied when the direction changes; kept to reuse its allocation.
     saved_key: Vec<u8>,
@@ -56,11 +58,11 @@ pub(crate) struct MergingIterator {
     /// Children `seek_for_entry` left unpositioned (I49), each with whether its position is
     /// still one `seek_forward` may start from; they are positioned at `pending_target` (or a
     /// later target) before the stream moves. Empty while moving backward.
-    pending: Vec<(usize, bool)>,
+    pending: ChildList,
     /// The target of the `seek_for_entry` that left children pending.
     pending_target: Vec<u8>,
     /// Scratch list of the children a `seek_for_entry` moves, kept for its allocation.
-    movers: Vec<(usize, bool)>,
+    movers: ChildList,
     /// How well asking filters first has paid lately, from 0 to [`PROBE_CREDIT_MAX`]:
     /// `seek_for_entry` asks them only while it is positive. It rises when a seek landed on
     /// its key and the next seek came before any movement (children left pending were never
@@ -83,65 +85,16 @@ pub(crate) struct MergingIterator {
     stepped_from: Option<usize>,
 }
 
-/// The largest sequence number each child of a merge can hold, in child order. The first
-/// [`INLINE_SEQUENCE_BOUNDS`] live inside the iterator: a merge is built per query, and an
-/// allocation for a handful of numbers measured as a few per cent of a fresh seek.
-#[derive(Clone, Debug, Default)]
-pub(crate) struct SequenceBounds {
-    inline: [u64; INLINE_SEQUENCE_BOUNDS],
-    len: usize,
-    /// Every bound, once there are more than fit inline.
-    spilled: Vec<u64>,
-}
+/// Children a merge keeps its per-child lists for without allocating: a merge is built per
+/// query, and each list allocated on the heap measured as a percent or more of a fresh seek.
+const INLINE_CHILDREN: usize = 8;
 
-/// How many bounds [`SequenceBounds`] holds without allocating.
-const INLINE_SEQUENCE_BOUNDS: usize = 8;
+/// The largest sequence number each child of a merge can hold, in child order.
+pub(crate) type SequenceBounds = SmallVec<[u64; INLINE_CHILDREN]>;
 
-impl SequenceBounds {
-    /// Appends the bound of the next child.
-    pub(crate) fn push(&mut self, max_sequence: u64) {
-        if self.len < INLINE_SEQUENCE_BOUNDS {
-            self.inline[self.len] = max_sequence;
-        } else {
-            if self.spilled.is_empty() {
-                self.spilled.extend_from_slice(&self.inline);
-            }
-            self.spilled.push(max_sequence);
-        }
-        self.len += 1;
-    }
-
-    /// The bound of `child`, if one was given.
-    #[inline]
-    fn get(&self, child: usize) -> Option<u64> {
-        if child >= self.len {
-            None
-        } else if self.len <= INLINE_SEQUENCE_BOUNDS {
-            Some(self.inline[child])
-        } else {
-            self.spilled.get(child).copied()
-        }
-    }
-
-    /// Number of bounds given.
-    pub(crate) fn len(&self) -> usize {
-        self.len
-    }
-
-    fn is_empty(&self) -> bool {
-        self.len == 0
-    }
-}
-
-impl From<Vec<u64>> for SequenceBounds {
-    fn from(bounds: Vec<u64>) -> SequenceBounds {
-        let mut result = SequenceBounds::default();
-        for bound in bounds {
-            result.push(bound);
-        }
-        result
-    }
-}
+/// A list of children with, for each, whether its position is one `seek_forward` may start
+/// from.
+type ChildList = SmallVec<[(usize, bool); INLINE_CHILDREN]>;
 
 /// The most credit `probe_credit` holds; a new iterator starts with one.
 const PROBE_CREDIT_MAX: u8 = 3;
@@ -150,7 +103,7 @@ impl MergingIterator {
     /// Creates an unpositioned iterator over `children`, which are ordered newest source first
     /// and each sorted by `comparator`.
     pub(crate) fn new(children: Vec<Box<dyn InternalIterator>>, comparator: KeyComparator) -> MergingIterator {
-        let heap = Vec::with_capacity(children.len());
+        let heap = SmallVec::with_capacity(children.len());
         MergingIterator {
             children,
             heap,
@@ -159,9 +112,9 @@ impl MergingIterator {
             error: None,
             comparator,
             child_max_sequences: SequenceBounds::default(),
-            pending: Vec::new(),
+            pending: ChildList::new(),
             pending_target: Vec::new(),
-            movers: Vec::new(),
+            movers: ChildList::new(),
             probe_credit: 1,
             seek_landed: false,
             compactable: 0..0,
@@ -349,7 +302,7 @@ impl MergingIterator {
         for &(child, child_from_here) in &movers {
             if probe {
                 let older = landed_sequence
-                    .is_some_and(|landed| self.child_max_sequences.get(child).is_some_and(|max| max < landed));
+                    .is_some_and(|landed| self.child_max_sequences.get(child).is_some_and(|&max| max < landed));
                 if older || rules_out(self.children[child].as_ref(), target, user_key, child_from_here) {
                     self.pending.push((child, child_from_here));
                     continue;
@@ -408,7 +361,7 @@ impl MergingIterator {
         let mut moved = false;
         for position in 0..self.heap.len() {
             let child = self.heap[position];
-            let older = self.child_max_sequences.get(child).is_some_and(|max| max < older_than);
+            let older = self.child_max_sequences.get(child).is_some_and(|&max| max < older_than);
             if !older {
                 continue;
             }
@@ -1164,21 +1117,6 @@ pub(crate) mod tests {
         assert_eq!(merge.value(), b"b@22");
         merge.next();
         assert_eq!(merge.value(), b"b@12");
-    }
-
-    /// Bounds past the inline ones spill to the heap with the earlier ones, and read back in
-    /// order; a child without a bound has none.
-    #[test]
-    fn sequence_bounds_read_back_inline_and_spilled() {
-        for count in [0usize, 1, INLINE_SEQUENCE_BOUNDS, INLINE_SEQUENCE_BOUNDS + 1, 3 * INLINE_SEQUENCE_BOUNDS] {
-            let values: Vec<u64> = (0..count as u64).map(|value| value * 7 + 1).collect();
-            let bounds = SequenceBounds::from(values.clone());
-            assert_eq!(bounds.len(), count);
-            assert_eq!(bounds.is_empty(), count == 0);
-            let read: Vec<u64> = (0..count).map(|child| bounds.get(child).unwrap()).collect();
-            assert_eq!(read, values);
-            assert_eq!(bounds.get(count), None);
-        }
     }
 
     fn merge_of(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> MergingIterator {

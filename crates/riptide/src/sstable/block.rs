@@ -32,7 +32,7 @@ use crate::key::TRAILER_SIZE_BYTES;
 
 /// Capacity a block cursor's key buffer starts with: internal keys of up to 56-byte user keys
 /// fit without growing it.
-const INITIAL_KEY_BUFFER_BYTES: usize = 64;
+pub(crate) const INITIAL_KEY_BUFFER_BYTES: usize = 64;
 
 /// Size of one restart offset and of the restart count.
 const RESTART_ENTRY_SIZE_BYTES: usize = 4;
@@ -465,6 +465,14 @@ impl Block {
         // 7 % of a fresh iterator's seek.
         BlockIter::new(block, Vec::with_capacity(INITIAL_KEY_BUFFER_BYTES))
     }
+
+    /// A cursor over a block whose keys are all stored whole (an index block: restart interval
+    /// 1). Every key it yields is borrowed from the block, so it starts without a key buffer
+    /// rather than allocating one that stays empty; a damaged block whose entries share
+    /// prefixes grows one on demand.
+    pub(crate) fn iter_whole_keys<B: Deref<Target = Block>>(block: B) -> BlockIter<B> {
+        BlockIter::new(block, Vec::new())
+    }
 }
 
 /// The decoded header of one entry, with absolute offsets into the block.
@@ -554,6 +562,13 @@ impl<B: Deref<Target = Block>> BlockIter<B> {
     /// Ends the cursor, handing back its key buffer for reuse.
     pub(crate) fn into_key_buffer(self) -> Vec<u8> {
         self.key_buffer
+    }
+
+    /// Takes the key buffer out of a cursor about to be dropped, for reuse (reading its key
+    /// afterwards is a logic error). Touches nothing but the buffer, so it may run while the
+    /// block the cursor points to is being let go.
+    pub(crate) fn take_key_buffer(&mut self) -> Vec<u8> {
+        std::mem::take(&mut self.key_buffer)
     }
 
     /// Switches to another block, keeping the key buffer. The cursor is not valid afterwards.

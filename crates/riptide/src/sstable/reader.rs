@@ -25,7 +25,7 @@ use crate::error::{Error, Result};
 use crate::fs::RandomAccessFile;
 use crate::iterator::InternalIterator;
 use crate::key::{self, ValueKind, TRAILER_SIZE_BYTES};
-use crate::sstable::block::{recycled_block_buffer, Block, BlockCorruption, BlockIter};
+use crate::sstable::block::{recycled_block_buffer, Block, BlockCorruption, BlockIter, INITIAL_KEY_BUFFER_BYTES};
 use crate::sstable::bloom::BloomFilter;
 use crate::sstable::format::{
     decode_stored_block, decode_stored_block_into, uncompressed_length_hint, BlockHandle, DecodedBlock, Footer,
@@ -41,6 +41,43 @@ std::thread_local! {
 
 /// A point read's key buffer larger than this (a huge key) is freed rather than kept.
 const MAX_LOOKUP_KEY_BUFFER_BYTES: usize = 4096;
+
+thread_local! {
+    /// Key buffers of dropped table iterators' data cursors, for the next iterators this thread
+    /// makes: a fresh iterator per query (a SQL engine's lookups, the benchtool's fresh seeks)
+    /// otherwise allocated and freed one per table it reads.
+    static ITERATOR_KEY_BUFFERS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
+}
+
+/// Buffers a thread keeps in [`ITERATOR_KEY_BUFFERS`]: enough for the tables of a few live
+/// iterators.
+const ITERATOR_KEY_BUFFERS_PER_THREAD: usize = 16;
+
+/// A key buffer for a table iterator's data cursor: one a dropped iterator left this thread,
+/// else a new one with room for common keys.
+fn take_iterator_key_buffer() -> Vec<u8> {
+    ITERATOR_KEY_BUFFERS
+        .try_with(|kept| kept.try_borrow_mut().ok().and_then(|mut kept| kept.pop()))
+        .ok()
+        .flatten()
+        .unwrap_or_else(|| Vec::with_capacity(INITIAL_KEY_BUFFER_BYTES))
+}
+
+/// Keeps `buffer` for this thread's next table iterator, unless it grew large or the thread
+/// keeps enough (or is exiting).
+fn give_iterator_key_buffer(mut buffer: Vec<u8>) {
+    if buffer.capacity() == 0 || buffer.capacity() > MAX_LOOKUP_KEY_BUFFER_BYTES {
+        return;
+    }
+    buffer.clear();
+    let _ = ITERATOR_KEY_BUFFERS.try_with(|kept| {
+        if let Ok(mut kept) = kept.try_borrow_mut() {
+            if kept.len() < ITERATOR_KEY_BUFFERS_PER_THREAD {
+                kept.push(buffer);
+            }
+        }
+    });
+}
 
 /// How one read treats checksums and the block cache.
 #[derive(Clone, Copy, Debug)]
@@ -472,7 +509,7 @@ impl Table {
         if !self.may_contain(user_key) {
             return Ok(None);
         }
-        let mut index_iter = Block::iter(&*self.index);
+        let mut index_iter = Block::iter_whole_keys(&*self.index);
         self.seek_index(&mut index_iter, lookup_key);
         if !index_iter.valid() {
             return match index_iter.corruption() {
@@ -520,8 +557,8 @@ impl Table {
         count_misses: bool,
     ) -> TableIterator {
         TableIterator {
-            index: Block::iter(TableBlock::of(&self.index)),
-            data: Block::iter(DataBlock::Empty(TableBlock::of(&self.empty_block))),
+            index: Block::iter_whole_keys(TableBlock::of(&self.index)),
+            data: BlockIter::new(DataBlock::Empty(TableBlock::of(&self.empty_block)), take_iterator_key_buffer()),
             data_block_offset: None,
             table: Arc::clone(self),
             options,
@@ -533,7 +570,7 @@ impl Table {
     /// The approximate file offset where entries at or after `internal_key` start: the offset of
     /// the data block that would hold it, or the end of the data region past the last key.
     pub(crate) fn approximate_offset_of(&self, internal_key: &[u8]) -> u64 {
-        let mut index_iter = Block::iter(&*self.index);
+        let mut index_iter = Block::iter_whole_keys(&*self.index);
         self.seek_index(&mut index_iter, internal_key);
         if index_iter.valid() {
             if let Some(handle) = BlockHandle::decode_varint(index_iter.value()) {
@@ -621,6 +658,13 @@ pub(crate) struct TableIterator {
     error: Option<Error>,
     /// Counts data blocks read from the file (see [`Table::iter_counting_misses`]).
     count_misses: bool,
+}
+
+impl Drop for TableIterator {
+    /// Leaves the data cursor's key buffer to this thread's next table iterator.
+    fn drop(&mut self) {
+        give_iterator_key_buffer(self.data.take_key_buffer());
+    }
 }
 
 impl TableIterator {
@@ -819,6 +863,29 @@ impl InternalIterator for TableIterator {
 #[cfg(test)]
 mod read_buffer_tests {
     use super::*;
+
+    /// A dropped table iterator's key buffer serves this thread's next one, emptied; a buffer
+    /// grown past the limit is let go, and the thread keeps at most its share.
+    #[test]
+    fn table_iterator_key_buffers_are_kept_for_the_next_iterator() {
+        // Start from an empty pool (other tests on this thread may have filled it).
+        ITERATOR_KEY_BUFFERS.with(|kept| kept.borrow_mut().clear());
+        let mut buffer = take_iterator_key_buffer();
+        assert!(buffer.is_empty() && buffer.capacity() >= INITIAL_KEY_BUFFER_BYTES);
+        buffer.extend_from_slice(&[1; 200]);
+        let address = buffer.as_ptr();
+        give_iterator_key_buffer(buffer);
+        let reused = take_iterator_key_buffer();
+        assert_eq!(reused.as_ptr(), address, "the kept buffer is handed out again");
+        assert!(reused.is_empty(), "a kept buffer is emptied");
+
+        give_iterator_key_buffer(Vec::with_capacity(MAX_LOOKUP_KEY_BUFFER_BYTES + 1));
+        assert_eq!(ITERATOR_KEY_BUFFERS.with(|kept| kept.borrow().len()), 0, "large buffers are let go");
+        for _ in 0..ITERATOR_KEY_BUFFERS_PER_THREAD + 5 {
+            give_iterator_key_buffer(Vec::with_capacity(32));
+        }
+        assert_eq!(ITERATOR_KEY_BUFFERS.with(|kept| kept.borrow().len()), ITERATOR_KEY_BUFFERS_PER_THREAD);
+    }
 
     #[test]
     fn nested_reads_get_fresh_buffers_and_large_buffers_are_not_kept() {
