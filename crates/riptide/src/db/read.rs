@@ -433,12 +433,16 @@ pub(crate) fn user_iterator_over_view(
             } else {
                 0..0
             };
-            let mut merged = MergingIterator::new(children, comparator.clone()).with_compactable_children(compactable);
+            // Configured in place on the heap: the merge is large (its lists live inline), and
+            // each by-value builder step copied it whole.
+            let mut merged = Box::new(MergingIterator::new(children, comparator.clone()));
+            merged.set_compactable_children(compactable);
             if reads_memtable {
                 // The active memtable is the first child.
-                merged = merged.with_memtable_child(0);
+                merged.set_memtable_child(0);
             }
-            Box::new(merged.with_child_max_sequences(max_sequences))
+            merged.set_child_max_sequences(max_sequences);
+            merged
         }
     };
     // Set in place: the iterator is large, and each by-value builder step would move it.

@@ -126,19 +126,17 @@ impl MergingIterator {
 
     /// Names the child that reads the active memtable, so that the older versions it passes
     /// inside itself are counted (`take_skipped_versions`).
-    pub(crate) fn with_memtable_child(mut self, child: usize) -> MergingIterator {
+    pub(crate) fn set_memtable_child(&mut self, child: usize) {
         debug_assert!(child < self.children.len());
         self.memtable_child = Some(child);
-        self
     }
 
     /// Names the children whose entries a compaction of level 0 would merge (the level-0
     /// tables and the level below them), so that passing older versions held by them is
     /// counted (`seek_forward_past_versions`).
-    pub(crate) fn with_compactable_children(mut self, compactable: Range<usize>) -> MergingIterator {
+    pub(crate) fn set_compactable_children(&mut self, compactable: Range<usize>) {
         debug_assert!(compactable.end <= self.children.len());
         self.compactable = compactable;
-        self
     }
 
     /// `seek_forward`, returning how many of the children it moved are compactable.
@@ -187,10 +185,9 @@ impl MergingIterator {
 
     /// Tells the iterator the largest sequence number each child (in order) can hold, so that
     /// `skip_older_forward` can move the children that only hold older entries.
-    pub(crate) fn with_child_max_sequences(mut self, max_sequences: SequenceBounds) -> MergingIterator {
+    pub(crate) fn set_child_max_sequences(&mut self, max_sequences: SequenceBounds) {
         debug_assert_eq!(max_sequences.len(), self.children.len());
         self.child_max_sequences = max_sequences;
-        self
     }
 
     /// Records the error of `child` if it has one and no earlier error was recorded.
@@ -242,13 +239,13 @@ impl MergingIterator {
     /// entry), then rebuilds the heap. Their entries all come after the current one (I49), so
     /// the current entry stays on top.
     fn position_pending(&mut self, target: Option<&[u8]>) {
-        let pending = std::mem::take(&mut self.pending);
         let target_buffer = std::mem::take(&mut self.pending_target);
         let target = target.unwrap_or(&target_buffer);
-        for &(child, from_here) in &pending {
+        // By index: the list lives inline, and taking it out would copy it twice.
+        for index in 0..self.pending.len() {
+            let (child, from_here) = self.pending[index];
             self.position_child(child, target, from_here);
         }
-        self.pending = pending;
         self.pending.clear();
         self.pending_target = target_buffer;
         self.rebuild_heap(Direction::Forward);
@@ -283,23 +280,25 @@ impl MergingIterator {
     /// pending without a probe. A key rewritten often, in several level-0 tables, then costs
     /// the search of one table instead of each.
     fn position_for_entry(&mut self, target: &[u8], user_key: &[u8], probe: bool, from_here: bool) {
-        let mut movers = std::mem::take(&mut self.movers);
-        movers.clear();
+        // The list of movers is used in place (by index below): it lives inline, and taking it
+        // out of `self` would copy it twice.
+        self.movers.clear();
         if from_here {
-            movers.append(&mut self.pending);
+            self.movers.extend(self.pending.drain(..));
             for &child in &self.heap {
                 if self.comparator.compare_internal_keys(self.children[child].key(), target).is_lt() {
-                    movers.push((child, true));
+                    self.movers.push((child, true));
                 }
             }
-            movers.sort_unstable_by_key(|&(child, _)| child);
+            self.movers.sort_unstable_by_key(|&(child, _)| child);
         } else {
             self.pending.clear();
-            movers.extend((0..self.children.len()).map(|child| (child, false)));
+            self.movers.extend((0..self.children.len()).map(|child| (child, false)));
         }
         // The sequence of the newest entry of the key a positioned source stands on.
         let mut landed_sequence: Option<u64> = None;
-        for &(child, child_from_here) in &movers {
+        for index in 0..self.movers.len() {
+            let (child, child_from_here) = self.movers[index];
             if probe {
                 let older = landed_sequence
                     .is_some_and(|landed| self.child_max_sequences.get(child).is_some_and(|&max| max < landed));
@@ -317,7 +316,6 @@ impl MergingIterator {
                 }
             }
         }
-        self.movers = movers;
         self.rebuild_heap(Direction::Forward);
     }
 
@@ -976,12 +974,11 @@ pub(crate) mod tests {
                 choice => Box::new(FilteredIterator::new(entries, choice == 2)),
             })
             .collect();
-        let merge = MergingIterator::new(children, KeyComparator::Bytewise);
+        let mut merge = MergingIterator::new(children, KeyComparator::Bytewise);
         if rng.gen_bool(0.5) {
-            merge.with_child_max_sequences(max_sequences.into())
-        } else {
-            merge
+            merge.set_child_max_sequences(max_sequences.into());
         }
+        merge
     }
 
     /// Sources that answer for their keys make seeks leave some of them pending (I49); every
@@ -1079,8 +1076,8 @@ pub(crate) mod tests {
         let seeks =
             || counters.iter().map(|counter| counter.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>();
         let boxed = children.into_iter().map(|child| Box::new(child) as Box<dyn InternalIterator>).collect();
-        let mut merge =
-            MergingIterator::new(boxed, KeyComparator::Bytewise).with_child_max_sequences(max_sequences.into());
+        let mut merge = MergingIterator::new(boxed, KeyComparator::Bytewise);
+        merge.set_child_max_sequences(max_sequences.into());
         let target = |user_key: &[u8], sequence: u64| make_internal_key(user_key, sequence, ValueKind::Put);
 
         merge.seek_for_entry(&target(b"b", MAX_SEQUENCE_NUMBER), false);
