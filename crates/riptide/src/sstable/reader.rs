@@ -35,44 +35,39 @@ use crate::sstable::index::IndexGuide;
 use crate::sstable::properties::TableProperties;
 
 std::thread_local! {
-    /// The key buffer of this thread's point reads (see `Table::find`).
-    static LOOKUP_KEY_BUFFER: Cell<Vec<u8>> = const { Cell::new(Vec::new()) };
+    /// Key buffers this thread's data-block cursors rebuild keys in, kept between uses: point
+    /// reads (`Table::find`) and table iterators (dropped ones leave theirs) would otherwise
+    /// allocate and free one per lookup, and a fresh iterator per query (a SQL engine's
+    /// lookups, the benchtool's fresh seeks) one per table it reads.
+    static KEY_BUFFERS: RefCell<Vec<Vec<u8>>> = const { RefCell::new(Vec::new()) };
 }
 
-/// A point read's key buffer larger than this (a huge key) is freed rather than kept.
-const MAX_LOOKUP_KEY_BUFFER_BYTES: usize = 4096;
+/// A key buffer larger than this (a huge key) is freed rather than kept.
+const MAX_KEPT_KEY_BUFFER_BYTES: usize = 4096;
 
-thread_local! {
-    /// Key buffers of dropped table iterators' data cursors, for the next iterators this thread
-    /// makes: a fresh iterator per query (a SQL engine's lookups, the benchtool's fresh seeks)
-    /// otherwise allocated and freed one per table it reads.
-    static ITERATOR_KEY_BUFFERS: std::cell::RefCell<Vec<Vec<u8>>> = const { std::cell::RefCell::new(Vec::new()) };
-}
+/// Buffers a thread keeps in [`KEY_BUFFERS`]: enough for the tables of a few live iterators.
+const KEPT_KEY_BUFFERS_PER_THREAD: usize = 16;
 
-/// Buffers a thread keeps in [`ITERATOR_KEY_BUFFERS`]: enough for the tables of a few live
-/// iterators.
-const ITERATOR_KEY_BUFFERS_PER_THREAD: usize = 16;
-
-/// A key buffer for a table iterator's data cursor: one a dropped iterator left this thread,
-/// else a new one with room for common keys.
-fn take_iterator_key_buffer() -> Vec<u8> {
-    ITERATOR_KEY_BUFFERS
+/// A key buffer for a data-block cursor: one this thread kept, else a new one with room for
+/// common keys.
+fn take_key_buffer() -> Vec<u8> {
+    KEY_BUFFERS
         .try_with(|kept| kept.try_borrow_mut().ok().and_then(|mut kept| kept.pop()))
         .ok()
         .flatten()
         .unwrap_or_else(|| Vec::with_capacity(INITIAL_KEY_BUFFER_BYTES))
 }
 
-/// Keeps `buffer` for this thread's next table iterator, unless it grew large or the thread
+/// Keeps `buffer` for this thread's next data-block cursor, unless it grew large or the thread
 /// keeps enough (or is exiting).
-fn give_iterator_key_buffer(mut buffer: Vec<u8>) {
-    if buffer.capacity() == 0 || buffer.capacity() > MAX_LOOKUP_KEY_BUFFER_BYTES {
+fn give_key_buffer(mut buffer: Vec<u8>) {
+    if buffer.capacity() == 0 || buffer.capacity() > MAX_KEPT_KEY_BUFFER_BYTES {
         return;
     }
     buffer.clear();
-    let _ = ITERATOR_KEY_BUFFERS.try_with(|kept| {
+    let _ = KEY_BUFFERS.try_with(|kept| {
         if let Ok(mut kept) = kept.try_borrow_mut() {
-            if kept.len() < ITERATOR_KEY_BUFFERS_PER_THREAD {
+            if kept.len() < KEPT_KEY_BUFFERS_PER_THREAD {
                 kept.push(buffer);
             }
         }
@@ -521,7 +516,7 @@ impl Table {
         let block = self.read_data_block(handle, options, false, false)?;
         // The cursor rebuilds prefix-compressed keys in a buffer; a point read borrows this
         // thread's instead of allocating and freeing one per lookup.
-        let mut data_iter = BlockIter::new(&*block, LOOKUP_KEY_BUFFER.with(Cell::take));
+        let mut data_iter = BlockIter::new(&*block, take_key_buffer());
         data_iter.seek(lookup_key, &self.comparator);
         let result = if !data_iter.valid() {
             // Past the block's last key (possible with a shortened separator): the next block
@@ -536,10 +531,7 @@ impl Table {
         } else {
             Ok(Some(found(data_iter.key(), data_iter.value())))
         };
-        let buffer = data_iter.into_key_buffer();
-        if buffer.capacity() <= MAX_LOOKUP_KEY_BUFFER_BYTES {
-            LOOKUP_KEY_BUFFER.with(|cell| cell.set(buffer));
-        }
+        give_key_buffer(data_iter.into_key_buffer());
         result
     }
 
@@ -558,7 +550,7 @@ impl Table {
     ) -> TableIterator {
         TableIterator {
             index: Block::iter_whole_keys(TableBlock::of(&self.index)),
-            data: BlockIter::new(DataBlock::Empty(TableBlock::of(&self.empty_block)), take_iterator_key_buffer()),
+            data: BlockIter::new(DataBlock::Empty(TableBlock::of(&self.empty_block)), take_key_buffer()),
             data_block_offset: None,
             table: Arc::clone(self),
             options,
@@ -663,7 +655,7 @@ pub(crate) struct TableIterator {
 impl Drop for TableIterator {
     /// Leaves the data cursor's key buffer to this thread's next table iterator.
     fn drop(&mut self) {
-        give_iterator_key_buffer(self.data.take_key_buffer());
+        give_key_buffer(self.data.take_key_buffer());
     }
 }
 
@@ -864,27 +856,28 @@ impl InternalIterator for TableIterator {
 mod read_buffer_tests {
     use super::*;
 
-    /// A dropped table iterator's key buffer serves this thread's next one, emptied; a buffer
-    /// grown past the limit is let go, and the thread keeps at most its share.
+    /// A key buffer given back (by a point read or a dropped table iterator) serves this
+    /// thread's next cursor, emptied; a buffer grown past the limit is let go, and the thread
+    /// keeps at most its share.
     #[test]
-    fn table_iterator_key_buffers_are_kept_for_the_next_iterator() {
+    fn key_buffers_are_kept_for_the_next_cursor() {
         // Start from an empty pool (other tests on this thread may have filled it).
-        ITERATOR_KEY_BUFFERS.with(|kept| kept.borrow_mut().clear());
-        let mut buffer = take_iterator_key_buffer();
+        KEY_BUFFERS.with(|kept| kept.borrow_mut().clear());
+        let mut buffer = take_key_buffer();
         assert!(buffer.is_empty() && buffer.capacity() >= INITIAL_KEY_BUFFER_BYTES);
         buffer.extend_from_slice(&[1; 200]);
         let address = buffer.as_ptr();
-        give_iterator_key_buffer(buffer);
-        let reused = take_iterator_key_buffer();
+        give_key_buffer(buffer);
+        let reused = take_key_buffer();
         assert_eq!(reused.as_ptr(), address, "the kept buffer is handed out again");
         assert!(reused.is_empty(), "a kept buffer is emptied");
 
-        give_iterator_key_buffer(Vec::with_capacity(MAX_LOOKUP_KEY_BUFFER_BYTES + 1));
-        assert_eq!(ITERATOR_KEY_BUFFERS.with(|kept| kept.borrow().len()), 0, "large buffers are let go");
-        for _ in 0..ITERATOR_KEY_BUFFERS_PER_THREAD + 5 {
-            give_iterator_key_buffer(Vec::with_capacity(32));
+        give_key_buffer(Vec::with_capacity(MAX_KEPT_KEY_BUFFER_BYTES + 1));
+        assert_eq!(KEY_BUFFERS.with(|kept| kept.borrow().len()), 0, "large buffers are let go");
+        for _ in 0..KEPT_KEY_BUFFERS_PER_THREAD + 5 {
+            give_key_buffer(Vec::with_capacity(32));
         }
-        assert_eq!(ITERATOR_KEY_BUFFERS.with(|kept| kept.borrow().len()), ITERATOR_KEY_BUFFERS_PER_THREAD);
+        assert_eq!(KEY_BUFFERS.with(|kept| kept.borrow().len()), KEPT_KEY_BUFFERS_PER_THREAD);
     }
 
     #[test]
