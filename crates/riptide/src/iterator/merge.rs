@@ -52,8 +52,9 @@ pub(crate) struct MergingIterator {
     error: Option<Error>,
     /// The order of the children's keys.
     comparator: KeyComparator,
-    /// The largest sequence number each child can hold, for `skip_older_forward`; empty when
-    /// unknown (then no child is skipped).
+    /// The largest sequence number each child can hold, for `skip_older_forward` and for the
+    /// sources a landed `seek_for_entry` leaves pending as older (I49); empty when unknown
+    /// (then no child is skipped or left pending for its age).
     child_max_sequences: SequenceBounds,
     /// Children `seek_for_entry` left unpositioned (I49), each with whether its position is
     /// still one `seek_forward` may start from; they are positioned at `pending_target` (or a
@@ -184,7 +185,8 @@ impl MergingIterator {
     }
 
     /// Tells the iterator the largest sequence number each child (in order) can hold, so that
-    /// `skip_older_forward` can move the children that only hold older entries.
+    /// `skip_older_forward` can move the children that only hold older entries, and a seek that
+    /// lands on its key can leave them unpositioned (`position_for_entry`).
     pub(crate) fn set_child_max_sequences(&mut self, max_sequences: SequenceBounds) {
         debug_assert_eq!(max_sequences.len(), self.children.len());
         self.child_max_sequences = max_sequences;
@@ -995,25 +997,39 @@ pub(crate) mod tests {
         }
     }
 
+    /// A put of `user_key` at `sequence` whose value names both ("b@9").
+    fn labelled_entry(user_key: &[u8], sequence: u64) -> (Vec<u8>, Vec<u8>) {
+        let value = format!("{}@{sequence}", user_key[0] as char).into_bytes();
+        (make_internal_key(user_key, sequence, ValueKind::Put), value)
+    }
+
+    type SeekCounters = Vec<std::sync::Arc<std::sync::atomic::AtomicUsize>>;
+
+    /// A merge of `sources`, each behind an exact filter, and the counters of the seeks each
+    /// source is given.
+    fn counted_merge(sources: Vec<Vec<(Vec<u8>, Vec<u8>)>>) -> (MergingIterator, SeekCounters) {
+        let children: Vec<FilteredIterator> =
+            sources.into_iter().map(|entries| FilteredIterator::new(entries, false)).collect();
+        let counters = children.iter().map(|child| std::sync::Arc::clone(&child.seeks)).collect();
+        let boxed = children.into_iter().map(|child| Box::new(child) as Box<dyn InternalIterator>).collect();
+        (MergingIterator::new(boxed, KeyComparator::Bytewise), counters)
+    }
+
+    fn seek_counts(counters: &SeekCounters) -> Vec<usize> {
+        counters.iter().map(|counter| counter.load(std::sync::atomic::Ordering::Relaxed)).collect()
+    }
+
     /// A seek for an entry positions only the sources that may hold its key when one of them
     /// does, and the rest as soon as the stream moves; once seeks stop paying for the filter
     /// probes (the stream moves after them, or the key is absent) it positions every source,
     /// and it probes again after a seek that read only its entry.
     #[test]
     fn a_seek_for_an_entry_positions_only_the_sources_that_may_hold_its_key() {
-        let entry = |user_key: &[u8], sequence: u64| {
-            let value = format!("{}@{sequence}", user_key[0] as char).into_bytes();
-            (make_internal_key(user_key, sequence, ValueKind::Put), value)
-        };
+        let entry = labelled_entry;
         let sources =
             vec![vec![entry(b"b", 9), entry(b"d", 8)], vec![entry(b"a", 3), entry(b"c", 2)], vec![entry(b"e", 1)]];
-        let children: Vec<FilteredIterator> =
-            sources.into_iter().map(|entries| FilteredIterator::new(entries, false)).collect();
-        let counters: Vec<_> = children.iter().map(|child| std::sync::Arc::clone(&child.seeks)).collect();
-        let seeks =
-            || counters.iter().map(|counter| counter.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>();
-        let boxed = children.into_iter().map(|child| Box::new(child) as Box<dyn InternalIterator>).collect();
-        let mut merge = MergingIterator::new(boxed, KeyComparator::Bytewise);
+        let (mut merge, counters) = counted_merge(sources);
+        let seeks = || seek_counts(&counters);
         let target = |user_key: &[u8]| make_internal_key(user_key, MAX_SEQUENCE_NUMBER, ValueKind::Put);
 
         merge.seek_for_entry(&target(b"c"), false);
@@ -1059,10 +1075,7 @@ pub(crate) mod tests {
     /// the older versions follow the one found.
     #[test]
     fn a_seek_that_lands_in_a_newer_source_leaves_the_older_ones_pending() {
-        let entry = |user_key: &[u8], sequence: u64| {
-            let value = format!("{}@{sequence}", user_key[0] as char).into_bytes();
-            (make_internal_key(user_key, sequence, ValueKind::Put), value)
-        };
+        let entry = labelled_entry;
         let sources = vec![
             vec![entry(b"a", 30)],
             vec![entry(b"b", 22), entry(b"c", 21)],
@@ -1070,14 +1083,9 @@ pub(crate) mod tests {
             vec![entry(b"b", 2), entry(b"c", 1)],
         ];
         let max_sequences = vec![u64::MAX, 22, 12, 2];
-        let children: Vec<FilteredIterator> =
-            sources.into_iter().map(|entries| FilteredIterator::new(entries, false)).collect();
-        let counters: Vec<_> = children.iter().map(|child| std::sync::Arc::clone(&child.seeks)).collect();
-        let seeks =
-            || counters.iter().map(|counter| counter.load(std::sync::atomic::Ordering::Relaxed)).collect::<Vec<_>>();
-        let boxed = children.into_iter().map(|child| Box::new(child) as Box<dyn InternalIterator>).collect();
-        let mut merge = MergingIterator::new(boxed, KeyComparator::Bytewise);
+        let (mut merge, counters) = counted_merge(sources);
         merge.set_child_max_sequences(max_sequences.into());
+        let seeks = || seek_counts(&counters);
         let target = |user_key: &[u8], sequence: u64| make_internal_key(user_key, sequence, ValueKind::Put);
 
         merge.seek_for_entry(&target(b"b", MAX_SEQUENCE_NUMBER), false);
