@@ -13,7 +13,7 @@
 //! Invariants: every decoder rejects damaged input with `(offset, reason)` and never panics
 //! (fuzzed by the `blob_file` target); the encoders produce only what the decoders accept.
 
-use crate::coding::{get_varint32, get_varint64, masked_crc, put_varint32, put_varint64};
+use crate::coding::{get_varint32, get_varint64, mask_crc, masked_crc, put_varint32, put_varint64};
 
 /// The first eight bytes of every blob file.
 pub(crate) const BLOB_FILE_MAGIC: [u8; 8] = *b"riptblob";
@@ -111,16 +111,28 @@ pub(crate) fn decode_header(data: &[u8]) -> Result<u32, (u64, &'static str)> {
 }
 
 /// Appends one record for (`key`, `value`) to `out` and returns its checksum. The caller
-/// checks the lengths against [`MAX_BLOB_FIELD_BYTES`].
+/// checks the lengths against [`MAX_BLOB_FIELD_BYTES`]. For tests and fuzz targets that build
+/// files in memory; the builder appends the same pieces to its file.
 pub(crate) fn encode_record(out: &mut Vec<u8>, key: &[u8], value: &[u8]) -> u32 {
-    let start = out.len();
-    out.extend_from_slice(&(key.len() as u32).to_le_bytes());
-    out.extend_from_slice(&(value.len() as u32).to_le_bytes());
+    let (lengths, checksum) = record_lengths_and_checksum(key, value);
+    out.extend_from_slice(&lengths);
     out.extend_from_slice(key);
     out.extend_from_slice(value);
-    let checksum = masked_crc(&out[start..]);
     out.extend_from_slice(&checksum.to_le_bytes());
     checksum
+}
+
+/// The first bytes of the record of (`key`, `value`) (its key and value lengths) and the
+/// record's checksum, which ends it. A writer appends the lengths, the key, the value and the
+/// checksum in that order: computed piece by piece, the checksum needs no contiguous copy of
+/// the record (a value copied into a record buffer and then again into the file's write buffer
+/// was 6 % of the CPU of 4 KiB-value writes with blob files).
+pub(crate) fn record_lengths_and_checksum(key: &[u8], value: &[u8]) -> ([u8; 8], u32) {
+    let mut lengths = [0u8; 8];
+    lengths[..4].copy_from_slice(&(key.len() as u32).to_le_bytes());
+    lengths[4..].copy_from_slice(&(value.len() as u32).to_le_bytes());
+    let crc = crc32c::crc32c_append(crc32c::crc32c_append(crc32c::crc32c(&lengths), key), value);
+    (lengths, mask_crc(crc))
 }
 
 /// A record checked against its own checksum: the key and value it holds, and its checksum.

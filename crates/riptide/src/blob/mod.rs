@@ -38,15 +38,12 @@ use crate::sstable::Block;
 use crate::version::tree::FileJanitor;
 pub(crate) use format::BlobReference;
 use format::{
-    decode_record, encode_footer, encode_header, encode_record, BlobFooter, BLOB_HEADER_SIZE_BYTES,
+    decode_record, encode_footer, encode_header, record_lengths_and_checksum, BlobFooter, BLOB_HEADER_SIZE_BYTES,
     MAX_BLOB_FIELD_BYTES,
 };
 
 /// The live blob files of one column family's version, by number.
 pub(crate) type BlobFiles = Arc<BTreeMap<u64, Arc<BlobFile>>>;
-
-/// Bytes a builder collects before it appends them to its file.
-const WRITE_BUFFER_BYTES: usize = 256 << 10;
 
 /// The first window a scan reads ahead in a blob file, once it reads records in file order.
 const READAHEAD_START_BYTES: usize = 64 << 10;
@@ -67,13 +64,14 @@ pub(crate) struct BlobFileMetadata {
 }
 
 /// Writes one blob file front to back: the header, one record per [`BlobFileBuilder::add`],
-/// and at [`BlobFileBuilder::finish`] the footer and a sync.
+/// and at [`BlobFileBuilder::finish`] the footer and a sync. Records go to the file's own write
+/// buffer piece by piece (lengths, key, value, checksum): the builder keeps no copy of them.
 pub(crate) struct BlobFileBuilder {
     file: Box<dyn WritableFile>,
     number: u64,
-    buffer: Vec<u8>,
-    /// The write buffer's charge against the memory cap, when the builder has one.
-    memory_charge: Option<crate::memory_charge::MemoryCharge>,
+    /// The file's header until it is appended, with the first record or at `finish` (`new`
+    /// cannot report an append's failure).
+    pending_header: Option<[u8; BLOB_HEADER_SIZE_BYTES]>,
     /// Offset in the file of the next record.
     next_offset: u64,
     record_count: u64,
@@ -82,23 +80,20 @@ pub(crate) struct BlobFileBuilder {
 impl BlobFileBuilder {
     /// Starts blob file `number` of column family `column_family_id` in `file`.
     pub(crate) fn new(file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Self {
-        let mut buffer = Vec::with_capacity(WRITE_BUFFER_BYTES + 4096);
-        buffer.extend_from_slice(&encode_header(column_family_id));
         BlobFileBuilder {
             file,
             number,
-            buffer,
-            memory_charge: None,
+            pending_header: Some(encode_header(column_family_id)),
             next_offset: BLOB_HEADER_SIZE_BYTES as u64,
             record_count: 0,
         }
     }
 
-    /// Counts the write buffer against the memory cap through `charge` while the builder
-    /// lives, as table builders count theirs.
-    pub(crate) fn with_memory_charge(mut self, mut charge: crate::memory_charge::MemoryCharge) -> Self {
-        charge.set(self.buffer.capacity() as u64);
-        self.memory_charge = Some(charge);
+    /// Accepts a charge against the memory cap, as table builders do. The builder holds no
+    /// buffer of its own (its file's write buffer is the file system's), so the charge stays
+    /// at zero and is released with the builder.
+    pub(crate) fn with_memory_charge(self, mut charge: crate::memory_charge::MemoryCharge) -> Self {
+        charge.set(0);
         self
     }
 
@@ -107,32 +102,36 @@ impl BlobFileBuilder {
         self.next_offset
     }
 
+    /// Appends the header if it is still pending.
+    fn append_header(&mut self) -> Result<()> {
+        if let Some(header) = self.pending_header.take() {
+            self.file.append(&header)?;
+        }
+        Ok(())
+    }
+
     /// Appends the record of (`user_key`, `value`) and returns the reference to it.
     pub(crate) fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<BlobReference> {
         if user_key.len() as u64 > MAX_BLOB_FIELD_BYTES || value.len() as u64 > MAX_BLOB_FIELD_BYTES {
             return Err(Error::invalid("key or value too large for a blob record"));
         }
+        self.append_header()?;
         let record_offset = self.next_offset;
-        let start = self.buffer.len();
-        let checksum = encode_record(&mut self.buffer, user_key, value);
-        self.next_offset += (self.buffer.len() - start) as u64;
+        let (lengths, checksum) = record_lengths_and_checksum(user_key, value);
+        self.file.append(&lengths)?;
+        self.file.append(user_key)?;
+        self.file.append(value)?;
+        self.file.append(&checksum.to_le_bytes())?;
+        self.next_offset += (lengths.len() + user_key.len() + value.len() + 4) as u64;
         self.record_count += 1;
-        if self.buffer.len() >= WRITE_BUFFER_BYTES {
-            self.file.append(&self.buffer)?;
-            self.buffer.clear();
-        }
-        if let Some(charge) = self.memory_charge.as_mut() {
-            // A value larger than the buffer grows it until the builder is done.
-            charge.set(self.buffer.capacity() as u64);
-        }
         Ok(BlobReference { file_number: self.number, record_offset, value_size_bytes: value.len() as u32, checksum })
     }
 
     /// Writes the footer and syncs the file (I34: before any manifest record names it).
     pub(crate) fn finish(mut self) -> Result<BlobFileMetadata> {
+        self.append_header()?;
         let record_bytes = self.next_offset - BLOB_HEADER_SIZE_BYTES as u64;
-        self.buffer.extend_from_slice(&encode_footer(&BlobFooter { record_count: self.record_count, record_bytes }));
-        self.file.append(&self.buffer)?;
+        self.file.append(&encode_footer(&BlobFooter { record_count: self.record_count, record_bytes }))?;
         self.file.flush()?;
         self.file.sync()?;
         Ok(BlobFileMetadata {
@@ -502,6 +501,35 @@ mod tests {
         let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 5, 0);
         let references = values.iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
         (builder.finish().expect("finish"), references)
+    }
+
+    #[test]
+    fn the_builder_writes_the_file_the_format_describes() {
+        // The builder appends each record's pieces to the file and checksums them piece by
+        // piece; the bytes must equal those of the contiguous encoding the readers check.
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        file_system.create_dir_all(std::path::Path::new("/db")).expect("dir");
+        let large_value = vec![7u8; 300_000];
+        let records: Vec<(&[u8], &[u8])> =
+            vec![(b"a", b"first value"), (b"", b"v"), (b"bb", b""), (b"large", &large_value)];
+        for count in [0, records.len()] {
+            let path = blob_path(std::path::Path::new("/db"), 9);
+            let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 9, 3);
+            let references: Vec<BlobReference> =
+                records[..count].iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
+            let meta = builder.finish().expect("finish");
+            let written = file_system.read_all(&path).expect("read");
+            let mut expected = format::encode_header(3).to_vec();
+            let mut checksums = Vec::new();
+            for (key, value) in &records[..count] {
+                checksums.push(format::encode_record(&mut expected, key, value));
+            }
+            let record_bytes = (expected.len() - BLOB_HEADER_SIZE_BYTES) as u64;
+            expected.extend_from_slice(&encode_footer(&BlobFooter { record_count: count as u64, record_bytes }));
+            assert!(written == expected, "{count} records: the file differs from the format's encoding");
+            assert_eq!(meta.file_size_bytes, expected.len() as u64);
+            assert_eq!(references.iter().map(|reference| reference.checksum).collect::<Vec<_>>(), checksums);
+        }
     }
 
     #[test]
