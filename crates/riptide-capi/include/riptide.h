@@ -1445,7 +1445,7 @@ riptide_code_t riptide_options_set_level0_compaction_trigger_files(riptide_optio
                                                                    size_t value,
                                                                    riptide_error_t **err);
 
-// Level-0 files from which writes are delayed. Default 12.
+// Level-0 files from which writes are delayed. Default 20.
 //
 // # Safety
 // `err` must be NULL or point to a `riptide_error_t *` variable.
@@ -1453,7 +1453,7 @@ riptide_code_t riptide_options_set_level0_slowdown_writes_files(riptide_options_
                                                                 size_t value,
                                                                 riptide_error_t **err);
 
-// Level-0 files at which writes stop until compaction catches up. Default 20.
+// Level-0 files at which writes stop until compaction catches up. Default 36.
 //
 // # Safety
 // `err` must be NULL or point to a `riptide_error_t *` variable.
@@ -1635,7 +1635,7 @@ riptide_code_t riptide_cf_options_set_level0_compaction_trigger_files(riptide_cf
                                                                       size_t value,
                                                                       riptide_error_t **err);
 
-// Level-0 files from which writes are delayed. Default 12.
+// Level-0 files from which writes are delayed. Default 20.
 //
 // # Safety
 // `err` must be NULL or point to a `riptide_error_t *` variable.
@@ -1643,7 +1643,7 @@ riptide_code_t riptide_cf_options_set_level0_slowdown_writes_files(riptide_cf_op
                                                                    size_t value,
                                                                    riptide_error_t **err);
 
-// Level-0 files at which writes stop until compaction catches up. Default 20.
+// Level-0 files at which writes stop until compaction catches up. Default 36.
 //
 // # Safety
 // `err` must be NULL or point to a `riptide_error_t *` variable.

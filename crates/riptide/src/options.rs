@@ -130,9 +130,22 @@ pub struct Options {
     /// read-heavy work; RocksDB's default is 4.
     pub level0_compaction_trigger_files: usize,
     /// Level-0 file count at which writes start to be delayed (a little more for every file
-    /// above it), so that compaction catches up before writes must stop. Default 12.
+    /// above it), so that compaction catches up before writes must stop. Default 20, as
+    /// RocksDB's.
+    ///
+    /// With one compaction thread (2 cores), a level-0 job that rewrites a large base level
+    /// runs for seconds while flushes go on adding level-0 files, so a write burst reaches the
+    /// slowdown and stop counts long before the job ends. At 12 and 20 (the defaults until
+    /// 2026-12-07) the benchtool's standard suite lost to RocksDB on sequential batches (10M
+    /// puts: 2.05-2.07M/s, 1.7-1.8 s of the 4.9 s run in 718-776 slowdowns) and on 4 KiB
+    /// values (1M puts: 48K/s, 11.9 s in 13 stalls); at 20 and 36, 3.28-3.43M/s and 87K/s,
+    /// random batches 1.06-1.10M/s against 0.95-1.02M, and the compactions of the 4 KiB run
+    /// wrote 6.3 GiB against 6.9 (`riptide-bench run`: batches two rounds each, 4 KiB values
+    /// one). The price is the read amplification of level 0 while a burst lasts: lookups
+    /// probe up to this many filters.
     pub level0_slowdown_writes_files: usize,
-    /// Level-0 file count at which writers stall until compaction catches up. Default 20.
+    /// Level-0 file count at which writers stall until compaction catches up. Default 36, as
+    /// RocksDB's.
     pub level0_stop_writes_files: usize,
     /// Target size of SSTables written by compaction. Default 64 MiB.
     pub target_file_size_bytes: u64,
@@ -259,8 +272,8 @@ impl Default for Options {
             wal_recovery: WalRecovery::TolerateTornTail,
             wal_preallocate_bytes: 4 << 20,
             level0_compaction_trigger_files: 8,
-            level0_slowdown_writes_files: 12,
-            level0_stop_writes_files: 20,
+            level0_slowdown_writes_files: 20,
+            level0_stop_writes_files: 36,
             target_file_size_bytes: 64 << 20,
             level_size_ratio: 10,
             base_level_size_bytes: 0,

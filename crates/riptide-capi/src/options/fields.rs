@@ -102,7 +102,7 @@ pub unsafe extern "C" fn riptide_options_set_level0_compaction_trigger_files(
     })
 }
 
-/// Level-0 files from which writes are delayed. Default 12.
+/// Level-0 files from which writes are delayed. Default 20.
 ///
 /// # Safety
 /// `err` must be NULL or point to a `riptide_error_t *` variable.
@@ -118,7 +118,7 @@ pub unsafe extern "C" fn riptide_options_set_level0_slowdown_writes_files(
     })
 }
 
-/// Level-0 files at which writes stop until compaction catches up. Default 20.
+/// Level-0 files at which writes stop until compaction catches up. Default 36.
 ///
 /// # Safety
 /// `err` must be NULL or point to a `riptide_error_t *` variable.
@@ -478,7 +478,7 @@ pub unsafe extern "C" fn riptide_cf_options_set_level0_compaction_trigger_files(
     })
 }
 
-/// Level-0 files from which writes are delayed. Default 12.
+/// Level-0 files from which writes are delayed. Default 20.
 ///
 /// # Safety
 /// `err` must be NULL or point to a `riptide_error_t *` variable.
@@ -494,7 +494,7 @@ pub unsafe extern "C" fn riptide_cf_options_set_level0_slowdown_writes_files(
     })
 }
 
-/// Level-0 files at which writes stop until compaction catches up. Default 20.
+/// Level-0 files at which writes stop until compaction catches up. Default 36.
 ///
 /// # Safety
 /// `err` must be NULL or point to a `riptide_error_t *` variable.
