@@ -79,7 +79,8 @@ pub(crate) struct BlobFileBuilder {
 
 impl BlobFileBuilder {
     /// Starts blob file `number` of column family `column_family_id` in `file`.
-    pub(crate) fn new(file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Self {
+    pub(crate) fn new(mut file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Self {
+        file.start_writeback_every(crate::fs::TABLE_WRITEBACK_INTERVAL_BYTES);
         BlobFileBuilder {
             file,
             number,

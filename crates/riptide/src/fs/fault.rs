@@ -273,6 +273,11 @@ impl WritableFile for FaultWritableFile {
         self.inner.sync()
     }
 
+    fn start_writeback_every(&mut self, interval_bytes: u64) {
+        // Only a hint to the operating system: what is durable is still decided by syncs.
+        self.inner.start_writeback_every(interval_bytes);
+    }
+
     fn syncer(&mut self) -> Option<Arc<dyn FileSyncer>> {
         let inner = self.inner.syncer()?;
         Some(Arc::new(FaultFileSyncer { inner, path: self.path.clone(), shared: Arc::clone(&self.shared) }))

@@ -82,6 +82,11 @@ impl AlignedWriteBuffer {
         Ok(())
     }
 
+    /// The file offset up to which bytes were handed to the sink.
+    pub(crate) fn written_bytes(&self) -> u64 {
+        self.written_bytes
+    }
+
     /// Bytes appended but not yet written.
     #[cfg(test)]
     pub(crate) fn buffered_bytes(&self) -> usize {

@@ -56,7 +56,8 @@ pub(crate) struct TableBuilder {
 
 impl TableBuilder {
     /// Starts a table that will be written to `file` (whose name is `path`, for error messages).
-    pub(crate) fn new(file: Box<dyn WritableFile>, path: PathBuf, options: TableOptions) -> TableBuilder {
+    pub(crate) fn new(mut file: Box<dyn WritableFile>, path: PathBuf, options: TableOptions) -> TableBuilder {
+        file.start_writeback_every(crate::fs::TABLE_WRITEBACK_INTERVAL_BYTES);
         let offset = file.len();
         debug_assert_eq!(offset, 0, "a table starts at the beginning of a new file");
         TableBuilder {
