@@ -35,6 +35,19 @@ struct OsWritableFile {
 }
 
 impl OsWritableFile {
+    /// A writer of the new, empty `file` named `path`, gathering `buffer_bytes` per write.
+    fn new(path: &Path, file: File, buffer_bytes: usize) -> OsWritableFile {
+        OsWritableFile {
+            path: path.to_path_buf(),
+            file,
+            buffer: AlignedWriteBuffer::new(buffer_bytes, 0),
+            length_bytes: 0,
+            allocated_bytes: 0,
+            writeback_interval_bytes: 0,
+            writeback_started_bytes: 0,
+        }
+    }
+
     /// Starts writeback of what the buffer handed to the kernel since the last start, once that
     /// is at least an interval. Failures are ignored: the call is a hint, and a file that
     /// cannot be written shows it at its sync.
@@ -177,15 +190,7 @@ impl FileSystem for OsFileSystem {
             .truncate(true)
             .open(path)
             .map_err(|e| io_error("create", path, e))?;
-        Ok(Box::new(OsWritableFile {
-            path: path.to_path_buf(),
-            file,
-            buffer: AlignedWriteBuffer::new(WRITE_BUFFER_BYTES, 0),
-            length_bytes: 0,
-            allocated_bytes: 0,
-            writeback_interval_bytes: 0,
-            writeback_started_bytes: 0,
-        }))
+        Ok(Box::new(OsWritableFile::new(path, file, WRITE_BUFFER_BYTES)))
     }
 
     fn open(&self, path: &Path) -> Result<Arc<dyn RandomAccessFile>> {
@@ -276,15 +281,7 @@ mod tests {
         let directory = tempfile::tempdir().expect("temporary directory");
         let path = directory.path().join("000007.sst");
         let file = OpenOptions::new().write(true).create(true).truncate(true).open(&path).unwrap();
-        let mut writer = OsWritableFile {
-            path: path.clone(),
-            file,
-            buffer: AlignedWriteBuffer::new(4096, 0),
-            length_bytes: 0,
-            allocated_bytes: 0,
-            writeback_interval_bytes: 0,
-            writeback_started_bytes: 0,
-        };
+        let mut writer = OsWritableFile::new(&path, file, 4096);
         let mut expected = Vec::new();
         let mut append = |writer: &mut OsWritableFile, count: usize| {
             for index in 0..count {
