@@ -35,11 +35,6 @@ impl MemoryCharge {
         }
         self.charged_bytes = bytes;
     }
-
-    /// A new charge of zero bytes on the same counter.
-    pub(crate) fn sibling(&self) -> MemoryCharge {
-        MemoryCharge::new(Arc::clone(&self.counter))
-    }
 }
 
 impl Drop for MemoryCharge {

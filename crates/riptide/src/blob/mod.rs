@@ -69,33 +69,19 @@ pub(crate) struct BlobFileMetadata {
 pub(crate) struct BlobFileBuilder {
     file: Box<dyn WritableFile>,
     number: u64,
-    /// The file's header until it is appended, with the first record or at `finish` (`new`
-    /// cannot report an append's failure).
-    pending_header: Option<[u8; BLOB_HEADER_SIZE_BYTES]>,
     /// Offset in the file of the next record.
     next_offset: u64,
     record_count: u64,
 }
 
 impl BlobFileBuilder {
-    /// Starts blob file `number` of column family `column_family_id` in `file`.
-    pub(crate) fn new(mut file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Self {
+    /// Starts blob file `number` of column family `column_family_id` in `file`, appending its
+    /// header. The builder holds no buffer of its own (its file's write buffer is the file
+    /// system's), so it has nothing to charge against the memory cap.
+    pub(crate) fn new(mut file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Result<Self> {
         file.start_writeback_every(crate::fs::TABLE_WRITEBACK_INTERVAL_BYTES);
-        BlobFileBuilder {
-            file,
-            number,
-            pending_header: Some(encode_header(column_family_id)),
-            next_offset: BLOB_HEADER_SIZE_BYTES as u64,
-            record_count: 0,
-        }
-    }
-
-    /// Accepts a charge against the memory cap, as table builders do. The builder holds no
-    /// buffer of its own (its file's write buffer is the file system's), so the charge stays
-    /// at zero and is released with the builder.
-    pub(crate) fn with_memory_charge(self, mut charge: crate::memory_charge::MemoryCharge) -> Self {
-        charge.set(0);
-        self
+        file.append(&encode_header(column_family_id))?;
+        Ok(BlobFileBuilder { file, number, next_offset: BLOB_HEADER_SIZE_BYTES as u64, record_count: 0 })
     }
 
     /// Bytes written so far (records included, footer not).
@@ -103,20 +89,11 @@ impl BlobFileBuilder {
         self.next_offset
     }
 
-    /// Appends the header if it is still pending.
-    fn append_header(&mut self) -> Result<()> {
-        if let Some(header) = self.pending_header.take() {
-            self.file.append(&header)?;
-        }
-        Ok(())
-    }
-
     /// Appends the record of (`user_key`, `value`) and returns the reference to it.
     pub(crate) fn add(&mut self, user_key: &[u8], value: &[u8]) -> Result<BlobReference> {
         if user_key.len() as u64 > MAX_BLOB_FIELD_BYTES || value.len() as u64 > MAX_BLOB_FIELD_BYTES {
             return Err(Error::invalid("key or value too large for a blob record"));
         }
-        self.append_header()?;
         let record_offset = self.next_offset;
         let (lengths, checksum) = record_lengths_and_checksum(user_key, value);
         self.file.append(&lengths)?;
@@ -130,7 +107,6 @@ impl BlobFileBuilder {
 
     /// Writes the footer and syncs the file (I34: before any manifest record names it).
     pub(crate) fn finish(mut self) -> Result<BlobFileMetadata> {
-        self.append_header()?;
         let record_bytes = self.next_offset - BLOB_HEADER_SIZE_BYTES as u64;
         self.file.append(&encode_footer(&BlobFooter { record_count: self.record_count, record_bytes }))?;
         self.file.flush()?;
@@ -499,7 +475,7 @@ mod tests {
         values: &[(&[u8], Vec<u8>)],
     ) -> (BlobFileMetadata, Vec<BlobReference>) {
         let path = blob_path(std::path::Path::new("/db"), 5);
-        let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 5, 0);
+        let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 5, 0).expect("header");
         let references = values.iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
         (builder.finish().expect("finish"), references)
     }
@@ -515,7 +491,7 @@ mod tests {
             vec![(b"a", b"first value"), (b"", b"v"), (b"bb", b""), (b"large", &large_value)];
         for count in [0, records.len()] {
             let path = blob_path(std::path::Path::new("/db"), 9);
-            let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 9, 3);
+            let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 9, 3).expect("header");
             let references: Vec<BlobReference> =
                 records[..count].iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
             let meta = builder.finish().expect("finish");

@@ -61,8 +61,6 @@ pub(crate) struct BlobRelocation<'a> {
     pub(crate) created: Vec<u64>,
     /// Garbage found per blob file: (records, bytes).
     pub(crate) garbage: BTreeMap<u64, (u64, u64)>,
-    /// Where the builders' write buffers are counted against the memory cap.
-    memory_charge: Option<crate::memory_charge::MemoryCharge>,
 }
 
 impl<'a> BlobRelocation<'a> {
@@ -90,15 +88,7 @@ impl<'a> BlobRelocation<'a> {
             finished: Vec::new(),
             created: Vec::new(),
             garbage: BTreeMap::new(),
-            memory_charge: None,
         }
-    }
-
-    /// Counts the write buffer of each blob file this relocation writes through a sibling of
-    /// `charge` while the file is being written.
-    pub(crate) fn with_memory_charge(mut self, charge: crate::memory_charge::MemoryCharge) -> BlobRelocation<'a> {
-        self.memory_charge = Some(charge);
-        self
     }
 
     fn decode(value: &[u8]) -> Result<BlobReference> {
@@ -156,11 +146,7 @@ impl<'a> BlobRelocation<'a> {
                 let path = blob_path(self.dir, number);
                 self.created.push(number);
                 let file = self.file_system.create(&path)?;
-                let mut new_builder = BlobFileBuilder::new(file, number, self.column_family_id);
-                if let Some(charge) = &self.memory_charge {
-                    new_builder = new_builder.with_memory_charge(charge.sibling());
-                }
-                self.builder.insert(new_builder)
+                self.builder.insert(BlobFileBuilder::new(file, number, self.column_family_id)?)
             }
         };
         let moved = builder.add(parsed.user_key, &live_value)?;

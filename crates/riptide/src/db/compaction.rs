@@ -694,8 +694,7 @@ fn write_outputs(
         job.options.min_blob_size_bytes,
         job.options.blob_file_size_bytes,
         &new_file_number,
-    )
-    .with_memory_charge(inner.memory.builder_charge());
+    );
     let result = merge_into_outputs(inner, job, lower, upper, read_points, &mut blobs, &mut outputs.tables)
         .and_then(|()| blobs.finish());
     if result.is_err() {

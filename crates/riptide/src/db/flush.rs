@@ -69,8 +69,6 @@ pub(crate) fn write_level0_table(
     let path = table_path(dir, number);
     let file = file_system.create(&path)?;
     let mut builder = TableBuilder::new(file, path.clone(), TableOptions::for_level(options, 0, false));
-    // The blob file's write buffer counts against the memory cap like the table builder's.
-    let mut blob_charge = memory_charge.as_ref().map(crate::memory_charge::MemoryCharge::sibling);
     if let Some(charge) = memory_charge {
         builder = builder.with_memory_charge(charge);
     }
@@ -131,12 +129,11 @@ pub(crate) fn write_level0_table(
                                 None => {
                                     let blob_file_path = blob_path(dir, target.number);
                                     let blob_file = file_system.create(&blob_file_path)?;
-                                    let mut new_builder =
-                                        BlobFileBuilder::new(blob_file, target.number, target.column_family_id);
-                                    if let Some(charge) = blob_charge.take() {
-                                        new_builder = new_builder.with_memory_charge(charge);
-                                    }
-                                    blob_builder.insert(new_builder)
+                                    blob_builder.insert(BlobFileBuilder::new(
+                                        blob_file,
+                                        target.number,
+                                        target.column_family_id,
+                                    )?)
                                 }
                             };
                             reference.clear();
