@@ -13,6 +13,11 @@
 //! that kept leading held its own thread back, and handing leadership on waited for the
 //! scheduler; bench/README.md).
 //!
+//! Before each sync its runner gathers (`gather`): it waits, yielding its core, until as many
+//! writers wait for the sync as the last sync left waiting or returned, for at most a quarter
+//! of a sync. Writers returned by one sync come back for the next within microseconds of each
+//! other, and without the wait the first of them would sync alone.
+//!
 //! Positions are the self-service stage's byte counts (`self_service`: bytes ever staged since
 //! the database opened), not file offsets: a sync covers everything flushed before it began,
 //! whichever log file it went to, because the caller's sync action syncs closed logs too.
@@ -42,6 +47,13 @@ const SYNC_ON_MIN_WAITERS: usize = 2;
 /// A runner syncs on at most this many times after its own sync, so that its own write is not
 /// held back for long while writers keep coming.
 const MAX_SYNCS_PER_RUNNER: usize = 4;
+
+/// A runner about to start a sync waits for the writers the previous sync returned for at most
+/// this fraction of the previous sync's duration ...
+const GATHER_FRACTION_OF_SYNC: u32 = 4;
+
+/// ... and never longer than this.
+const MAX_GATHER: std::time::Duration = std::time::Duration::from_micros(250);
 
 /// What a waiter is told.
 #[derive(Clone, Copy, PartialEq, Eq, Debug)]
@@ -84,6 +96,12 @@ struct State {
     /// Writers waiting for a sync, in arrival order (so in position order, give or take the
     /// order in which their flushes and their arrivals here interleave).
     waiters: Vec<Arc<Waiter>>,
+    /// How many writers the next sync may expect: those still waiting when the last sync
+    /// ended plus those it returned to their callers (its runner included when it left), who
+    /// are likely to come back with their next writes. 0 after a failed sync.
+    expected_next_group: usize,
+    /// How long the last sync action took.
+    last_sync_duration: std::time::Duration,
 }
 
 /// The stage; one per database (see the module documentation).
@@ -93,7 +111,15 @@ pub(crate) struct SyncStage {
 
 impl SyncStage {
     pub(crate) fn new() -> SyncStage {
-        SyncStage { state: Mutex::new(State { synced_end_bytes: 0, syncing: false, waiters: Vec::new() }) }
+        SyncStage {
+            state: Mutex::new(State {
+                synced_end_bytes: 0,
+                syncing: false,
+                waiters: Vec::new(),
+                expected_next_group: 0,
+                last_sync_duration: std::time::Duration::ZERO,
+            }),
+        }
     }
 
     /// Returns once every position up to `end_bytes` (already flushed) is durable: after an
@@ -121,7 +147,11 @@ impl SyncStage {
         // writers queue while it waits for the device.
         let mut own_result = None;
         for syncs in 1.. {
+            // The runner takes part in its first sync only; later ones are for the others.
+            self.gather(syncs == 1);
+            let sync_start = std::time::Instant::now();
             let synced = sync();
+            let sync_duration = sync_start.elapsed();
             let mut state = self.state.lock();
             let covered: Vec<Arc<Waiter>> = match &synced {
                 Ok(position) => {
@@ -141,6 +171,9 @@ impl SyncStage {
                 own_result = Some(synced.as_ref().map(|_| ()).map_err(|error| error.duplicate()));
             }
             let sync_on = synced.is_ok() && state.waiters.len() >= SYNC_ON_MIN_WAITERS && syncs < MAX_SYNCS_PER_RUNNER;
+            state.expected_next_group =
+                if synced.is_ok() { state.waiters.len() + covered.len() + usize::from(!sync_on) } else { 0 };
+            state.last_sync_duration = sync_duration;
             let next = if sync_on || state.waiters.is_empty() { None } else { Some(state.waiters.remove(0)) };
             if !sync_on && next.is_none() {
                 state.syncing = false;
@@ -158,6 +191,35 @@ impl SyncStage {
             }
         }
         own_result.unwrap_or(Ok(()))
+    }
+
+    /// Before a sync: while fewer writers wait for it than the last sync left waiting or
+    /// returned (`expected_next_group`; the runner counts when the sync is also its own,
+    /// `runner_takes_part`), waits a little for the rest, yielding its core, so that one sync
+    /// serves them all. Writers returned together come back together, each after a few
+    /// microseconds of work, but the first to come back runs the next sync; with no wait, a
+    /// sync took whoever had come back by then and the rest queued for the one after it, so
+    /// two writers took a sync each and four split into groups of one and three
+    /// (bench/README.md). The wait is bounded by a fraction of a sync, so a writer that does
+    /// not come back (a connection busy with its next statement) costs little, and the next
+    /// sync expects only the writers this one returns. Models under loom do not wait (the
+    /// wait decides only how syncs are grouped, not what they cover).
+    fn gather(&self, runner_takes_part: bool) {
+        if cfg!(loom) {
+            return;
+        }
+        let runner = usize::from(runner_takes_part);
+        let (expected_writers, wait_limit) = {
+            let state = self.state.lock();
+            (state.expected_next_group, (state.last_sync_duration / GATHER_FRACTION_OF_SYNC).min(MAX_GATHER))
+        };
+        if expected_writers <= runner {
+            return;
+        }
+        let start = std::time::Instant::now();
+        while self.state.lock().waiters.len() + runner < expected_writers && start.elapsed() < wait_limit {
+            std::thread::yield_now();
+        }
     }
 }
 
@@ -196,6 +258,59 @@ mod tests {
             })
             .unwrap();
         assert_eq!(ran, 1, "the failure must not count as a sync");
+    }
+
+    #[test]
+    fn the_next_sync_expects_the_writers_the_last_one_returned() {
+        // A runner alone: the next sync expects it back, and nobody else, so a lone writer
+        // never waits before its syncs.
+        let stage = SyncStage::new();
+        stage.sync_through(10, || Ok(10)).unwrap();
+        assert_eq!(stage.state.lock().expected_next_group, 1);
+        // A failed sync returns nobody: the next runner does not wait for anyone.
+        assert!(stage.sync_through(20, || Err(Error::invalid("device gone"))).is_err());
+        assert_eq!(stage.state.lock().expected_next_group, 0);
+        // Two writers queued behind a running sync: the runner syncs on for them, and the
+        // next sync expects all three back (the runner left after its second sync).
+        let stage = Arc::new(SyncStage::new());
+        let (entered_sender, entered) = std::sync::mpsc::channel();
+        let (release_sender, release) = std::sync::mpsc::channel::<()>();
+        let runner = {
+            let stage = Arc::clone(&stage);
+            std::thread::spawn(move || {
+                let mut actions = 0;
+                stage
+                    .sync_through(1, || {
+                        actions += 1;
+                        if actions == 1 {
+                            // The first sync began before the others flushed: it covers
+                            // only the runner's position.
+                            entered_sender.send(()).unwrap();
+                            release.recv().unwrap();
+                            return Ok(1);
+                        }
+                        Ok(3)
+                    })
+                    .unwrap();
+                assert_eq!(actions, 2, "the runner synced on for the two left uncovered");
+            })
+        };
+        entered.recv().unwrap();
+        let queued: Vec<_> = (2..=3)
+            .map(|position| {
+                let stage = Arc::clone(&stage);
+                std::thread::spawn(move || stage.sync_through(position, || panic!("the runner syncs on")).unwrap())
+            })
+            .collect();
+        while stage.state.lock().waiters.len() < 2 {
+            std::thread::yield_now();
+        }
+        release_sender.send(()).unwrap();
+        runner.join().unwrap();
+        for writer in queued {
+            writer.join().unwrap();
+        }
+        assert_eq!(stage.state.lock().expected_next_group, 3);
     }
 
     /// Many threads flush and sync positions of their own: no action overlaps another, and
