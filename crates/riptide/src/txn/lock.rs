@@ -20,7 +20,8 @@
 //!
 //! Waiting: each transaction has one [`WaitSlot`] (a counter, a mutex and a condition
 //! variable). A waiter reads its slot's counter, then checks under the shard mutex whether it
-//! may go on; if not, it sleeps until the counter moves or its deadline passes. Whoever changes
+//! may go on; if not, it spins a little, yielding its core now and then, and then sleeps until
+//! the counter moves or its deadline passes. Whoever changes
 //! a lock (a release, a waiter leaving) bumps the counters of that lock's waiters, so no
 //! wake-up is lost: any change after the check moves the counter the waiter compares against.
 //!
@@ -141,6 +142,22 @@ pub(crate) enum Granted {
     Covered,
 }
 
+/// Looks at its slot a waiter takes before it sleeps (a few tens of microseconds at most):
+/// a holder of a hot key usually commits within that, and a waiter woken from sleep costs two
+/// context switches. Benchtool, pessimistic transactions on Zipfian keys: 64,000-65,000
+/// committed a second from 8 threads against 43,800-47,000 with no spin, 48,500-48,700 against
+/// 33,000-33,200 from 16; uniform keys, which rarely wait, level. 2,048 looks gained 2-4 % more
+/// for 5 % more CPU. Under loom, one look.
+const WAIT_SPIN_ITERATIONS: usize = if cfg!(loom) { 1 } else { 512 };
+
+/// A spinning waiter yields its core once every this many looks, so that a holder waiting for
+/// a core (8 threads on 2 cores) can run and release the lock.
+const WAIT_SPIN_ITERATIONS_PER_YIELD: usize = 16;
+
+/// After this many slow yields (other threads had work for the core) the waiter sleeps instead
+/// (see `sync::spin_until`).
+const WAIT_MAX_SLOW_YIELDS: usize = 2;
+
 /// The key a lock protects: a column family id and a user key.
 pub(crate) type LockKey = (u32, Vec<u8>);
 
@@ -162,9 +179,15 @@ impl WaitSlot {
         self.changed.notify_all();
     }
 
-    /// Sleeps until the counter differs from `seen` or `deadline` passes. (Loom models no
-    /// clock: there every wait is without deadline, and the models use no timeouts.)
+    /// Returns once the counter differs from `seen` or `deadline` passed: after a short spin
+    /// ([`WAIT_SPIN_ITERATIONS`], which does not look at the deadline), asleep. (Loom models
+    /// no clock: there every wait is without deadline, and the models use no timeouts.)
     fn wait(&self, seen: u64, deadline: Option<Instant>) {
+        if crate::sync::spin_until(WAIT_SPIN_ITERATIONS, WAIT_SPIN_ITERATIONS_PER_YIELD, WAIT_MAX_SLOW_YIELDS, || {
+            *self.changes.lock() != seen
+        }) {
+            return;
+        }
         let mut changes = self.changes.lock();
         while *changes == seen {
             match deadline {
