@@ -21,9 +21,9 @@
 //! Waiting: each transaction has one [`WaitSlot`] (a counter, a mutex and a condition
 //! variable). A waiter reads its slot's counter, then checks under the shard mutex whether it
 //! may go on; if not, it spins a little, yielding its core now and then, and then sleeps until
-//! the counter moves or its deadline passes. Whoever changes
-//! a lock (a release, a waiter leaving) bumps the counters of that lock's waiters, so no
-//! wake-up is lost: any change after the check moves the counter the waiter compares against.
+//! the counter moves or its deadline passes. Whoever changes a lock (a release, a waiter
+//! leaving) bumps the counters of that lock's waiters, so no wake-up is lost: any change after
+//! the check moves the counter the waiter compares against.
 //!
 //! Deadlocks: before it sleeps, a waiter records in the wait-for graph which transactions it
 //! waits for (the other holders it conflicts with and the waiters queued ahead of it) and
@@ -184,7 +184,7 @@ impl WaitSlot {
     /// no clock: there every wait is without deadline, and the models use no timeouts.)
     fn wait(&self, seen: u64, deadline: Option<Instant>) {
         if crate::sync::spin_until(WAIT_SPIN_ITERATIONS, WAIT_SPIN_ITERATIONS_PER_YIELD, WAIT_MAX_SLOW_YIELDS, || {
-            *self.changes.lock() != seen
+            self.current() != seen
         }) {
             return;
         }
