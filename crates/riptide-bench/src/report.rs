@@ -917,6 +917,13 @@ fn answers_section(out: &mut String, rows: &[Row]) {
          create one iterator per thread and seek it again for every scan (each engine documents seeking an \
          existing iterator as supported; its answers are checked like the others)."
     );
+    let _ = writeln!(
+        out,
+        "- Large values: TidesDB separates values of 1 KiB or more into its value log by default, so in \
+         `write_large_values` (4 KiB values) it runs separated while Riptide and RocksDB keep values inline (their \
+         defaults); the `_blob4096` twin separates values of 4 KiB or more in all three (Riptide's blob files, \
+         RocksDB's integrated BlobDB, TidesDB's value log with `value_separation_threshold` = 4096)."
+    );
     let _ = writeln!(out, "- Unsynced writes (WAL on, no sync per write; `bench/durability.sh`): {DURABILITY_NOTE}\n");
 }
 

@@ -151,7 +151,8 @@ pub struct RunParameters {
     pub max_memory_bytes: u64,
     /// Key-value separation: values of at least this many bytes go to blob files, e.g. 4K (0:
     /// off, the default). Riptide: `min_blob_size_bytes`; RocksDB: `enable_blob_files` with
-    /// `min_blob_size` (its integrated BlobDB); TidesDB has no such option and refuses it.
+    /// `min_blob_size` (its integrated BlobDB); TidesDB: `value_separation_threshold` (its
+    /// value log, which at 0 stays at TidesDB's default of 1 KiB).
     #[arg(long = "min-blob-size", value_parser = parse_size_bytes, default_value = "0")]
     pub min_blob_size_bytes: u64,
     /// Turn bloom filters off (on by default, 10 bits per key).

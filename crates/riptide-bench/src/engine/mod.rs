@@ -427,8 +427,17 @@ pub fn tidesdb_settings_text(settings: &EngineSettings) -> String {
             "memtable_sync_mode = NONE (WAL on, no sync per commit)".to_string()
         },
         "log_level = WARN (INFO logs every flush and compaction on stderr)".to_string(),
-        "everything else TidesDB's default (flush and compaction threads, level ratio, klog block size, value \
-         separation threshold, stall thresholds)"
+        match settings.min_blob_size_bytes {
+            Some(min_blob_size_bytes) => format!(
+                "value_separation_threshold = {min_blob_size_bytes} bytes (values of at least this size go to the \
+                 value log, as the other engines' blob files take them in this run)"
+            ),
+            None => "value_separation_threshold = TidesDB's default, 1024 bytes (values of 1 KiB or more go to the \
+                     value log; the other engines keep every value inline in this run)"
+                .to_string(),
+        },
+        "everything else TidesDB's default (flush and compaction threads, level ratio, klog block size, stall \
+         thresholds)"
             .to_string(),
         "writes: a put, delete or batch is one READ COMMITTED transaction, reset and reused per session".to_string(),
         "reads: a get or scan reads in a READ COMMITTED transaction reset for it; scans: a new iterator per scan, \

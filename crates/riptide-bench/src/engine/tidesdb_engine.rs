@@ -43,12 +43,18 @@ const SETTLE_POLL_INTERVAL: Duration = Duration::from_millis(10);
 
 /// The database configuration for `settings`.
 pub fn database_config(path: &Path, settings: &EngineSettings) -> Config {
-    Config::new(path)
+    let config = Config::new(path)
         .memtable_write_buffer_size(settings.memtable_size_bytes)
         .block_cache_size(settings.block_cache_size_bytes)
         .memtable_sync_mode(if settings.sync { SyncMode::Full } else { SyncMode::None })
         // Info logs a line per flush and compaction on stderr, between the suite's progress lines.
-        .log_level(LogLevel::Warn)
+        .log_level(LogLevel::Warn);
+    // TidesDB separates values of at least its threshold (1 KiB by default) into its value log
+    // in every run; `--min-blob-size` moves that threshold to the one the other engines get.
+    match settings.min_blob_size_bytes {
+        Some(min_blob_size_bytes) => config.value_separation_threshold(min_blob_size_bytes),
+        None => config,
+    }
 }
 
 /// The column family configuration for `settings`.
@@ -83,9 +89,6 @@ impl TidesDbEngine {
                  only --transaction-mode optimistic maps onto them"
             ),
         };
-        if settings.min_blob_size_bytes.is_some() {
-            bail!("TidesDB separates values by its own threshold; --min-blob-size applies to Riptide and RocksDB only");
-        }
         if !CompressionAlgorithm::Lz4.is_available() {
             bail!("this TidesDB was built without LZ4 (the benchtool enables the tidesdb crate's `lz4` feature)");
         }
@@ -391,5 +394,20 @@ struct TidesDbScanner<'a> {
 impl Scanner for TidesDbScanner<'_> {
     fn scan(&mut self, start: &[u8], limit: usize, capture: &mut ScanCapture) -> Result<ScanOutcome> {
         scan_with(&mut self.iterator, start, limit, capture)
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_blob_threshold_becomes_the_value_separation_threshold() {
+        let path = Path::new("/nonexistent/riptide-bench");
+        let separated = EngineSettings { min_blob_size_bytes: Some(4096), ..EngineSettings::default() };
+        assert_eq!(database_config(path, &separated).value_separation_threshold, 4096);
+        // Without the flag TidesDB keeps its own threshold.
+        let default = database_config(path, &EngineSettings::default());
+        assert_eq!(default.value_separation_threshold, Config::new(path).value_separation_threshold);
     }
 }
