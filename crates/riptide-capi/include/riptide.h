@@ -1587,6 +1587,15 @@ riptide_code_t riptide_options_set_blob_file_size_bytes(riptide_options_t *optio
                                                         uint64_t value,
                                                         riptide_error_t **err);
 
+// Compression of values in blob files, a `RIPTIDE_COMPRESSION_*` value: each value compressed on
+// its own and stored as is when that would not save an eighth of it. Default LZ4.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_options_set_blob_compression(riptide_options_t *options,
+                                                    int32_t value,
+                                                    riptide_error_t **err);
+
 // Size at which the active memtable is frozen and flushed. Default 64 MiB.
 //
 // # Safety
@@ -1777,6 +1786,15 @@ riptide_code_t riptide_cf_options_set_blob_garbage_collection_age_cutoff(riptide
 riptide_code_t riptide_cf_options_set_blob_file_size_bytes(riptide_cf_options_t *options,
                                                            uint64_t value,
                                                            riptide_error_t **err);
+
+// Compression of values in blob files, a `RIPTIDE_COMPRESSION_*` value: each value compressed on
+// its own and stored as is when that would not save an eighth of it. Default LZ4.
+//
+// # Safety
+// `err` must be NULL or point to a `riptide_error_t *` variable.
+riptide_code_t riptide_cf_options_set_blob_compression(riptide_cf_options_t *options,
+                                                       int32_t value,
+                                                       riptide_error_t **err);
 
 // Create the database if the directory holds none (1, the default) or fail (0).
 //

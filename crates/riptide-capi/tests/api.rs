@@ -367,6 +367,8 @@ fn values_at_or_above_the_blob_threshold_round_trip_through_a_flush() {
         assert_eq!(riptide_options_set_blob_garbage_collection_ratio(options, 0.25, null_mut()), RIPTIDE_OK);
         assert_eq!(riptide_options_set_blob_garbage_collection_age_cutoff(options, 0.5, null_mut()), RIPTIDE_OK);
         assert_eq!(riptide_options_set_blob_file_size_bytes(options, 1 << 20, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_blob_compression(options, RIPTIDE_COMPRESSION_ZSTD, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_options_set_blob_compression(options, 42, null_mut()), RIPTIDE_INVALID_ARGUMENT);
         assert_eq!(riptide_options_validate(options, null_mut()), RIPTIDE_OK);
     }
     let db = open_at(&path, options);
@@ -431,6 +433,7 @@ fn a_column_family_with_the_blob_option_separates_its_values_alone() {
         assert_eq!(riptide_cf_options_set_blob_garbage_collection_ratio(options, 0.75, null_mut()), RIPTIDE_OK);
         assert_eq!(riptide_cf_options_set_blob_garbage_collection_age_cutoff(options, 0.1, null_mut()), RIPTIDE_OK);
         assert_eq!(riptide_cf_options_set_blob_file_size_bytes(options, 1 << 20, null_mut()), RIPTIDE_OK);
+        assert_eq!(riptide_cf_options_set_blob_compression(options, RIPTIDE_COMPRESSION_NONE, null_mut()), RIPTIDE_OK);
         assert_eq!(riptide_cf_options_describe(options, &mut text, null_mut()), RIPTIDE_OK);
         let described = std::ffi::CStr::from_ptr(text).to_string_lossy().into_owned();
         riptide::memory::riptide_free(text.cast());
@@ -439,6 +442,7 @@ fn a_column_family_with_the_blob_option_separates_its_values_alone() {
             "blob_garbage_collection_ratio: 0.75",
             "blob_garbage_collection_age_cutoff: 0.1",
             "blob_file_size_bytes: 1048576",
+            "blob_compression: None",
         ] {
             assert!(described.contains(field), "{field} in {described}");
         }

@@ -109,9 +109,12 @@ fn separated_values_are_salvaged_from_their_blob_files_and_damaged_ones_are_lost
         database.close().expect("close");
     }
     let blob = files_with(&db, ".blob").pop().expect("a blob file");
-    // Damage the value of the first record (after the 20-byte header, 12 bytes of framing and
-    // the key).
-    corrupt_byte(&blob, 20 + 12 + key(0).len() as u64 + 100);
+    // Damage the stored value of the first record (after 13 bytes of framing and the key; the
+    // value is stored LZ4-compressed, the default).
+    let file = riptide::internals::decode::blob_file(&std::fs::read(&blob).expect("read")).expect("decode");
+    let first = &file.records[0];
+    assert_eq!(first.key, key(0));
+    corrupt_byte(&blob, first.offset + 13 + key(0).len() as u64 + first.stored.len() as u64 / 2);
     let run = run_expect(&["repair", &arg(&db)], 0);
     assert!(run.stdout.contains("blob record checksum mismatch"), "{}", run.stdout);
     let database = riptide::Db::open(&db, blob_options).expect("the repaired database opens");

@@ -307,16 +307,29 @@ pub fn prepared_transaction(data: &[u8]) {
 }
 
 /// A blob file (key-value separation): decoding either fails or yields records whose
-/// re-encoding is the input itself (the format has no slack: any other byte string that decodes
-/// would be a second encoding of the same records).
+/// re-encoding, as stored, is the input itself (the format has no slack: any other byte string
+/// that decodes would be a second encoding of the same records), and every value that was
+/// stored uncompressed is its stored bytes.
 pub fn blob_file(data: &[u8]) {
-    let Ok((column_family_id, records)) = decode::blob_file(data) else { return };
-    let pairs: Vec<(&[u8], &[u8])> = records.iter().map(|(_, key, value)| (key.as_slice(), value.as_slice())).collect();
-    assert_eq!(encode::blob_file(column_family_id, &pairs), data, "a decoded blob file re-encodes differently");
+    let Ok(file) = decode::blob_file(data) else { return };
+    let stored: Vec<(&[u8], u8, &[u8])> = file
+        .records
+        .iter()
+        .map(|record| (record.key.as_slice(), record.value_type, record.stored.as_slice()))
+        .collect();
+    assert_eq!(
+        encode::blob_file_as_stored(file.column_family_id, file.format_version, &stored),
+        data,
+        "a decoded blob file re-encodes differently"
+    );
+    let overhead = if file.format_version == 1 { 12 } else { 13 };
     let mut previous_end = 0;
-    for (offset, key, value) in &records {
-        assert!(*offset >= previous_end, "blob records overlap");
-        previous_end = offset + 12 + key.len() as u64 + value.len() as u64;
+    for record in &file.records {
+        assert!(record.offset >= previous_end, "blob records overlap");
+        previous_end = record.offset + overhead + record.key.len() as u64 + record.stored.len() as u64;
+        if record.value_type == 0 {
+            assert_eq!(record.value, record.stored, "an uncompressed value differs from its stored bytes");
+        }
     }
 }
 
@@ -373,6 +386,11 @@ pub fn seed_corpus() -> Vec<(&'static str, String, Vec<u8>)> {
         encode::blob_file(3, &[(b"user:1", &[7u8; 300]), (b"", b""), (b"user:2", b"a value")]),
     ));
     seeds.push(("blob_file", "empty".to_string(), encode::blob_file(0, &[])));
+    seeds.push((
+        "blob_file",
+        "version-1".to_string(),
+        encode::blob_file_as_stored(2, 1, &[(b"user:1", 0, &[7u8; 300]), (b"user:2", 0, b"a value")]),
+    ));
     seeds.push((
         "backup_meta",
         "three-files".to_string(),

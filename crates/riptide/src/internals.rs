@@ -148,14 +148,48 @@ pub mod decode {
         crate::backup::meta::BackupMeta::decode(data, Path::new("/fuzz/meta/000001")).map(|meta| meta.encode())
     }
 
-    /// One record of a blob file: its offset, key and value.
-    pub type BlobRecord = (u64, Vec<u8>, Vec<u8>);
+    /// One record of a blob file.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct BlobRecord {
+        /// The record's offset in the file.
+        pub offset: u64,
+        pub key: Vec<u8>,
+        /// The stored value's form: a table block type (0 none, 1 LZ4, 2 Zstandard, 3 Snappy).
+        pub value_type: u8,
+        /// The value as stored.
+        pub stored: Vec<u8>,
+        /// The value, decompressed.
+        pub value: Vec<u8>,
+    }
 
-    /// What a whole blob file (`NNNNNN.blob`) holds: its column family id and every record,
-    /// each checked (header, record checksums, footer and its agreement with the records).
-    pub fn blob_file(data: &[u8]) -> Result<(u32, Vec<BlobRecord>)> {
+    /// What a whole blob file (`NNNNNN.blob`) holds.
+    #[derive(Clone, Debug, PartialEq, Eq)]
+    pub struct BlobFile {
+        pub column_family_id: u32,
+        /// The file's format version (1 or 2).
+        pub format_version: u32,
+        pub records: Vec<BlobRecord>,
+    }
+
+    /// Decodes a whole blob file (`NNNNNN.blob`), each part checked: header, record checksums,
+    /// stored values that decompress, footer and its agreement with the records.
+    pub fn blob_file(data: &[u8]) -> Result<BlobFile> {
         crate::blob::format::decode_file(data)
-            .map(|contents| (contents.column_family_id, contents.records))
+            .map(|contents| BlobFile {
+                column_family_id: contents.column_family_id,
+                format_version: contents.version,
+                records: contents
+                    .records
+                    .into_iter()
+                    .map(|record| BlobRecord {
+                        offset: record.offset,
+                        key: record.key,
+                        value_type: record.value_type,
+                        stored: record.stored,
+                        value: record.value,
+                    })
+                    .collect(),
+            })
             .map_err(|(offset, reason)| Error::corruption("/fuzz/000001.blob", offset, reason))
     }
 
@@ -393,12 +427,37 @@ pub mod encode {
     }
 
     /// A blob file of column family `column_family_id` holding `records` (key, value) in order,
-    /// byte for byte as the engine writes it.
+    /// byte for byte as the engine writes it with `blob_compression` at its default (LZ4).
     pub fn blob_file(column_family_id: u32, records: &[(&[u8], &[u8])]) -> Vec<u8> {
-        use crate::blob::format::{encode_footer, encode_header, encode_record, BlobFooter, BLOB_HEADER_SIZE_BYTES};
-        let mut data = encode_header(column_family_id).to_vec();
-        for (key, value) in records {
-            encode_record(&mut data, key, value);
+        let mut compressor = crate::sstable::format::BlockCompressor::new(crate::options::Compression::Lz4);
+        let stored: Vec<(Vec<u8>, u8, Vec<u8>)> = records
+            .iter()
+            .map(|(key, value)| {
+                let (value_type, stored) = compressor.compress(value);
+                (key.to_vec(), value_type, stored.to_vec())
+            })
+            .collect();
+        let as_stored: Vec<(&[u8], u8, &[u8])> =
+            stored.iter().map(|(key, value_type, stored)| (key.as_slice(), *value_type, stored.as_slice())).collect();
+        blob_file_as_stored(column_family_id, crate::blob::format::BLOB_FORMAT_VERSION, &as_stored)
+    }
+
+    /// A blob file of format `version` (1 or 2) holding `records` (key, value type, stored
+    /// value) exactly as given: what a decoded file re-encodes to. Version 1 has no value type
+    /// (every type must be 0).
+    pub fn blob_file_as_stored(column_family_id: u32, version: u32, records: &[(&[u8], u8, &[u8])]) -> Vec<u8> {
+        use crate::blob::format::{
+            encode_footer, encode_header_of_version, encode_record, encode_record_v1, BlobFooter,
+            BLOB_FORMAT_VERSION_1, BLOB_HEADER_SIZE_BYTES,
+        };
+        let mut data = encode_header_of_version(column_family_id, version).to_vec();
+        for (key, value_type, stored) in records {
+            if version == BLOB_FORMAT_VERSION_1 {
+                assert_eq!(*value_type, 0, "version-1 records store values as they are");
+                encode_record_v1(&mut data, key, stored);
+            } else {
+                encode_record(&mut data, key, *value_type, stored);
+            }
         }
         let record_bytes = (data.len() - BLOB_HEADER_SIZE_BYTES) as u64;
         data.extend_from_slice(&encode_footer(&BlobFooter { record_count: records.len() as u64, record_bytes }));

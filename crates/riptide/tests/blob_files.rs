@@ -12,7 +12,7 @@ use std::sync::Arc;
 use rand::rngs::SmallRng;
 use rand::{Rng, SeedableRng};
 use riptide::fs::{FileSystem, MemFileSystem};
-use riptide::{Db, Error, Options, ReadOptions, TransactionOptions};
+use riptide::{Compression, Db, Error, Options, ReadOptions, TransactionOptions};
 
 use common::{dump, key, small_options, value};
 
@@ -22,6 +22,15 @@ const THRESHOLD_BYTES: usize = 200;
 fn blob_options(file_system: Arc<dyn FileSystem>) -> Options {
     Options { min_blob_size_bytes: Some(THRESHOLD_BYTES), ..small_options(file_system) }
 }
+
+/// The blob options with values stored in blob files compressed with `compression`.
+fn blob_options_compressed(file_system: Arc<dyn FileSystem>, compression: Compression) -> Options {
+    Options { blob_compression: compression, ..blob_options(file_system) }
+}
+
+/// The compressions the model test moves between at its reopens, so that blob files of every
+/// form live side by side and garbage collection moves values from one form to another.
+const COMPRESSIONS: [Compression; 4] = [Compression::Lz4, Compression::None, Compression::Zstd, Compression::Snappy];
 
 fn blob_file_names(file_system: &MemFileSystem, dir: &Path) -> Vec<String> {
     let mut names: Vec<String> =
@@ -108,7 +117,8 @@ fn model_with_flushes_compactions_snapshots_and_reopens() {
             _ => {
                 snapshots.clear();
                 db.close().expect("close");
-                db = Db::open(&dir, blob_options(file_system.clone())).expect("reopen");
+                let compression = COMPRESSIONS[(step % 4) as usize];
+                db = Db::open(&dir, blob_options_compressed(file_system.clone(), compression)).expect("reopen");
                 let readahead = ReadOptions { blob_readahead: step % 2 == 0, ..ReadOptions::default() };
                 check_against_model(&db, &model, &readahead, &format!("reopen at step {step}"));
             }
@@ -151,11 +161,16 @@ fn a_corrupt_blob_record_is_corruption_naming_the_file_and_the_record() {
     let dir = PathBuf::from("/blob-corrupt");
     let (db, blob_path) = one_blob_file(&file_system, &dir, 5);
     db.close().expect("close");
-    // Records follow a 20-byte header in key order; each is 12 bytes of framing, the key
-    // (9 to 11 bytes) and the 1,000-byte value. Damage the value of the second key.
-    let first_record_bytes = 12 + key(0).len() as u64 + 1_000;
-    let second_record = 20 + first_record_bytes;
-    file_system.corrupt_byte(&blob_path, second_record + 12 + key(1).len() as u64 + 500).expect("corrupt");
+    // Records follow a 20-byte header in key order; each is 13 bytes of framing, the key and
+    // the value as stored (LZ4-compressed: these values repeat). Damage the stored value of
+    // the second key.
+    let file = riptide::internals::decode::blob_file(&file_system.read_all(&blob_path).expect("read")).expect("decode");
+    let second = &file.records[1];
+    assert_eq!(second.key, key(1));
+    assert!(second.value_type == 1 && second.stored.len() < 1_000, "the value was stored compressed");
+    let second_record = second.offset;
+    let stored_middle = second_record + 13 + key(1).len() as u64 + second.stored.len() as u64 / 2;
+    file_system.corrupt_byte(&blob_path, stored_middle).expect("corrupt");
     let db = Db::open(&dir, blob_options(file_system.clone())).expect("open");
     assert_eq!(db.get(&key(0)).expect("intact").as_deref(), Some(sized_value(0, 1, 1_000).as_slice()));
     match db.get(&key(1)) {
@@ -201,7 +216,10 @@ fn garbage_collection_gives_space_back_after_overwrites() {
     let dir = PathBuf::from("/blob-gc");
     // Memtables large enough for a round, and no compaction before `compact_all`, so that each
     // round's values are one blob file.
+    // Values stored as they are, so that file sizes count value bytes (these values repeat and
+    // would compress to almost nothing; the model test collects garbage of compressed ones).
     let options = Options {
+        blob_compression: Compression::None,
         blob_garbage_collection_ratio: 0.25,
         memtable_size_bytes: 4 << 20,
         level0_compaction_trigger_files: 20,
@@ -366,4 +384,59 @@ fn backward_scans_over_many_versions_read_the_newest_blob_value() {
         (0..3u64).map(|number| (key(number), sized_value(number, 19, THRESHOLD_BYTES + 50))).collect();
     let options = ReadOptions { snapshot: Some(snapshots[19].clone()), ..ReadOptions::default() };
     check_against_model(&db, &old, &options, "snapshot at version 19");
+}
+
+#[test]
+fn blob_values_are_stored_compressed_unless_compression_is_off() {
+    // The same values, compressible and not, written with each blob compression: every one
+    // reads back, the compressible ones take less room unless compression is off, and the
+    // files decode whole.
+    let file_system = Arc::new(MemFileSystem::new());
+    let mut rng = SmallRng::seed_from_u64(5);
+    let random_values: Vec<Vec<u8>> = (0..20).map(|_| (0..2_000).map(|_| rng.gen::<u8>()).collect()).collect();
+    let mut sizes = Vec::new();
+    for compression in COMPRESSIONS {
+        let dir = PathBuf::from(format!("/blob-compression-{compression:?}"));
+        let db = Db::open(&dir, blob_options_compressed(file_system.clone(), compression)).expect("open");
+        for number in 0..20u64 {
+            db.put(&key(number), &sized_value(number, 1, 4_000)).expect("put");
+            db.put(&key(100 + number), &random_values[number as usize]).expect("put");
+        }
+        db.flush().expect("flush");
+        for number in 0..20u64 {
+            assert_eq!(db.get(&key(number)).expect("get"), Some(sized_value(number, 1, 4_000)), "{compression:?}");
+            assert_eq!(db.get(&key(100 + number)).expect("get").as_ref(), Some(&random_values[number as usize]));
+        }
+        let mut records = Vec::new();
+        for name in blob_file_names(&file_system, &dir) {
+            let data = file_system.read_all(&dir.join(&name)).expect("read");
+            let file = riptide::internals::decode::blob_file(&data).expect("the file decodes whole");
+            assert_eq!(file.format_version, 2);
+            records.extend(file.records);
+        }
+        assert_eq!(records.len(), 40, "{compression:?}");
+        for record in &records {
+            let random = record.key >= key(100);
+            // Random bytes never save an eighth: they are stored as they are.
+            let expected_type = match (random, compression) {
+                (true, _) | (false, Compression::None) => 0,
+                (false, Compression::Lz4) => 1,
+                (false, Compression::Zstd) => 2,
+                (false, _) => 3,
+            };
+            assert_eq!(record.value_type, expected_type, "{compression:?}");
+        }
+        sizes.push((compression, blob_bytes(&file_system, &dir)));
+        db.close().expect("close");
+        let db = Db::open(&dir, blob_options(file_system.clone())).expect("reopen");
+        assert_eq!(db.get(&key(7)).expect("get"), Some(sized_value(7, 1, 4_000)));
+        db.close().expect("close");
+    }
+    let uncompressed = sizes.iter().find(|(compression, _)| *compression == Compression::None).map(|(_, size)| *size);
+    for (compression, size) in &sizes {
+        if *compression != Compression::None {
+            // 20 values of 4,000 bytes shrink to a few dozen bytes each; 40,000 random bytes stay.
+            assert!(*size < uncompressed.unwrap() - 60_000, "{compression:?}: {size} bytes against {uncompressed:?}");
+        }
+    }
 }

@@ -506,8 +506,9 @@ pub fn rocksdb_settings_text(settings: &EngineSettings) -> String {
     let mut text = lines.join("\n");
     if let Some(min_blob_size_bytes) = settings.min_blob_size_bytes {
         text.push_str(&format!(
-            "\nenable_blob_files = true, min_blob_size = {min_blob_size_bytes} bytes (integrated BlobDB; blob \
-             garbage collection off, RocksDB's default)"
+            "\nenable_blob_files = true, min_blob_size = {min_blob_size_bytes} bytes, blob_compression_type = LZ4 \
+             (integrated BlobDB; compressed as Riptide's blob values and TidesDB's value log are; blob garbage \
+             collection off, RocksDB's default)"
         ));
     }
     if let Some(mode) = settings.transactions {

@@ -221,6 +221,9 @@ impl RocksDbEngine {
             // flush, compaction moves references (blob garbage collection is off by default).
             options.set_enable_blob_files(true);
             options.set_min_blob_size(min_blob_size_bytes as u64);
+            // Compressed like Riptide's blob values and TidesDB's value log in the same runs
+            // (RocksDB's own default is none).
+            options.set_blob_compression_type(DBCompressionType::Lz4);
         }
         options.set_enable_pipelined_write(tuning.pipelined_write);
         options.set_allow_concurrent_memtable_write(tuning.concurrent_memtable_write);

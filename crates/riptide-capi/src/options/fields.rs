@@ -382,6 +382,23 @@ pub unsafe extern "C" fn riptide_options_set_blob_file_size_bytes(
     })
 }
 
+/// Compression of values in blob files, a `RIPTIDE_COMPRESSION_*` value: each value compressed on
+/// its own and stored as is when that would not save an eighth of it. Default LZ4.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_options_set_blob_compression(
+    options: *mut riptide_options_t,
+    value: i32,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_db(options, err, |options| {
+        options.blob_compression = compression(value)?;
+        Ok(())
+    })
+}
+
 /// Size at which the active memtable is frozen and flushed. Default 64 MiB.
 ///
 /// # Safety
@@ -753,6 +770,23 @@ pub unsafe extern "C" fn riptide_cf_options_set_blob_file_size_bytes(
 ) -> riptide_code_t {
     set_cf(options, err, |options| {
         options.blob_file_size_bytes = value;
+        Ok(())
+    })
+}
+
+/// Compression of values in blob files, a `RIPTIDE_COMPRESSION_*` value: each value compressed on
+/// its own and stored as is when that would not save an eighth of it. Default LZ4.
+///
+/// # Safety
+/// `err` must be NULL or point to a `riptide_error_t *` variable.
+#[no_mangle]
+pub unsafe extern "C" fn riptide_cf_options_set_blob_compression(
+    options: *mut riptide_cf_options_t,
+    value: i32,
+    err: *mut *mut riptide_error_t,
+) -> riptide_code_t {
+    set_cf(options, err, |options| {
+        options.blob_compression = compression(value)?;
         Ok(())
     })
 }

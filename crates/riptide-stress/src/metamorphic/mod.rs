@@ -411,6 +411,31 @@ pub fn option_sets() -> Vec<(&'static str, Options)> {
                 blob_garbage_collection_ratio: 0.25,
                 blob_garbage_collection_age_cutoff: 0.5,
                 blob_file_size_bytes: 8 << 10,
+                ..base.clone()
+            },
+        ),
+        (
+            // The blob files above store their values LZ4-compressed (the default); these
+            // store them as they are, or with Zstandard.
+            "blob-files-uncompressed",
+            Options {
+                memtable_size_bytes: 8 << 10,
+                block_size_bytes: 1024,
+                target_file_size_bytes: 8 << 10,
+                min_blob_size_bytes: Some(24),
+                blob_compression: Compression::None,
+                blob_garbage_collection_ratio: 0.25,
+                blob_file_size_bytes: 8 << 10,
+                ..base.clone()
+            },
+        ),
+        (
+            "blob-files-zstd",
+            Options {
+                memtable_size_bytes: 16 << 10,
+                min_blob_size_bytes: Some(100),
+                blob_compression: Compression::Zstd,
+                blob_file_size_bytes: 4 << 10,
                 ..base
             },
         ),

@@ -34,12 +34,14 @@ use crate::cache::BlockCache;
 use crate::db::filename::blob_path;
 use crate::error::{Error, Result};
 use crate::fs::{RandomAccessFile, WritableFile};
+use crate::options::Compression;
+use crate::sstable::format::BlockCompressor;
 use crate::sstable::Block;
 use crate::version::tree::FileJanitor;
 pub(crate) use format::BlobReference;
 use format::{
-    decode_record, encode_footer, encode_header, record_lengths_and_checksum, BlobFooter, BLOB_HEADER_SIZE_BYTES,
-    MAX_BLOB_FIELD_BYTES,
+    decode_record, encode_footer, encode_header, record_head_and_checksum, BlobFooter, BLOB_FORMAT_VERSION,
+    BLOB_FORMAT_VERSION_1, BLOB_HEADER_SIZE_BYTES, MAX_BLOB_FIELD_BYTES,
 };
 
 /// The live blob files of one column family's version, by number.
@@ -64,24 +66,40 @@ pub(crate) struct BlobFileMetadata {
 }
 
 /// Writes one blob file front to back: the header, one record per [`BlobFileBuilder::add`],
-/// and at [`BlobFileBuilder::finish`] the footer and a sync. Records go to the file's own write
-/// buffer piece by piece (lengths, key, value, checksum): the builder keeps no copy of them.
+/// and at [`BlobFileBuilder::finish`] the footer and a sync. Each value is stored compressed
+/// with the file's compression when that saves at least an eighth of its bytes (the table
+/// format's rule), as is otherwise; its record says which. Records go to the file's own write
+/// buffer piece by piece (head, key, stored value, checksum): the builder keeps no copy of them
+/// beyond its compressor's scratch buffer.
 pub(crate) struct BlobFileBuilder {
     file: Box<dyn WritableFile>,
     number: u64,
     /// Offset in the file of the next record.
     next_offset: u64,
     record_count: u64,
+    compressor: BlockCompressor,
 }
 
 impl BlobFileBuilder {
     /// Starts blob file `number` of column family `column_family_id` in `file`, appending its
-    /// header. The builder holds no buffer of its own (its file's write buffer is the file
-    /// system's), so it has nothing to charge against the memory cap.
-    pub(crate) fn new(mut file: Box<dyn WritableFile>, number: u64, column_family_id: u32) -> Result<Self> {
+    /// header; values go in compressed with `compression`. The builder's only buffer is its
+    /// compressor's scratch (one value's compressed form; its file's write buffer is the file
+    /// system's), too small to charge against the memory cap.
+    pub(crate) fn new(
+        mut file: Box<dyn WritableFile>,
+        number: u64,
+        column_family_id: u32,
+        compression: Compression,
+    ) -> Result<Self> {
         file.start_writeback_every(crate::fs::TABLE_WRITEBACK_INTERVAL_BYTES);
         file.append(&encode_header(column_family_id))?;
-        Ok(BlobFileBuilder { file, number, next_offset: BLOB_HEADER_SIZE_BYTES as u64, record_count: 0 })
+        Ok(BlobFileBuilder {
+            file,
+            number,
+            next_offset: BLOB_HEADER_SIZE_BYTES as u64,
+            record_count: 0,
+            compressor: BlockCompressor::new(compression),
+        })
     }
 
     /// Bytes written so far (records included, footer not).
@@ -95,14 +113,21 @@ impl BlobFileBuilder {
             return Err(Error::invalid("key or value too large for a blob record"));
         }
         let record_offset = self.next_offset;
-        let (lengths, checksum) = record_lengths_and_checksum(user_key, value);
-        self.file.append(&lengths)?;
+        let (value_type, stored) = self.compressor.compress(value);
+        let (head, checksum) = record_head_and_checksum(user_key, value_type, stored);
+        self.file.append(&head)?;
         self.file.append(user_key)?;
-        self.file.append(value)?;
+        self.file.append(stored)?;
         self.file.append(&checksum.to_le_bytes())?;
-        self.next_offset += (lengths.len() + user_key.len() + value.len() + 4) as u64;
+        self.next_offset += (head.len() + user_key.len() + stored.len() + 4) as u64;
         self.record_count += 1;
-        Ok(BlobReference { file_number: self.number, record_offset, value_size_bytes: value.len() as u32, checksum })
+        Ok(BlobReference {
+            file_number: self.number,
+            record_offset,
+            stored_size_bytes: stored.len() as u32,
+            checksum,
+            value_type: Some(value_type),
+        })
     }
 
     /// Writes the footer and syncs the file (I34: before any manifest record names it).
@@ -237,18 +262,23 @@ impl BlobFile {
         Ok(end)
     }
 
-    /// The value of `record` (the bytes `reference` names), checked as I36 requires.
+    /// The value of `record` (the bytes `reference` names), checked as I36 requires and
+    /// decompressed when it was stored compressed.
     fn checked_value(&self, user_key: &[u8], reference: &BlobReference, record: &[u8]) -> Result<Vec<u8>> {
         let corruption = |reason: &str| Error::corruption(self.path(), reference.record_offset, reason.to_string());
-        let (decoded, length) = decode_record(record).map_err(|(_, reason)| corruption(reason))?;
+        // The reference says how the record is laid out: version-1 records have no type byte.
+        let version = if reference.value_type.is_some() { BLOB_FORMAT_VERSION } else { BLOB_FORMAT_VERSION_1 };
+        let (decoded, length) = decode_record(record, version).map_err(|(_, reason)| corruption(reason))?;
         if length != record.len() || decoded.key != user_key {
             return Err(corruption("blob record does not hold the referenced key"));
         }
         if decoded.checksum != reference.checksum {
             return Err(corruption("blob record checksum differs from the reference's"));
         }
-        let value_start = format::BLOB_RECORD_OVERHEAD_BYTES - 4 + user_key.len();
-        Ok(record[value_start..value_start + reference.value_size_bytes as usize].to_vec())
+        if reference.value_type.is_some_and(|value_type| value_type != decoded.value_type) {
+            return Err(corruption("blob record value type differs from the reference's"));
+        }
+        decoded.value(&self.path(), reference.record_offset)
     }
 
     /// Like [`BlobFile::read_value`] for a scan: records met in file order are served from a
@@ -474,8 +504,17 @@ mod tests {
         file_system: &Arc<dyn FileSystem>,
         values: &[(&[u8], Vec<u8>)],
     ) -> (BlobFileMetadata, Vec<BlobReference>) {
+        write_file_compressed(file_system, values, Compression::Lz4)
+    }
+
+    fn write_file_compressed(
+        file_system: &Arc<dyn FileSystem>,
+        values: &[(&[u8], Vec<u8>)],
+        compression: Compression,
+    ) -> (BlobFileMetadata, Vec<BlobReference>) {
         let path = blob_path(std::path::Path::new("/db"), 5);
-        let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 5, 0).expect("header");
+        let mut builder =
+            BlobFileBuilder::new(file_system.create(&path).expect("create"), 5, 0, compression).expect("header");
         let references = values.iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
         (builder.finish().expect("finish"), references)
     }
@@ -487,26 +526,94 @@ mod tests {
         let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
         file_system.create_dir_all(std::path::Path::new("/db")).expect("dir");
         let large_value = vec![7u8; 300_000];
-        let records: Vec<(&[u8], &[u8])> =
-            vec![(b"a", b"first value"), (b"", b"v"), (b"bb", b""), (b"large", &large_value)];
-        for count in [0, records.len()] {
-            let path = blob_path(std::path::Path::new("/db"), 9);
-            let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 9, 3).expect("header");
-            let references: Vec<BlobReference> =
-                records[..count].iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
-            let meta = builder.finish().expect("finish");
-            let written = file_system.read_all(&path).expect("read");
-            let mut expected = format::encode_header(3).to_vec();
-            let mut checksums = Vec::new();
-            for (key, value) in &records[..count] {
-                checksums.push(format::encode_record(&mut expected, key, value));
+        let mut state = 0x9e37_79b9_7f4a_7c15u64;
+        let random_value: Vec<u8> = (0..5000)
+            .map(|_| {
+                state ^= state << 13;
+                state ^= state >> 7;
+                state ^= state << 17;
+                (state >> 24) as u8
+            })
+            .collect();
+        let records: Vec<(&[u8], &[u8])> = vec![
+            (b"a", b"first value"),
+            (b"", b"v"),
+            (b"bb", b""),
+            (b"large", &large_value),
+            (b"random", &random_value),
+        ];
+        for compression in [Compression::None, Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+            for count in [0, records.len()] {
+                let path = blob_path(std::path::Path::new("/db"), 9);
+                let mut builder = BlobFileBuilder::new(file_system.create(&path).expect("create"), 9, 3, compression)
+                    .expect("header");
+                let references: Vec<BlobReference> =
+                    records[..count].iter().map(|(key, value)| builder.add(key, value).expect("add")).collect();
+                let meta = builder.finish().expect("finish");
+                let written = file_system.read_all(&path).expect("read");
+                let mut expected = format::encode_header(3).to_vec();
+                let mut checksums = Vec::new();
+                let mut compressor = BlockCompressor::new(compression);
+                for (key, value) in &records[..count] {
+                    let (value_type, stored) = compressor.compress(value);
+                    checksums.push(format::encode_record(&mut expected, key, value_type, stored));
+                }
+                let record_bytes = (expected.len() - BLOB_HEADER_SIZE_BYTES) as u64;
+                expected.extend_from_slice(&encode_footer(&BlobFooter { record_count: count as u64, record_bytes }));
+                assert!(
+                    written == expected,
+                    "{compression:?}, {count} records: the file differs from the format's encoding"
+                );
+                assert_eq!(meta.file_size_bytes, expected.len() as u64);
+                assert_eq!(references.iter().map(|reference| reference.checksum).collect::<Vec<_>>(), checksums);
+                if count > 0 {
+                    // The repetitive value shrinks unless compression is off; the random one is
+                    // stored as is (compressing it would not save an eighth).
+                    let large = &references[3];
+                    assert_eq!(large.stored_size_bytes < 300_000, compression != Compression::None, "{compression:?}");
+                    assert_eq!(references[4].value_type, Some(crate::sstable::format::BLOCK_TYPE_NONE));
+                    let contents = format::decode_file(&written).map_err(|(_, reason)| reason).expect("valid file");
+                    let values: Vec<&[u8]> = contents.records.iter().map(|record| record.value.as_slice()).collect();
+                    let originals: Vec<&[u8]> = records.iter().map(|(_, value)| *value).collect();
+                    assert!(values == originals, "{compression:?}: values decode to what was added");
+                }
             }
-            let record_bytes = (expected.len() - BLOB_HEADER_SIZE_BYTES) as u64;
-            expected.extend_from_slice(&encode_footer(&BlobFooter { record_count: count as u64, record_bytes }));
-            assert!(written == expected, "{count} records: the file differs from the format's encoding");
-            assert_eq!(meta.file_size_bytes, expected.len() as u64);
-            assert_eq!(references.iter().map(|reference| reference.checksum).collect::<Vec<_>>(), checksums);
         }
+    }
+
+    #[test]
+    fn a_version_1_file_is_still_read_through_its_references() {
+        // Files written before values could be compressed have no type byte in their records,
+        // and their references none after the checksum.
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let janitor = janitor(Arc::clone(&file_system));
+        let path = blob_path(std::path::Path::new("/db"), 5);
+        let mut data = format::encode_header_of_version(0, format::BLOB_FORMAT_VERSION_1).to_vec();
+        let mut references = Vec::new();
+        for (key, value) in [(&b"a"[..], vec![1u8; 5000]), (b"b", b"two".to_vec())] {
+            let record_offset = data.len() as u64;
+            let checksum = format::encode_record_v1(&mut data, key, &value);
+            references.push(BlobReference {
+                file_number: 5,
+                record_offset,
+                stored_size_bytes: value.len() as u32,
+                checksum,
+                value_type: None,
+            });
+        }
+        let record_bytes = (data.len() - BLOB_HEADER_SIZE_BYTES) as u64;
+        data.extend_from_slice(&encode_footer(&BlobFooter { record_count: 2, record_bytes }));
+        let mut writer = file_system.create(&path).expect("create");
+        writer.append(&data).expect("append");
+        writer.sync().expect("sync");
+        drop(writer);
+        let meta = BlobFileMetadata { number: 5, record_count: 2, record_bytes, file_size_bytes: data.len() as u64 };
+        let file = BlobFile::new(meta, janitor);
+        assert_eq!(file.read_value(b"a", &references[0], None, false).expect("read"), vec![1u8; 5000]);
+        assert_eq!(file.read_value(b"b", &references[1], None, false).expect("read"), b"two");
+        // Read as a version-2 record (a reference that gained a type byte), it is damage.
+        let as_version_2 = BlobReference { value_type: Some(0), ..references[1] };
+        assert!(matches!(file.read_value(b"b", &as_version_2, None, false), Err(Error::Corruption { .. })));
     }
 
     #[test]
@@ -516,7 +623,8 @@ mod tests {
         let keys: Vec<Vec<u8>> = (0..400u32).map(|n| format!("key{n:04}").into_bytes()).collect();
         let values: Vec<(&[u8], Vec<u8>)> =
             keys.iter().enumerate().map(|(n, key)| (key.as_slice(), vec![n as u8; 1000 + n % 7])).collect();
-        let (meta, references) = write_file(&file_system, &values);
+        // Stored as they are, so that the file is large enough for windows to grow.
+        let (meta, references) = write_file_compressed(&file_system, &values, Compression::None);
         let path = blob_path(std::path::Path::new("/db"), 5);
         let file = BlobFile::new(meta, Arc::clone(&janitor));
         let mut readahead = BlobReadahead::default();

@@ -21,6 +21,7 @@ use crate::db::filename::blob_path;
 use crate::error::{Error, Result};
 use crate::fs::FileSystem;
 use crate::key::{ParsedKey, ValueKind};
+use crate::options::Compression;
 
 /// The blob files whose live values a compaction moves: those whose garbage is at least
 /// `ratio` of their bytes, and the oldest `age_cutoff` share of them by number.
@@ -53,6 +54,8 @@ pub(crate) struct BlobRelocation<'a> {
     relocate: HashSet<u64>,
     min_blob_size_bytes: Option<usize>,
     blob_file_size_bytes: u64,
+    /// How the moved values are stored in the new blob files.
+    blob_compression: Compression,
     new_file_number: &'a (dyn Fn() -> u64 + Sync),
     builder: Option<BlobFileBuilder>,
     /// Blob files written and synced.
@@ -73,6 +76,7 @@ impl<'a> BlobRelocation<'a> {
         relocate: HashSet<u64>,
         min_blob_size_bytes: Option<usize>,
         blob_file_size_bytes: u64,
+        blob_compression: Compression,
         new_file_number: &'a (dyn Fn() -> u64 + Sync),
     ) -> BlobRelocation<'a> {
         BlobRelocation {
@@ -83,6 +87,7 @@ impl<'a> BlobRelocation<'a> {
             relocate,
             min_blob_size_bytes,
             blob_file_size_bytes,
+            blob_compression,
             new_file_number,
             builder: None,
             finished: Vec::new(),
@@ -146,7 +151,7 @@ impl<'a> BlobRelocation<'a> {
                 let path = blob_path(self.dir, number);
                 self.created.push(number);
                 let file = self.file_system.create(&path)?;
-                self.builder.insert(BlobFileBuilder::new(file, number, self.column_family_id)?)
+                self.builder.insert(BlobFileBuilder::new(file, number, self.column_family_id, self.blob_compression)?)
             }
         };
         let moved = builder.add(parsed.user_key, &live_value)?;

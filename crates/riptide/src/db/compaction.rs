@@ -693,6 +693,7 @@ fn write_outputs(
         relocate,
         job.options.min_blob_size_bytes,
         job.options.blob_file_size_bytes,
+        job.options.blob_compression,
         &new_file_number,
     );
     let result = merge_into_outputs(inner, job, lower, upper, read_points, &mut blobs, &mut outputs.tables)

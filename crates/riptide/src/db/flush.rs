@@ -133,6 +133,7 @@ pub(crate) fn write_level0_table(
                                         blob_file,
                                         target.number,
                                         target.column_family_id,
+                                        options.blob_compression,
                                     )?)
                                 }
                             };

@@ -277,6 +277,24 @@ pub(crate) fn decode_stored_block_into(
     if actual != expected {
         return Err(corruption(format!("block checksum mismatch: stored {expected:#010x}, computed {actual:#010x}")));
     }
+    decode_payload_into(path, block_offset, block_type, stored, output)
+}
+
+/// The uncompressed contents of `stored`, the stored form of type `block_type` that
+/// [`BlockCompressor::compress`] returned, whose checksum the caller has checked: a compressed
+/// payload is decompressed into `output` as [`decode_stored_block_into`] describes, an
+/// uncompressed one is left where it is. Damage (a bad length, a payload that does not
+/// decompress to it, an unknown type) is `Error::Corruption` at `block_offset` of `path`, never
+/// a panic. Blob records store values in the same forms (`blob/format.rs`).
+pub(crate) fn decode_payload_into(
+    path: &Path,
+    block_offset: u64,
+    block_type: u8,
+    stored: &[u8],
+    output: &mut Vec<u8>,
+) -> Result<DecodedBlock> {
+    let corruption = |reason: String| Error::corruption(path, block_offset, reason);
+    let stored_length = stored.len();
     let output_of_length = |output: &mut Vec<u8>, length: usize| {
         if output.len() < length {
             output.resize(length, 0);
