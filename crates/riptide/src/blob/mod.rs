@@ -63,6 +63,10 @@ pub(crate) struct BlobFileMetadata {
     pub(crate) record_bytes: u64,
     /// Size of the whole file.
     pub(crate) file_size_bytes: u64,
+    /// The file's format version (1 or 2; see `docs/format/blob.md`). The manifest records a
+    /// version-2 file under its own tag, so that a build that cannot read one refuses the
+    /// database at open instead of failing on its first read.
+    pub(crate) format_version: u32,
 }
 
 /// Writes one blob file front to back: the header, one record per [`BlobFileBuilder::add`],
@@ -141,6 +145,7 @@ impl BlobFileBuilder {
             record_count: self.record_count,
             record_bytes,
             file_size_bytes: self.file.len(),
+            format_version: BLOB_FORMAT_VERSION,
         })
     }
 }
@@ -607,7 +612,13 @@ mod tests {
         writer.append(&data).expect("append");
         writer.sync().expect("sync");
         drop(writer);
-        let meta = BlobFileMetadata { number: 5, record_count: 2, record_bytes, file_size_bytes: data.len() as u64 };
+        let meta = BlobFileMetadata {
+            number: 5,
+            record_count: 2,
+            record_bytes,
+            file_size_bytes: data.len() as u64,
+            format_version: format::BLOB_FORMAT_VERSION_1,
+        };
         let file = BlobFile::new(meta, janitor);
         assert_eq!(file.read_value(b"a", &references[0], None, false).expect("read"), vec![1u8; 5000]);
         assert_eq!(file.read_value(b"b", &references[1], None, false).expect("read"), b"two");

@@ -3,8 +3,8 @@
 //! next file number, last sequence number).
 //!
 //! The encoding is a sequence of fields, each a varint tag followed by the tag's fields (see
-//! `docs/format/manifest.md`, format version 7: tags 15 to 17 record blob files, 18 and 19
-//! range tombstones). Each edit belongs to one column family (the
+//! `docs/format/manifest.md`, format version 9: tags 15 to 17 and 23 record blob files, 18 and
+//! 19 range tombstones). Each edit belongs to one column family (the
 //! default one, id 0, when the edit names none): its files and its log number are that column
 //! family's; the file-number, sequence and column-family counters are global. Tags with bit 6 set
 //! ([`SAFE_TO_IGNORE_TAG_BIT`]) carry a length-prefixed body that an older reader skips; any
@@ -85,6 +85,11 @@ const TAG_PREPARED_COMMITTED: u32 = 14;
 /// bytes, file size). Format version 6. Without it a reader would take the file for garbage
 /// and delete values tables still reference, so it lacks the safe-to-ignore bit.
 const TAG_NEW_BLOB_FILE: u32 = 15;
+/// Tag: a blob file of blob format version 2 (values with a type byte, possibly compressed)
+/// added to the edit's column family, with the fields of tag 15. Format version 9. A build that
+/// knows only version-1 blob files cannot read its records, so it lacks the safe-to-ignore bit:
+/// such a build refuses the database at open.
+const TAG_NEW_BLOB_FILE_V2: u32 = 23;
 /// Tag: garbage found in a blob file of the edit's column family (varint64 number, records,
 /// bytes), added to what earlier records found. Format version 6.
 const TAG_BLOB_GARBAGE: u32 = 16;
@@ -320,7 +325,12 @@ impl VersionEdit {
             }
         }
         for blob in &self.new_blob_files {
-            put_varint32(out, TAG_NEW_BLOB_FILE);
+            let tag = if blob.format_version == crate::blob::format::BLOB_FORMAT_VERSION_1 {
+                TAG_NEW_BLOB_FILE
+            } else {
+                TAG_NEW_BLOB_FILE_V2
+            };
+            put_varint32(out, tag);
             put_varint64(out, blob.number);
             put_varint64(out, blob.record_count);
             put_varint64(out, blob.record_bytes);
@@ -479,7 +489,7 @@ impl VersionEdit {
                         file.blob_references.push(blob);
                     }
                 }
-                Ok(TAG_NEW_BLOB_FILE) => {
+                Ok(tag @ (TAG_NEW_BLOB_FILE | TAG_NEW_BLOB_FILE_V2)) => {
                     let number = decoder.varint64("blob file number")?;
                     let record_count = decoder.varint64("blob record count")?;
                     let record_bytes = decoder.varint64("blob record bytes")?;
@@ -493,6 +503,11 @@ impl VersionEdit {
                         record_count,
                         record_bytes,
                         file_size_bytes,
+                        format_version: if tag == TAG_NEW_BLOB_FILE {
+                            crate::blob::format::BLOB_FORMAT_VERSION_1
+                        } else {
+                            crate::blob::format::BLOB_FORMAT_VERSION
+                        },
                     });
                 }
                 Ok(TAG_BLOB_GARBAGE) => {
@@ -753,12 +768,22 @@ mod tests {
                 (6, FileMetadata { blob_references: vec![2, 9, u64::MAX], ..file(200) }),
             ],
             prepared_committed: vec![77, u64::MAX],
-            new_blob_files: vec![crate::blob::BlobFileMetadata {
-                number: 9,
-                record_count: 3,
-                record_bytes: 5000,
-                file_size_bytes: 5000 + BLOB_FILE_FRAME_BYTES,
-            }],
+            new_blob_files: vec![
+                crate::blob::BlobFileMetadata {
+                    number: 9,
+                    record_count: 3,
+                    record_bytes: 5000,
+                    file_size_bytes: 5000 + BLOB_FILE_FRAME_BYTES,
+                    format_version: crate::blob::format::BLOB_FORMAT_VERSION,
+                },
+                crate::blob::BlobFileMetadata {
+                    number: 10,
+                    record_count: 1,
+                    record_bytes: 40,
+                    file_size_bytes: 40 + BLOB_FILE_FRAME_BYTES,
+                    format_version: crate::blob::format::BLOB_FORMAT_VERSION_1,
+                },
+            ],
             blob_garbage: vec![BlobGarbage { number: 2, count: 1, bytes: 4108 }],
             new_range_tombstones: vec![
                 RangeTombstone { start: b"a".to_vec(), end: b"q".to_vec(), sequence: 41 },
@@ -912,12 +937,18 @@ mod tests {
                 record_count: 2,
                 record_bytes: 300,
                 file_size_bytes: 348,
+                format_version: crate::blob::format::BLOB_FORMAT_VERSION,
             }],
             blob_garbage: vec![BlobGarbage { number: 4, count: 1, bytes: 150 }],
             ..VersionEdit::default()
         };
-        assert_eq!(encode(&edit), vec![15, 9, 2, 0xac, 0x02, 0xdc, 0x02, 16, 4, 1, 0x96, 0x01]);
+        assert_eq!(encode(&edit), vec![23, 9, 2, 0xac, 0x02, 0xdc, 0x02, 16, 4, 1, 0x96, 0x01]);
         assert_eq!(VersionEdit::decode(&encode(&edit), &path(), 0).expect("valid"), edit);
+        // A version-1 blob file (written by a build of manifest format 8 or older) keeps tag 15.
+        let mut version_1 = edit.clone();
+        version_1.new_blob_files[0].format_version = crate::blob::format::BLOB_FORMAT_VERSION_1;
+        assert_eq!(encode(&version_1), vec![15, 9, 2, 0xac, 0x02, 0xdc, 0x02, 16, 4, 1, 0x96, 0x01]);
+        assert_eq!(VersionEdit::decode(&encode(&version_1), &path(), 0).expect("valid"), version_1);
         // A table's references follow its own record.
         let referencing = VersionEdit {
             new_files: vec![(0, FileMetadata { blob_references: vec![4, 9], ..file(10) })],
@@ -1105,7 +1136,9 @@ mod tests {
             }),
             // A table's blob references are a field of their own (tag 17) after its tag 6.
             Box::new(|e| e.new_files[1].1.blob_references = full_edit().new_files[1].1.blob_references.clone()),
-            Box::new(|e| e.new_blob_files = full_edit().new_blob_files),
+            // Each blob file is a field of its own (tag 23 for version 2, 15 for version 1).
+            Box::new(|e| e.new_blob_files.push(full_edit().new_blob_files[0])),
+            Box::new(|e| e.new_blob_files.push(full_edit().new_blob_files[1])),
             Box::new(|e| e.blob_garbage = full_edit().blob_garbage),
             Box::new(|e| e.dropped_range_tombstones = full_edit().dropped_range_tombstones),
             Box::new(|e| e.new_range_tombstones.push(full_edit().new_range_tombstones[0].clone())),
