@@ -1,8 +1,10 @@
 //! Key-value separation: values at or above a column family's `min_blob_size` are written to
-//! append-only blob files (`NNNNNN.blob`) when a memtable is flushed, and the table keeps a
-//! small [`BlobReference`] under the entry kind `BlobIndex` instead. Compaction moves the
-//! references, not the values, and relocates the live values of blob files whose garbage
-//! passed a ratio (see `db/compaction.rs`).
+//! append-only blob files (`NNNNNN.blob`) when a memtable is flushed, each compressed on its own
+//! with the column family's `blob_compression` when that pays, and the table keeps a small
+//! [`BlobReference`] under the entry kind `BlobIndex` instead. Compaction moves the references,
+//! not the values, and relocates the live values of blob files whose garbage passed a ratio
+//! (see `db/compaction.rs`); a moved value is decompressed and stored again with the current
+//! compression. Readers get values decompressed (and cached so).
 //!
 //! This module holds the file format (`format.rs`), the writer ([`BlobFileBuilder`]) and the
 //! shared handle of one live blob file ([`BlobFile`]), which reads values (through the block
