@@ -89,8 +89,9 @@ pub(crate) struct BlobFileBuilder {
 impl BlobFileBuilder {
     /// Starts blob file `number` of column family `column_family_id` in `file`, appending its
     /// header; values go in compressed with `compression`. The builder's only buffer is its
-    /// compressor's scratch (one value's compressed form; its file's write buffer is the file
-    /// system's), too small to charge against the memory cap.
+    /// compressor's scratch (its file's write buffer is the file system's): it grows to the
+    /// largest value's compressed form, a value the memtable being flushed (or the compaction's
+    /// input) holds and is charged for anyway, and goes with the builder.
     pub(crate) fn new(
         mut file: Box<dyn WritableFile>,
         number: u64,
@@ -585,6 +586,23 @@ mod tests {
                     assert!(values == originals, "{compression:?}: values decode to what was added");
                 }
             }
+        }
+    }
+
+    #[test]
+    fn a_huge_value_that_compresses_to_almost_nothing_reads_back() {
+        // The reader refuses a stored form whose recorded length is implausible for its size
+        // (so that damage cannot make it allocate gigabytes); the most compressible value of
+        // the default largest size must still read back with every compression.
+        let file_system: Arc<dyn FileSystem> = Arc::new(MemFileSystem::new());
+        let janitor = janitor(Arc::clone(&file_system));
+        let zeros = vec![0u8; 64 << 20];
+        for compression in [Compression::Lz4, Compression::Zstd, Compression::Snappy] {
+            let (meta, references) = write_file_compressed(&file_system, &[(b"zeros", zeros.clone())], compression);
+            assert!((references[0].stored_size_bytes as usize) < zeros.len() / 8, "{compression:?} compressed it");
+            let file = BlobFile::new(meta, Arc::clone(&janitor));
+            let read = file.read_value(b"zeros", &references[0], None, false).expect("a valid value reads back");
+            assert!(read == zeros, "{compression:?}");
         }
     }
 
