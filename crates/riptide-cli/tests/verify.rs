@@ -118,14 +118,17 @@ fn blob_files_are_checked_whole_and_damage_has_file_and_offset() {
     let run = run_expect(&["verify", &arg(&db), "--strict"], 0);
     assert!(run.stdout.contains("0 errors, 0 warnings"), "{}", run.stdout);
     let blob = files_with(&db, ".blob").pop().expect("a blob file");
-    // The second record starts after the 20-byte header and the first record (12 bytes of
-    // framing, the 7-byte key, 300 bytes of value); damage its value.
-    let second_record = 20 + 12 + 7 + 300;
-    corrupt_byte(&blob, second_record + 12 + 7 + 100);
+    // Each record is 13 bytes of framing (lengths, value type, checksum), the 7-byte key and the
+    // stored value (LZ4-compressed: these values repeat); damage the second record's value.
+    let file = riptide::internals::decode::blob_file(&std::fs::read(&blob).expect("read")).expect("decode");
+    let second = &file.records[1];
+    let stored = second.stored.len() as u64;
+    assert!(second.value_type == 1 && stored < 300, "the value was stored compressed");
+    corrupt_byte(&blob, second.offset + 9 + 7 + stored / 2);
     let run = run_expect(&["verify", &arg(&db)], 5);
     let line = run.stdout.lines().find(|line| line.starts_with("error:")).expect("an error line");
     // The offset is that of the damaged record's checksum, past the damaged byte.
-    assert!(line.contains(&format!("{} at offset {}", blob.display(), second_record + 8 + 7 + 300)), "{line}");
+    assert!(line.contains(&format!("{} at offset {}", blob.display(), second.offset + 9 + 7 + stored)), "{line}");
     assert!(line.contains("checksum mismatch"), "{line}");
     std::fs::remove_file(&blob).expect("remove");
     let run = run_expect(&["verify", &arg(&db)], 5);
