@@ -171,10 +171,13 @@ static void test_options(void) {
     OK(riptide_options_set_blob_garbage_collection_ratio(o, 0.75, NULL));
     OK(riptide_options_set_blob_garbage_collection_age_cutoff(o, 0.25, NULL));
     OK(riptide_options_set_blob_file_size_bytes(o, 1 << 20, NULL));
+    OK(riptide_options_set_blob_compression(o, RIPTIDE_COMPRESSION_ZSTD, NULL));
+    EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_options_set_blob_compression(o, 99, NULL));
     OK(riptide_options_validate(o, NULL));
     char *text = NULL;
     OK(riptide_options_describe(o, &text, NULL));
     CHECK(text && strstr(text, "memtable_size_bytes: 1048576") != NULL);
+    CHECK(text && strstr(text, "blob_compression: Zstd") != NULL);
     CHECK(text && strstr(text, "min_blob_size_bytes: Some(2048)") != NULL);
     CHECK(text && strstr(text, "ttl: Some(60s)") != NULL);
     CHECK(text && strstr(text, "blob_garbage_collection_ratio: 0.75") != NULL);
@@ -224,12 +227,14 @@ static void test_options(void) {
     OK(riptide_cf_options_set_blob_garbage_collection_ratio(c, 0.5, NULL));
     OK(riptide_cf_options_set_blob_garbage_collection_age_cutoff(c, 0.125, NULL));
     OK(riptide_cf_options_set_blob_file_size_bytes(c, 8 << 20, NULL));
+    OK(riptide_cf_options_set_blob_compression(c, RIPTIDE_COMPRESSION_NONE, NULL));
     OK(riptide_cf_options_validate(c, NULL));
     OK(riptide_cf_options_describe(c, &text, NULL));
     CHECK(text && strstr(text, "riptide.reverse_bytewise") != NULL);
     CHECK(text && strstr(text, "min_blob_size_bytes: Some(4096)") != NULL);
     CHECK(text && strstr(text, "blob_garbage_collection_age_cutoff: 0.125") != NULL);
     CHECK(text && strstr(text, "blob_file_size_bytes: 8388608") != NULL);
+    CHECK(text && strstr(text, "blob_compression: None") != NULL);
     riptide_free(text);
     OK(riptide_cf_options_set_blob_garbage_collection_ratio(c, 1.5, NULL));
     EXPECT(RIPTIDE_INVALID_ARGUMENT, riptide_cf_options_validate(c, NULL));
