@@ -148,48 +148,13 @@ pub mod decode {
         crate::backup::meta::BackupMeta::decode(data, Path::new("/fuzz/meta/000001")).map(|meta| meta.encode())
     }
 
-    /// One record of a blob file.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct BlobRecord {
-        /// The record's offset in the file.
-        pub offset: u64,
-        pub key: Vec<u8>,
-        /// The stored value's form: a table block type (0 none, 1 LZ4, 2 Zstandard, 3 Snappy).
-        pub value_type: u8,
-        /// The value as stored.
-        pub stored: Vec<u8>,
-        /// The value, decompressed.
-        pub value: Vec<u8>,
-    }
-
-    /// What a whole blob file (`NNNNNN.blob`) holds.
-    #[derive(Clone, Debug, PartialEq, Eq)]
-    pub struct BlobFile {
-        pub column_family_id: u32,
-        /// The file's format version (1 or 2).
-        pub format_version: u32,
-        pub records: Vec<BlobRecord>,
-    }
+    /// One record of a blob file, and what a whole blob file (`NNNNNN.blob`) holds.
+    pub use crate::blob::format::{BlobFileContents as BlobFile, FileRecord as BlobRecord};
 
     /// Decodes a whole blob file (`NNNNNN.blob`), each part checked: header, record checksums,
     /// stored values that decompress, footer and its agreement with the records.
     pub fn blob_file(data: &[u8]) -> Result<BlobFile> {
         crate::blob::format::decode_file(data)
-            .map(|contents| BlobFile {
-                column_family_id: contents.column_family_id,
-                format_version: contents.version,
-                records: contents
-                    .records
-                    .into_iter()
-                    .map(|record| BlobRecord {
-                        offset: record.offset,
-                        key: record.key,
-                        value_type: record.value_type,
-                        stored: record.stored,
-                        value: record.value,
-                    })
-                    .collect(),
-            })
             .map_err(|(offset, reason)| Error::corruption("/fuzz/000001.blob", offset, reason))
     }
 
@@ -430,15 +395,18 @@ pub mod encode {
     /// byte for byte as the engine writes it with `blob_compression` at its default (LZ4).
     pub fn blob_file(column_family_id: u32, records: &[(&[u8], &[u8])]) -> Vec<u8> {
         let mut compressor = crate::sstable::format::BlockCompressor::new(crate::options::Compression::Lz4);
-        let stored: Vec<(Vec<u8>, u8, Vec<u8>)> = records
+        let stored: Vec<(u8, Vec<u8>)> = records
             .iter()
-            .map(|(key, value)| {
+            .map(|(_, value)| {
                 let (value_type, stored) = compressor.compress(value);
-                (key.to_vec(), value_type, stored.to_vec())
+                (value_type, stored.to_vec())
             })
             .collect();
-        let as_stored: Vec<(&[u8], u8, &[u8])> =
-            stored.iter().map(|(key, value_type, stored)| (key.as_slice(), *value_type, stored.as_slice())).collect();
+        let as_stored: Vec<(&[u8], u8, &[u8])> = records
+            .iter()
+            .zip(&stored)
+            .map(|((key, _), (value_type, stored))| (*key, *value_type, stored.as_slice()))
+            .collect();
         blob_file_as_stored(column_family_id, crate::blob::format::BLOB_FORMAT_VERSION, &as_stored)
     }
 

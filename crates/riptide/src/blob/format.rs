@@ -63,6 +63,15 @@ pub(crate) struct BlobReference {
 }
 
 impl BlobReference {
+    /// The format version of the record this reference names: references to version-2 records
+    /// end with the value type, references to version-1 records do not.
+    pub(crate) fn record_version(&self) -> u32 {
+        match self.value_type {
+            Some(_) => BLOB_FORMAT_VERSION,
+            None => BLOB_FORMAT_VERSION_1,
+        }
+    }
+
     /// Bytes of the whole record for a key of `key_size_bytes`.
     pub(crate) fn record_size_bytes(&self, key_size_bytes: usize) -> u64 {
         let overhead = match self.value_type {
@@ -165,12 +174,7 @@ pub(crate) fn decode_header(data: &[u8]) -> Result<(u32, u32), (u64, &'static st
 /// [`MAX_BLOB_FIELD_BYTES`]. For tests and fuzz targets that build files in memory; the builder
 /// appends the same pieces to its file.
 pub(crate) fn encode_record(out: &mut Vec<u8>, key: &[u8], value_type: u8, stored: &[u8]) -> u32 {
-    let (head, checksum) = record_head_and_checksum(key, value_type, stored);
-    out.extend_from_slice(&head);
-    out.extend_from_slice(key);
-    out.extend_from_slice(stored);
-    out.extend_from_slice(&checksum.to_le_bytes());
-    checksum
+    append_record(out, &record_head(key, value_type, stored), key, stored)
 }
 
 /// Appends one version-1 record (no type byte, the value as is): files of the first format
@@ -179,27 +183,45 @@ pub(crate) fn encode_record_v1(out: &mut Vec<u8>, key: &[u8], value: &[u8]) -> u
     let mut lengths = [0u8; 8];
     lengths[..4].copy_from_slice(&(key.len() as u32).to_le_bytes());
     lengths[4..].copy_from_slice(&(value.len() as u32).to_le_bytes());
-    let checksum = mask_crc(crc32c::crc32c_append(crc32c::crc32c_append(crc32c::crc32c(&lengths), key), value));
-    out.extend_from_slice(&lengths);
+    append_record(out, &lengths, key, value)
+}
+
+/// Appends a record of either version (its `head`, the key, the stored value and the checksum
+/// that covers them) and returns the checksum.
+fn append_record(out: &mut Vec<u8>, head: &[u8], key: &[u8], stored: &[u8]) -> u32 {
+    let checksum = record_checksum(head, key, stored);
+    out.extend_from_slice(head);
     out.extend_from_slice(key);
-    out.extend_from_slice(value);
+    out.extend_from_slice(stored);
     out.extend_from_slice(&checksum.to_le_bytes());
     checksum
 }
 
-/// The first bytes of the version-2 record of `key` and `stored` (its key and stored lengths
-/// and the value's type byte) and the record's checksum, which ends it. A writer appends the
-/// head, the key, the stored value and the checksum in that order: computed piece by piece, the
-/// checksum needs no contiguous copy of the record (a value copied into a record buffer and
-/// then again into the file's write buffer was 6 % of the CPU of 4 KiB-value writes with blob
-/// files).
-pub(crate) fn record_head_and_checksum(key: &[u8], value_type: u8, stored: &[u8]) -> ([u8; 9], u32) {
+/// The masked CRC32C that ends a record: over its head, its key and its stored value, computed
+/// piece by piece.
+fn record_checksum(head: &[u8], key: &[u8], stored: &[u8]) -> u32 {
+    mask_crc(crc32c::crc32c_append(crc32c::crc32c_append(crc32c::crc32c(head), key), stored))
+}
+
+/// The first bytes of the version-2 record of `key` and `stored`: its key and stored lengths
+/// and the value's type byte.
+fn record_head(key: &[u8], value_type: u8, stored: &[u8]) -> [u8; 9] {
     let mut head = [0u8; 9];
     head[..4].copy_from_slice(&(key.len() as u32).to_le_bytes());
     head[4..8].copy_from_slice(&(stored.len() as u32).to_le_bytes());
     head[8] = value_type;
-    let crc = crc32c::crc32c_append(crc32c::crc32c_append(crc32c::crc32c(&head), key), stored);
-    (head, mask_crc(crc))
+    head
+}
+
+/// The head of the version-2 record of `key` and `stored` and the record's checksum, which
+/// ends it. A writer appends the head, the key, the stored value and the checksum in that
+/// order: computed piece by piece, the checksum needs no contiguous copy of the record (a value
+/// copied into a record buffer and then again into the file's write buffer was 6 % of the CPU
+/// of 4 KiB-value writes with blob files).
+pub(crate) fn record_head_and_checksum(key: &[u8], value_type: u8, stored: &[u8]) -> ([u8; 9], u32) {
+    let head = record_head(key, value_type, stored);
+    let checksum = record_checksum(&head, key, stored);
+    (head, checksum)
 }
 
 /// A record checked against its own checksum: the key and stored value it holds, the value's
@@ -217,9 +239,6 @@ impl DecodedRecord<'_> {
     /// The value, decompressed when it was stored compressed. A payload that does not
     /// decompress is `Error::Corruption` at `record_offset` of `path`.
     pub(crate) fn value(&self, path: &Path, record_offset: u64) -> crate::error::Result<Vec<u8>> {
-        if self.value_type == BLOCK_TYPE_NONE {
-            return Ok(self.stored.to_vec());
-        }
         let mut output = Vec::new();
         match decode_payload_into(path, record_offset, self.value_type, self.stored, &mut output)? {
             DecodedBlock::Stored(length) => Ok(self.stored[..length].to_vec()),
@@ -259,6 +278,27 @@ pub(crate) fn decode_record(data: &[u8], version: u32) -> Result<(DecodedRecord<
     Ok((DecodedRecord { key, stored, value_type, checksum }, body_end + 4))
 }
 
+/// Decodes `record`, exactly the bytes `reference` names, and checks it against the reference
+/// for a read of `user_key` as I36 requires: the record's own checksum, its length, its key, the
+/// reference's checksum and value type. The reason on failure.
+pub(crate) fn decode_referenced_record<'a>(
+    record: &'a [u8],
+    user_key: &[u8],
+    reference: &BlobReference,
+) -> Result<DecodedRecord<'a>, &'static str> {
+    let (decoded, length) = decode_record(record, reference.record_version()).map_err(|(_, reason)| reason)?;
+    if length != record.len() || decoded.key != user_key {
+        return Err("blob record does not hold the referenced key");
+    }
+    if decoded.checksum != reference.checksum {
+        return Err("blob record checksum differs from the reference's");
+    }
+    if reference.value_type.is_some_and(|value_type| value_type != decoded.value_type) {
+        return Err("blob record value type differs from the reference's");
+    }
+    Ok(decoded)
+}
+
 /// What a footer records about the records before it.
 #[derive(Clone, Copy, Debug, PartialEq, Eq)]
 pub(crate) struct BlobFooter {
@@ -292,27 +332,35 @@ pub(crate) fn decode_footer(data: &[u8]) -> Result<BlobFooter, (u64, &'static st
     Ok(BlobFooter { record_count, record_bytes })
 }
 
-/// One record of a decoded blob file.
+/// One record of a decoded blob file. Public for tools through `internals::decode`
+/// (`BlobRecord`); the module itself is the crate's.
 #[derive(Clone, Debug, PartialEq, Eq)]
-pub(crate) struct FileRecord {
+pub struct FileRecord {
     /// The record's offset in the file.
-    pub(crate) offset: u64,
-    pub(crate) key: Vec<u8>,
-    /// The stored value's form (none in a version-1 file).
-    pub(crate) value_type: u8,
+    pub offset: u64,
+    /// The user key the record holds.
+    pub key: Vec<u8>,
+    /// The stored value's form: a table block type (0 none, 1 LZ4, 2 Zstandard, 3 Snappy;
+    /// always 0 in a version-1 file).
+    pub value_type: u8,
     /// The value as stored.
-    pub(crate) stored: Vec<u8>,
+    pub stored: Vec<u8>,
     /// The value, decompressed when it was stored compressed.
-    pub(crate) value: Vec<u8>,
+    pub value: Vec<u8>,
 }
 
-/// Everything in a whole blob file, checked: its column family, its format version, each
-/// record and the footer. Used by `verify`, `inspect` and the fuzz target; reads go through
-/// [`decode_record`] at the offsets references name.
-pub(crate) struct BlobFileContents {
-    pub(crate) column_family_id: u32,
-    pub(crate) version: u32,
-    pub(crate) records: Vec<FileRecord>,
+/// Everything in a whole blob file, checked: its column family, its format version (1 or 2),
+/// each record and the footer. Used by `verify`, `inspect` and the fuzz target (through
+/// `internals::decode`, as `BlobFile`); reads go through `decode_record` at the offsets
+/// references name.
+#[derive(Clone, Debug, PartialEq, Eq)]
+pub struct BlobFileContents {
+    /// The column family the file belongs to, from its header.
+    pub column_family_id: u32,
+    /// The file's format version (1 or 2), from its header.
+    pub format_version: u32,
+    /// Every record, in file order.
+    pub records: Vec<FileRecord>,
 }
 
 /// Decodes a whole blob file: header, records tiling the space before the footer exactly (each
@@ -348,7 +396,7 @@ pub(crate) fn decode_file(data: &[u8]) -> Result<BlobFileContents, (u64, &'stati
     if footer.record_count != records.len() as u64 || footer.record_bytes != record_bytes {
         return Err((footer_start as u64, "blob footer disagrees with the records"));
     }
-    Ok(BlobFileContents { column_family_id, version, records })
+    Ok(BlobFileContents { column_family_id, format_version: version, records })
 }
 
 fn read_u32(data: &[u8], offset: usize) -> u32 {
@@ -391,7 +439,7 @@ mod tests {
         for version in [BLOB_FORMAT_VERSION_1, BLOB_FORMAT_VERSION] {
             let data = sample_file(version);
             let contents = decode_file(&data).expect("valid file");
-            assert_eq!((contents.column_family_id, contents.version), (7, version));
+            assert_eq!((contents.column_family_id, contents.format_version), (7, version));
             let keys: Vec<&[u8]> = contents.records.iter().map(|record| record.key.as_slice()).collect();
             assert_eq!(keys, vec![&b"a"[..], b"bb", b""]);
             assert_eq!(contents.records[0].offset, BLOB_HEADER_SIZE_BYTES as u64);

@@ -42,8 +42,8 @@ use crate::sstable::Block;
 use crate::version::tree::FileJanitor;
 pub(crate) use format::BlobReference;
 use format::{
-    decode_record, encode_footer, encode_header, record_head_and_checksum, BlobFooter, BLOB_FORMAT_VERSION,
-    BLOB_FORMAT_VERSION_1, BLOB_HEADER_SIZE_BYTES, MAX_BLOB_FIELD_BYTES,
+    encode_footer, encode_header, record_head_and_checksum, BlobFooter, BLOB_FORMAT_VERSION, BLOB_HEADER_SIZE_BYTES,
+    MAX_BLOB_FIELD_BYTES,
 };
 
 /// The live blob files of one column family's version, by number.
@@ -273,20 +273,9 @@ impl BlobFile {
     /// The value of `record` (the bytes `reference` names), checked as I36 requires and
     /// decompressed when it was stored compressed.
     fn checked_value(&self, user_key: &[u8], reference: &BlobReference, record: &[u8]) -> Result<Vec<u8>> {
-        let corruption = |reason: &str| Error::corruption(self.path(), reference.record_offset, reason.to_string());
-        // The reference says how the record is laid out: version-1 records have no type byte.
-        let version = if reference.value_type.is_some() { BLOB_FORMAT_VERSION } else { BLOB_FORMAT_VERSION_1 };
-        let (decoded, length) = decode_record(record, version).map_err(|(_, reason)| corruption(reason))?;
-        if length != record.len() || decoded.key != user_key {
-            return Err(corruption("blob record does not hold the referenced key"));
-        }
-        if decoded.checksum != reference.checksum {
-            return Err(corruption("blob record checksum differs from the reference's"));
-        }
-        if reference.value_type.is_some_and(|value_type| value_type != decoded.value_type) {
-            return Err(corruption("blob record value type differs from the reference's"));
-        }
-        decoded.value(&self.path(), reference.record_offset)
+        format::decode_referenced_record(record, user_key, reference)
+            .map_err(|reason| Error::corruption(self.path(), reference.record_offset, reason))?
+            .value(&self.path(), reference.record_offset)
     }
 
     /// Like [`BlobFile::read_value`] for a scan: records met in file order are served from a

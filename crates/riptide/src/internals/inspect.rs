@@ -162,20 +162,9 @@ pub fn read_blob_value(dir: &Path, user_key: &[u8], encoded_reference: &[u8]) ->
     let file = std::fs::File::open(&path).map_err(|_| corruption("blob file is missing or unreadable"))?;
     let mut record = vec![0u8; reference.record_size_bytes(user_key.len()) as usize];
     file.read_exact_at(&mut record, offset).map_err(|_| corruption("blob record runs past the file"))?;
-    let version = match reference.value_type {
-        Some(_) => crate::blob::format::BLOB_FORMAT_VERSION,
-        None => crate::blob::format::BLOB_FORMAT_VERSION_1,
-    };
-    let (decoded, length) =
-        crate::blob::format::decode_record(&record, version).map_err(|(_, reason)| corruption(reason))?;
-    if length != record.len()
-        || decoded.key != user_key
-        || decoded.checksum != reference.checksum
-        || reference.value_type.is_some_and(|value_type| value_type != decoded.value_type)
-    {
-        return Err(corruption("blob record does not match its reference"));
-    }
-    decoded.value(&path, offset)
+    crate::blob::format::decode_referenced_record(&record, user_key, &reference)
+        .map_err(corruption)?
+        .value(&path, offset)
 }
 
 /// The file name of blob file `number` (`NNNNNN.blob`).
