@@ -173,7 +173,9 @@ pub struct Options {
     /// compaction of level 0 would leave (one per level-0 file it reaches, less one when no
     /// deeper level holds keys of its range) charges the column family per extra table: a
     /// whole charge for a table that read its block from the file, an eighth for one that
-    /// found it in the block cache. Once the charges times this many bytes reach what that compaction would
+    /// found it in the block cache; and every forward step through such a merge a fifth of a
+    /// unit (a sixteenth of a charge) per extra table, for the heap's move over it at each row.
+    /// Once the charges times this many bytes reach what that compaction would
     /// rewrite (level 0 and the shallowest deeper level holding files), level 0 is compacted
     /// even below `level0_compaction_trigger_files`. So read-heavy phases after a burst of
     /// writes get their level-0 files merged away, while write-heavy work that seeks little

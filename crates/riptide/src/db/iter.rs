@@ -113,6 +113,16 @@ impl DbIterator {
         }
     }
 
+    /// Called after every forward step (not after seeks): charges the step's moves over the
+    /// level-0 cursors a compaction would remove, then what [`Self::finish_step`] charges.
+    #[inline]
+    fn finish_forward_step(&mut self) {
+        if let Some(charges) = &mut self.seek_charges {
+            charges.charge_step();
+        }
+        self.finish_step();
+    }
+
     /// Rebuilds the iterator over the column family's newest view when that reads exactly as
     /// its own (I45); otherwise keeps its view (and does not look again until the next change).
     #[cold]
@@ -205,7 +215,7 @@ impl DbIterator {
     pub fn next(&mut self) {
         if self.inner.valid() {
             self.inner.next();
-            self.finish_step();
+            self.finish_forward_step();
         }
     }
 
@@ -242,7 +252,7 @@ impl Iterator for DbIterator {
             self.seek_to_first();
         } else if self.inner.valid() {
             self.inner.next();
-            self.finish_step();
+            self.finish_forward_step();
         }
         if self.inner.valid() {
             return Some(Ok((self.inner.key().to_vec(), self.inner.value().to_vec())));
