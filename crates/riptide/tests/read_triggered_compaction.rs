@@ -124,6 +124,35 @@ fn seeks_to_pay(db: &Db, bytes_per_table_seek: u64, charged: u64) -> u64 {
     (threshold - charged).div_ceil(units_per_seek)
 }
 
+/// Full scans with cached blocks, each charging `per_scan` units, after `charged` units: the
+/// job's `threshold` needs several of them; one scan short of it level 0 stays as it is, and
+/// the last one has read-triggered compaction merge it away; every scan reads `model`.
+fn check_scans_pay_for_the_job(
+    db: &Db,
+    model: &BTreeMap<Vec<u8>, Vec<u8>>,
+    charged: u64,
+    per_scan: u64,
+    threshold: u64,
+) {
+    assert!(charged < threshold, "warming the cache alone paid for the job ({charged} of {threshold} units)");
+    let scans = (threshold - charged).div_ceil(per_scan);
+    assert!(scans >= 3, "the test needs several scans before the threshold, got {scans}");
+    for _ in 0..scans - 1 {
+        assert_eq!(dump(db, &ReadOptions::default()), *model);
+    }
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), LEVEL0_FILES, "{} scans of {scans} compacted level 0:\n{stats}", scans - 1);
+    assert_eq!(stats.read_triggered_compactions, 0);
+
+    assert_eq!(dump(db, &ReadOptions::default()), *model);
+    db.wait_for_background_work().expect("idle");
+    let stats = db.stats();
+    assert_eq!(level0_files(&stats), 0, "level 0 was not compacted after {scans} scans:\n{stats}");
+    assert_eq!(stats.read_triggered_compactions, 1, "{stats}");
+    assert_eq!(dump(db, &ReadOptions::default()), *model, "the compaction changed what is read");
+}
+
 #[test]
 fn seeks_compact_level0_once_they_paid_for_it_and_not_before() {
     let db = Db::open("/read-triggered", options(128)).expect("open");
@@ -276,25 +305,7 @@ fn scans_passing_older_versions_in_level0_pay_for_its_compaction() {
     let db = Db::open("/read-triggered-scans", options(32)).expect("open");
     let model = build_level0(&db);
     let charged = warm_cache(&db);
-    let threshold = threshold_units(&db, 32);
-    assert!(charged < threshold, "warming the cache alone paid for the job ({charged} of {threshold} units)");
-    let scans = (threshold - charged).div_ceil(units_per_scan());
-    assert!(scans >= 3, "the test needs several scans before the threshold, got {scans}");
-
-    for _ in 0..scans - 1 {
-        assert_eq!(dump(&db, &ReadOptions::default()), model);
-    }
-    db.wait_for_background_work().expect("idle");
-    let stats = db.stats();
-    assert_eq!(level0_files(&stats), LEVEL0_FILES, "{} scans of {scans} compacted level 0:\n{stats}", scans - 1);
-    assert_eq!(stats.read_triggered_compactions, 0);
-
-    assert_eq!(dump(&db, &ReadOptions::default()), model);
-    db.wait_for_background_work().expect("idle");
-    let stats = db.stats();
-    assert_eq!(level0_files(&stats), 0, "level 0 was not compacted after {scans} scans:\n{stats}");
-    assert_eq!(stats.read_triggered_compactions, 1, "{stats}");
-    assert_eq!(dump(&db, &ReadOptions::default()), model, "the compaction changed what is read");
+    check_scans_pay_for_the_job(&db, &model, charged, units_per_scan(), threshold_units(&db, 32));
     db.close().expect("close");
 }
 
@@ -322,20 +333,7 @@ fn scans_over_interleaved_level0_files_pay_for_their_steps() {
     let extra = LEVEL0_FILES - 1;
     let charged = extra * CACHED_TABLE_UNITS + LEVEL0_FILES * MISS_UNITS + step_units(extra);
     let per_scan = extra * CACHED_TABLE_UNITS + step_units(extra);
-    let threshold = threshold_units(&db, 32);
-    let scans = (threshold - charged).div_ceil(per_scan);
-    assert!(scans >= 3, "the test needs several scans before the threshold, got {scans}");
-    for _ in 0..scans - 1 {
-        assert_eq!(dump(&db, &ReadOptions::default()), model);
-    }
-    db.wait_for_background_work().expect("idle");
-    assert_eq!(level0_files(&db.stats()), LEVEL0_FILES, "{} scans of {scans} compacted level 0", scans - 1);
-    assert_eq!(dump(&db, &ReadOptions::default()), model);
-    db.wait_for_background_work().expect("idle");
-    let stats = db.stats();
-    assert_eq!(level0_files(&stats), 0, "level 0 was not compacted after {scans} scans:\n{stats}");
-    assert_eq!(stats.read_triggered_compactions, 1, "{stats}");
-    assert_eq!(dump(&db, &ReadOptions::default()), model, "the compaction changed what is read");
+    check_scans_pay_for_the_job(&db, &model, charged, per_scan, threshold_units(&db, 32));
     db.close().expect("close");
 }
 
@@ -352,23 +350,12 @@ fn versions_a_compaction_keeps_are_not_charged() {
         model.insert(key(number), value(number, 99, 60));
     }
     let charged = warm_cache_with_memtable(&db);
-    let threshold = threshold_units(&db, 32);
     // Each scan: a seek over the level-0 files (two extra), steps over them, and per key the
     // older versions of the three files passed, of which a compaction would remove two.
     let per_scan = (LEVEL0_FILES - 1) * CACHED_TABLE_UNITS
         + step_units(LEVEL0_FILES - 1)
         + KEYS * (LEVEL0_FILES - 1) * CACHED_TABLE_UNITS;
-    let scans = (threshold - charged).div_ceil(per_scan);
-    assert!(scans >= 3, "the test needs several scans before the threshold, got {scans}");
-    for _ in 0..scans - 1 {
-        assert_eq!(dump(&db, &ReadOptions::default()), model);
-    }
-    db.wait_for_background_work().expect("idle");
-    assert_eq!(level0_files(&db.stats()), LEVEL0_FILES, "{} scans of {scans} compacted level 0", scans - 1);
-    assert_eq!(dump(&db, &ReadOptions::default()), model);
-    db.wait_for_background_work().expect("idle");
-    assert_eq!(level0_files(&db.stats()), 0, "level 0 was not compacted after {scans} scans");
-    assert_eq!(dump(&db, &ReadOptions::default()), model, "the compaction changed what is read");
+    check_scans_pay_for_the_job(&db, &model, charged, per_scan, threshold_units(&db, 32));
     db.close().expect("close");
 }
 

@@ -184,7 +184,8 @@ impl ReadCharges {
         memtable_bytes: usize,
     ) -> Option<SeekCharges> {
         let bytes_per_charge = self.bytes_per_charge.load(Ordering::Relaxed);
-        let per_seek = extra_tables_per_seek(level0_tables, deeper_levels) * CACHED_TABLE_UNITS;
+        let extra_tables = extra_tables_per_seek(level0_tables, deeper_levels);
+        let per_seek = extra_tables * CACHED_TABLE_UNITS;
         if bytes_per_charge == 0 || (per_seek == 0 && memtable_bytes == 0) {
             return None;
         }
@@ -201,8 +202,7 @@ impl ReadCharges {
         let memtable_threshold = flush_bytes.saturating_mul(UNITS_PER_CHARGE).div_ceil(bytes_per_charge).max(1);
         Some(SeekCharges {
             shared: Arc::clone(self),
-            per_seek,
-            extra_tables: per_seek / CACHED_TABLE_UNITS,
+            extra_tables,
             stepped_row_tables: 0,
             pending: 0,
             threshold,
@@ -263,9 +263,9 @@ fn level0_job_bytes(version: &Version) -> u64 {
 /// dropped.
 pub(crate) struct SeekCharges {
     shared: Arc<ReadCharges>,
-    /// Units of one seek, before its block misses.
-    per_seek: u64,
-    /// The level-0 cursors a compaction would remove from every step ([`extra_tables_per_seek`]).
+    /// The level-0 cursors a compaction would remove from every seek and step
+    /// ([`extra_tables_per_seek`]); a seek costs [`CACHED_TABLE_UNITS`] for each, before its
+    /// block misses.
     extra_tables: u64,
     /// Rows stepped times `extra_tables`, not yet turned into units
     /// ([`STEPPED_ROW_TABLES_PER_UNIT`]).
@@ -291,7 +291,7 @@ impl SeekCharges {
     #[inline]
     pub(crate) fn charge_seek(&mut self) {
         self.misses_before_seek = counted_block_misses();
-        self.charge_units(self.per_seek);
+        self.charge_units(self.extra_tables * CACHED_TABLE_UNITS);
     }
 
     /// Charges the block misses of the seek that just ran.
@@ -394,11 +394,10 @@ mod tests {
         assert_eq!(extra_tables_per_seek(7, 1), 7);
     }
 
-    fn test_charges(shared: &Arc<ReadCharges>, per_seek: u64, threshold: u64) -> SeekCharges {
+    fn test_charges(shared: &Arc<ReadCharges>, extra_tables: u64, threshold: u64) -> SeekCharges {
         SeekCharges {
             shared: Arc::clone(shared),
-            per_seek,
-            extra_tables: per_seek / CACHED_TABLE_UNITS,
+            extra_tables,
             stepped_row_tables: 0,
             pending: 0,
             threshold,
@@ -413,7 +412,7 @@ mod tests {
     #[test]
     fn a_seek_is_charged_its_own_block_misses_only() {
         let shared = Arc::new(ReadCharges::new(100, Arc::new(Condvar::new())));
-        let mut charges = test_charges(&shared, 2, u64::MAX);
+        let mut charges = test_charges(&shared, 1, u64::MAX);
         // Misses before the seek (a scan's) are not charged; the seek's two are.
         add_counted_block_misses(5);
         charges.charge_seek();
@@ -431,9 +430,9 @@ mod tests {
 
     #[test]
     fn steps_charge_a_unit_per_five_rows_per_extra_table() {
-        let charged = |per_seek: u64, steps: u64| {
+        let charged = |extra_tables: u64, steps: u64| {
             let shared = Arc::new(ReadCharges::new(100, Arc::new(Condvar::new())));
-            let mut charges = test_charges(&shared, per_seek, u64::MAX);
+            let mut charges = test_charges(&shared, extra_tables, u64::MAX);
             for _ in 0..steps {
                 charges.charge_step();
             }
@@ -442,10 +441,10 @@ mod tests {
         };
         // Two extra tables: 1,000 steps move over 2,000 extra cursors, 400 units, part of them
         // passed on while stepping and the rest when the iterator is dropped.
-        assert_eq!(charged(2 * CACHED_TABLE_UNITS, 1000), 400);
-        assert_eq!(charged(2 * CACHED_TABLE_UNITS, 10_000), 4000);
+        assert_eq!(charged(2, 1000), 400);
+        assert_eq!(charged(2, 10_000), 4000);
         // One extra table: 7 steps make one whole unit; the remainder is not charged.
-        assert_eq!(charged(CACHED_TABLE_UNITS, 7), 1);
+        assert_eq!(charged(1, 7), 1);
         // A merge with nothing a compaction would remove charges no step.
         assert_eq!(charged(0, 10_000), 0);
     }
@@ -453,18 +452,18 @@ mod tests {
     #[test]
     fn charges_mark_due_once_at_the_threshold_and_reset() {
         let shared = Arc::new(ReadCharges::new(100, Arc::new(Condvar::new())));
-        let mut charges = test_charges(&shared, 2, 1000);
+        let mut charges = test_charges(&shared, 1, 1000);
         for _ in 0..499 {
             charges.charge_seek();
         }
         drop(charges);
         assert!(!shared.is_due(), "998 charges are under 1,000");
-        let mut charges = test_charges(&shared, 2, 1000);
+        let mut charges = test_charges(&shared, 1, 1000);
         charges.charge_seek();
         assert!(!shared.is_due(), "charges wait in the iterator until flushed");
         drop(charges);
         assert!(shared.is_due());
-        let mut stale = test_charges(&shared, 2000, 1000);
+        let mut stale = test_charges(&shared, 1000, 1000);
         shared.reset();
         assert!(!shared.is_due());
         assert_eq!(shared.charges.load(Ordering::Relaxed), 0);
