@@ -96,6 +96,7 @@ fn apply_tuning(options: &mut Options, tuning: &str) -> Result<()> {
         match name {
             "max_background_compactions" => options.max_background_compactions = number()? as usize,
             "max_background_flushes" => options.max_background_flushes = number()? as usize,
+            "max_immutable_memtables" => options.max_immutable_memtables = number()? as usize,
             "max_subcompactions" => options.max_subcompactions = number()? as usize,
             "level_size_ratio" => options.level_size_ratio = number()?,
             "base_level_size_bytes" => options.base_level_size_bytes = number()?,
