@@ -57,7 +57,7 @@ use crate::sstable::Block;
 const EMPTY_FILE_NUMBER: u64 = u64::MAX;
 
 /// Bytes charged for an entry on top of its block: three slots and three strong-reference
-/// cells (a table is between a quarter and half full), the block header, the reference counts
+/// cells (a table is at most half full, and after it doubles a quarter), the block header, the reference counts
 /// and the allocator's overhead.
 const ENTRY_OVERHEAD_BYTES: usize = 3 * (std::mem::size_of::<Slot>() + std::mem::size_of::<Option<Arc<Block>>>())
     + std::mem::size_of::<Block>()
@@ -106,11 +106,13 @@ impl CacheKey {
     fn is_cacheable(&self) -> bool {
         self.file_number != EMPTY_FILE_NUMBER
     }
+}
 
-    /// The key's home slot in a table with `mask + 1` slots.
-    fn home(&self, mask: usize) -> usize {
-        self.mixed_hash() as usize & mask
-    }
+/// The home slot of a key whose [`CacheKey::mixed_hash`] is `hash`, in a table with `mask + 1`
+/// slots: the hash's lower half (its upper half picks the shard).
+#[inline]
+fn home_slot(hash: u64, mask: usize) -> usize {
+    hash as usize & mask
 }
 
 /// One slot of a shard's table, two to a cache line. Every field is an atomic: readers load
@@ -221,7 +223,7 @@ impl Table {
     /// The writer's probe: the index of `key`'s slot, if present.
     fn find(&self, key: &CacheKey, hash: u64) -> Option<usize> {
         let mask = self.mask();
-        let mut index = hash as usize & mask;
+        let mut index = home_slot(hash, mask);
         for _ in 0..self.slots.len() {
             let (file_number, block_offset, _) = self.slots[index].writer_view();
             if file_number == EMPTY_FILE_NUMBER {
@@ -239,7 +241,7 @@ impl Table {
     /// tables are at most half full).
     fn free_slot(&self, hash: u64) -> usize {
         let mask = self.mask();
-        let mut index = hash as usize & mask;
+        let mut index = home_slot(hash, mask);
         loop {
             let (file_number, _, _) = self.slots[index].writer_view();
             if file_number == EMPTY_FILE_NUMBER {
@@ -328,7 +330,7 @@ impl Shard {
         let guard = epoch::pin();
         let table = self.table(&guard);
         let mask = table.mask();
-        let mut index = hash as usize & mask;
+        let mut index = home_slot(hash, mask);
         for _ in 0..table.slots.len() {
             let slot = &table.slots[index];
             match slot.read() {
@@ -486,7 +488,7 @@ impl Writer {
             if file_number == EMPTY_FILE_NUMBER {
                 break;
             }
-            let home = CacheKey { file_number, block_offset }.home(mask);
+            let home = home_slot(CacheKey { file_number, block_offset }.mixed_hash(), mask);
             // The entry may fill the hole unless its home lies cyclically in (hole, next]: it
             // would then sit before its home, where no probe looks.
             let stays = if hole <= next { hole < home && home <= next } else { hole < home || home <= next };
@@ -652,7 +654,8 @@ impl BlockCache {
     }
 
     /// Checks the shards' invariants (slots and strong references agree; every entry is found
-    /// from its home slot; usage is the sum of the charges; a quarter of the slots is empty).
+    /// from its home slot; usage is the sum of the charges; at least half of the slots are
+    /// empty).
     /// For tests.
     #[cfg(test)]
     fn check_invariants(&self) {
